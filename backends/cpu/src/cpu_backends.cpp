@@ -1,0 +1,4 @@
+#include "hydragen/cpu/cpu_backends.hpp"
+namespace hydragen {
+void register_cpu_backends(BackendRegistry&) {}
+}  // namespace hydragen

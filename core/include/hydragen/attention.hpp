@@ -1,0 +1,77 @@
+#pragma once
+// The backend-agnostic interface: a backend makes a plan for one (shape, tree); the plan runs.
+//
+// plan() validates, allocates workspace and builds the schedule; run() only launches, so it can be
+// captured in a CUDA graph and timed without allocation. Outputs are O and LSE, so results compose.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hydragen/host_device.hpp"
+#include "hydragen/memory.hpp"
+#include "hydragen/shape.hpp"
+#include "hydragen/sharing_tree.hpp"
+#include "hydragen/tensor.hpp"
+
+namespace hydragen {
+
+struct AttentionInputs {
+  ConstTensor q;               // [B, q_len, Hq, D], shape.dtype
+  std::vector<ConstTensor> k;  // per segment: [length(segment), Hkv, D], shape.dtype
+  std::vector<ConstTensor> v;  // per segment: [length(segment), Hkv, D], shape.dtype
+};
+
+struct AttentionOutputs {
+  Tensor o;    // [B, q_len, Hq, D], shape.dtype
+  Tensor lse;  // [B, q_len, Hq], lse_dtype(shape.dtype); -inf where a query attends no key
+};
+
+// An opaque stream handle (a cudaStream_t for CUDA backends; ignored on the host). Null: default.
+struct Stream {
+  void* handle = nullptr;
+};
+
+// Causal leaf: with q_len queries per sequence, query qi (0-based) attends every token of its
+// ancestors and all but the last q_len-1-qi tokens of its leaf. The leaf needs >= q_len-1 tokens.
+HYDRAGEN_HD long long causal_leaf_tokens(long long leaf_len, int q_len, int qi) { return leaf_len - (q_len - 1 - qi); }
+
+// Throws std::invalid_argument naming the field: shape.validate(), the tree's sequence count, and
+// leaves too short for the causal queries.
+void validate_problem(const AttentionShape& shape, const SharingTree& tree);
+
+// Throws std::invalid_argument naming the tensor: a null pointer (only empty segments may be null),
+// a dtype that is not the shape's, or a buffer smaller than the shape needs.
+void check_io(const AttentionShape& shape, const SharingTree& tree, const AttentionInputs& inputs,
+              const AttentionOutputs& outputs);
+
+class AttentionPlan {
+ public:
+  virtual ~AttentionPlan() = default;
+  // Checks the tensors (check_io) and computes O and LSE for the planned problem.
+  virtual void run(const AttentionInputs& inputs, const AttentionOutputs& outputs, Stream stream = {}) = 0;
+};
+
+// Whether a backend handles a problem; if not, why.
+struct Support {
+  bool ok = true;
+  std::string reason;  // empty when ok
+  static Support yes() { return {}; }
+  static Support no(std::string why) { return {false, std::move(why)}; }
+};
+
+class AttentionBackend {
+ public:
+  virtual ~AttentionBackend() = default;
+  virtual std::string name() const = 0;
+  virtual std::string summary() const = 0;  // one line for --list: what it is, dtypes, head dims, trees
+  virtual const DeviceMemory& memory() const = 0;
+  virtual Support supports(const AttentionShape& shape, const SharingTree& tree) const = 0;
+
+  // validate_problem, then supports (throws Unsupported with the reason), then make_plan.
+  std::unique_ptr<AttentionPlan> plan(const AttentionShape& shape, const SharingTree& tree) const;
+
+ protected:
+  virtual std::unique_ptr<AttentionPlan> make_plan(const AttentionShape& shape, const SharingTree& tree) const = 0;
+};
+
+}  // namespace hydragen

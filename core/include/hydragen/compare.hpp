@@ -1,0 +1,50 @@
+#pragma once
+// How a backend's output is judged against the fp64 reference (DESIGN.md section 5).
+//
+// Every element is checked; NaN never passes; two -inf LSEs (a query that attends nothing) agree.
+//   O element:  |o - r| <= rtol * |r| + atol * rms(ref O)
+//   O overall:  ||o - r|| / ||r|| <= rtol + atol
+//   LSE:        |l - r| <= lse_tol * max(1, |r|)
+// rtol, atol and lse_tol come from the dtype, plus a conditioning term c * u * logit_bound for the
+// rounding of the scores themselves (u: the unit roundoff of the arithmetic, fp32 or fp64), which
+// only matters for the extreme-logit problems.
+#include <cstddef>
+#include <string>
+
+#include "hydragen/problem.hpp"
+
+namespace hydragen {
+
+struct Tolerance {
+  double rtol = 0;
+  double atol = 0;  // in units of rms(ref O)
+  double lse_tol = 0;
+};
+
+// fp64: 1e-12; fp32: 1e-5; fp16/bf16: rtol = 2u (twice the rounding of the exact result to the
+// dtype), atol = u; each plus 4 * u_arith * logit_bound, u_arith = 2^-53 for fp64, 2^-24 otherwise.
+// LSE: fp64 1e-12, otherwise 1e-5 (it is computed in fp32 whatever the storage type); plus the same
+// conditioning term.
+Tolerance tolerance_for(DType dtype, double logit_bound);
+
+struct Comparison {
+  double max_abs_error = 0;  // max |o - r|
+  double rel_l2_error = 0;   // ||o - r|| / ||r||
+  std::size_t worst_index = 0;  // flat index into O of the element furthest past its bound
+  double worst_value = 0, worst_reference = 0;
+  std::size_t failed_elements = 0;  // O elements outside their bound (NaN counts)
+  double lse_max_abs_error = 0;
+  std::size_t lse_worst_index = 0;
+  std::size_t lse_failed = 0;
+  bool pass = false;
+  Tolerance tolerance;
+
+  std::string summary() const;  // one line: errors, tolerance, worst index, PASS/FAIL
+};
+
+Comparison compare(const Results& out, const Results& ref, const Tolerance& tolerance);
+
+// "[b, t, h, d]" for a flat index into O (or "[b, t, h]" into LSE, with head_dim = 1).
+std::string index_name(const AttentionShape& shape, std::size_t flat_index, bool is_lse);
+
+}  // namespace hydragen

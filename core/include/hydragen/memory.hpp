@@ -1,0 +1,57 @@
+#pragma once
+// Where a backend's tensors live. Backends expose one DeviceMemory so that harnesses (tests,
+// hydragen-diff, the sweep) can stage problems for any backend without knowing its device.
+#include <cstddef>
+#include <string_view>
+#include <utility>
+
+namespace hydragen {
+
+class DeviceMemory {
+ public:
+  virtual ~DeviceMemory() = default;
+  virtual std::string_view name() const = 0;  // "host" or "cuda"
+  // Throws OutOfMemory stating the bytes requested. Zero bytes returns nullptr.
+  virtual void* allocate(std::size_t bytes) const = 0;
+  virtual void release(void* ptr) const noexcept = 0;
+  virtual void copy_from_host(void* dst, const void* host_src, std::size_t bytes) const = 0;
+  virtual void copy_to_host(void* host_dst, const void* src, std::size_t bytes) const = 0;
+  virtual void copy(void* dst, const void* src, std::size_t bytes) const = 0;  // within this memory
+  virtual void fill(void* dst, unsigned char byte, std::size_t bytes) const = 0;
+  virtual void synchronize() const = 0;  // waits for all work queued on the device
+};
+
+// The host's memory (malloc/memcpy); what the reference and CPU backends use.
+const DeviceMemory& host_memory();
+
+// Owns one allocation in a DeviceMemory; frees it on every path.
+class Buffer {
+ public:
+  Buffer() = default;
+  Buffer(const DeviceMemory& memory, std::size_t bytes) : memory_(&memory), data_(memory.allocate(bytes)), bytes_(bytes) {}
+  Buffer(Buffer&& other) noexcept { swap(other); }
+  Buffer& operator=(Buffer&& other) noexcept {
+    Buffer(std::move(other)).swap(*this);
+    return *this;
+  }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  ~Buffer() {
+    if (memory_ != nullptr) memory_->release(data_);
+  }
+
+  void* data() const { return data_; }
+  std::size_t bytes() const { return bytes_; }
+
+ private:
+  void swap(Buffer& other) noexcept {
+    std::swap(memory_, other.memory_);
+    std::swap(data_, other.data_);
+    std::swap(bytes_, other.bytes_);
+  }
+  const DeviceMemory* memory_ = nullptr;
+  void* data_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+}  // namespace hydragen

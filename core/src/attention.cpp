@@ -1,0 +1,72 @@
+#include "hydragen/attention.hpp"
+
+#include <stdexcept>
+
+#include "hydragen/errors.hpp"
+
+namespace hydragen {
+
+void validate_problem(const AttentionShape& shape, const SharingTree& tree) {
+  shape.validate();
+  if (tree.num_seqs() != shape.num_seqs) {
+    throw std::invalid_argument("AttentionShape.num_seqs = " + std::to_string(shape.num_seqs) +
+                                " but the sharing tree has " + std::to_string(tree.num_seqs()) + " sequences");
+  }
+  for (int s = 0; s < tree.num_seqs(); ++s) {
+    const int leaf_len = tree.length(tree.leaf(s));
+    if (leaf_len < shape.q_len - 1) {
+      throw std::invalid_argument("sequence " + std::to_string(s) + ": leaf segment " + std::to_string(tree.leaf(s)) +
+                                  " has " + std::to_string(leaf_len) + " tokens, but q_len = " +
+                                  std::to_string(shape.q_len) + " causal queries need at least q_len - 1 = " +
+                                  std::to_string(shape.q_len - 1));
+    }
+  }
+}
+
+namespace {
+void check_tensor(const std::string& name, const void* data, DType dtype, std::size_t numel, DType want_dtype,
+                  std::size_t want_numel) {
+  if (want_numel == 0) return;  // an empty segment may be a null view
+  if (data == nullptr) throw std::invalid_argument(name + ": null data pointer");
+  if (dtype != want_dtype) {
+    throw std::invalid_argument(name + ": dtype " + std::string(dtype_name(dtype)) + " but the problem is " +
+                                std::string(dtype_name(want_dtype)));
+  }
+  if (numel < want_numel) {
+    throw std::invalid_argument(name + ": buffer holds " + std::to_string(numel) + " elements, the shape needs " +
+                                std::to_string(want_numel));
+  }
+}
+}  // namespace
+
+void check_io(const AttentionShape& shape, const SharingTree& tree, const AttentionInputs& inputs,
+              const AttentionOutputs& outputs) {
+  const std::size_t rows = static_cast<std::size_t>(shape.num_seqs) * shape.q_len * shape.q_heads;
+  const std::size_t kv_row = static_cast<std::size_t>(shape.kv_heads) * shape.head_dim;
+  check_tensor("inputs.q", inputs.q.data, inputs.q.dtype, inputs.q.numel, shape.dtype, rows * shape.head_dim);
+  const auto segments = static_cast<std::size_t>(tree.num_segments());
+  for (const auto* kv : {&inputs.k, &inputs.v}) {
+    if (kv->size() != segments) {
+      throw std::invalid_argument(std::string(kv == &inputs.k ? "inputs.k" : "inputs.v") + " has " +
+                                  std::to_string(kv->size()) + " segments, the tree has " + std::to_string(segments));
+    }
+  }
+  for (std::size_t i = 0; i < segments; ++i) {
+    const std::size_t want = static_cast<std::size_t>(tree.length(static_cast<int>(i))) * kv_row;
+    check_tensor("inputs.k[" + std::to_string(i) + "]", inputs.k[i].data, inputs.k[i].dtype, inputs.k[i].numel,
+                 shape.dtype, want);
+    check_tensor("inputs.v[" + std::to_string(i) + "]", inputs.v[i].data, inputs.v[i].dtype, inputs.v[i].numel,
+                 shape.dtype, want);
+  }
+  check_tensor("outputs.o", outputs.o.data, outputs.o.dtype, outputs.o.numel, shape.dtype, rows * shape.head_dim);
+  check_tensor("outputs.lse", outputs.lse.data, outputs.lse.dtype, outputs.lse.numel, lse_dtype(shape.dtype), rows);
+}
+
+std::unique_ptr<AttentionPlan> AttentionBackend::plan(const AttentionShape& shape, const SharingTree& tree) const {
+  validate_problem(shape, tree);
+  const Support support = supports(shape, tree);
+  if (!support.ok) throw Unsupported("backend '" + name() + "' does not support " + shape.describe() + ": " + support.reason);
+  return make_plan(shape, tree);
+}
+
+}  // namespace hydragen

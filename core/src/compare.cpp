@@ -1,0 +1,98 @@
+#include "hydragen/compare.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <stdexcept>
+
+namespace hydragen {
+
+Tolerance tolerance_for(DType dtype, double logit_bound) {
+  const bool exact = dtype == DType::fp64;
+  const double cond = 4.0 * (exact ? unit_roundoff(DType::fp64) : unit_roundoff(DType::fp32)) * logit_bound;
+  double rtol = 0, atol = 0;
+  switch (dtype) {
+    case DType::fp64: rtol = atol = 1e-12; break;
+    case DType::fp32: rtol = atol = 1e-5; break;
+    case DType::fp16:
+    case DType::bf16:
+      rtol = 2 * unit_roundoff(dtype);
+      atol = unit_roundoff(dtype);
+      break;
+  }
+  return Tolerance{rtol + cond, atol + cond, (exact ? 1e-12 : 1e-5) + cond};
+}
+
+Comparison compare(const Results& out, const Results& ref, const Tolerance& tol) {
+  if (out.o.size() != ref.o.size() || out.lse.size() != ref.lse.size()) {
+    throw std::invalid_argument("compare: output has " + std::to_string(out.o.size()) + " O and " +
+                                std::to_string(out.lse.size()) + " LSE values, the reference " +
+                                std::to_string(ref.o.size()) + " and " + std::to_string(ref.lse.size()));
+  }
+  Comparison c;
+  c.tolerance = tol;
+  double ref_sq = 0, err_sq = 0;
+  for (double r : ref.o) ref_sq += r * r;
+  const double rms = ref.o.empty() ? 0 : std::sqrt(ref_sq / static_cast<double>(ref.o.size()));
+  double worst_excess = -std::numeric_limits<double>::infinity();
+  for (std::size_t i = 0; i < ref.o.size(); ++i) {
+    const double err = std::fabs(out.o[i] - ref.o[i]);  // NaN if either is NaN
+    const double bound = tol.rtol * std::fabs(ref.o[i]) + tol.atol * rms;
+    const double excess = std::isnan(err) ? std::numeric_limits<double>::infinity() : err - bound;
+    if (!(err <= bound)) ++c.failed_elements;
+    if (excess > worst_excess) {
+      worst_excess = excess;
+      c.worst_index = i;
+    }
+    c.max_abs_error = std::isnan(err) ? err : std::fmax(c.max_abs_error, err);
+    err_sq += std::isnan(err) ? std::numeric_limits<double>::infinity() : err * err;
+  }
+  if (!ref.o.empty()) {
+    c.worst_value = out.o[c.worst_index];
+    c.worst_reference = ref.o[c.worst_index];
+  }
+  c.rel_l2_error = ref_sq > 0 ? std::sqrt(err_sq / ref_sq) : std::sqrt(err_sq);
+  double lse_worst_excess = -std::numeric_limits<double>::infinity();
+  for (std::size_t i = 0; i < ref.lse.size(); ++i) {
+    const double l = out.lse[i], r = ref.lse[i];
+    double err = 0;
+    if (std::isinf(r) || std::isinf(l)) {
+      err = (l == r) ? 0 : std::numeric_limits<double>::infinity();
+    } else {
+      err = std::fabs(l - r);  // NaN stays NaN
+    }
+    const double bound = tol.lse_tol * std::fmax(1.0, std::isinf(r) ? 1.0 : std::fabs(r));
+    const double excess = std::isnan(err) ? std::numeric_limits<double>::infinity() : err - bound;
+    if (!(err <= bound)) ++c.lse_failed;
+    if (excess > lse_worst_excess) {
+      lse_worst_excess = excess;
+      c.lse_worst_index = i;
+    }
+    c.lse_max_abs_error = std::isnan(err) ? err : std::fmax(c.lse_max_abs_error, err);
+  }
+  c.pass = c.failed_elements == 0 && c.lse_failed == 0 && c.rel_l2_error <= tol.rtol + tol.atol;
+  return c;
+}
+
+std::string Comparison::summary() const {
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "max_abs_err=%.3e rel_l2_err=%.3e lse_max_abs_err=%.3e tol(rtol=%.2e atol=%.2e*rms lse=%.2e) "
+                "o_failed=%zu lse_failed=%zu worst_o[%zu]=%.9g ref=%.9g %s",
+                max_abs_error, rel_l2_error, lse_max_abs_error, tolerance.rtol, tolerance.atol, tolerance.lse_tol,
+                failed_elements, lse_failed, worst_index, worst_value, worst_reference, pass ? "PASS" : "FAIL");
+  return line;
+}
+
+std::string index_name(const AttentionShape& shape, std::size_t flat_index, bool is_lse) {
+  const std::size_t d = is_lse ? 1 : static_cast<std::size_t>(shape.head_dim);
+  const std::size_t dim = flat_index % d;
+  const std::size_t head = flat_index / d % shape.q_heads;
+  const std::size_t t = flat_index / d / shape.q_heads % shape.q_len;
+  const std::size_t b = flat_index / d / shape.q_heads / shape.q_len;
+  std::string s = "[b=" + std::to_string(b) + ", t=" + std::to_string(t) + ", h=" + std::to_string(head);
+  if (!is_lse) s += ", d=" + std::to_string(dim);
+  return s + "]";
+}
+
+}  // namespace hydragen

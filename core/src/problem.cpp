@@ -1,0 +1,154 @@
+#include "hydragen/problem.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <stdexcept>
+#include <string>
+
+namespace hydragen {
+
+namespace {
+std::vector<double> draw(std::mt19937_64& rng, std::size_t count, double factor, DType dtype) {
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<double> out(count);
+  for (double& x : out) {
+    float value = normal(rng);
+    while (value == 0.0f) value = normal(rng);  // never an exact zero: zeros hide indexing bugs
+    x = round_through(static_cast<double>(value) * factor, dtype);
+  }
+  return out;
+}
+
+std::size_t kv_row(const AttentionShape& shape) { return static_cast<std::size_t>(shape.kv_heads) * shape.head_dim; }
+std::size_t query_rows(const AttentionShape& shape) {
+  return static_cast<std::size_t>(shape.num_seqs) * shape.q_len * shape.q_heads;
+}
+}  // namespace
+
+Problem make_problem(const AttentionShape& shape, const SharingTree& tree, std::uint64_t seed, double q_scale) {
+  validate_problem(shape, tree);
+  if (!(q_scale > 0) || !std::isfinite(q_scale)) {
+    throw std::invalid_argument("make_problem: q_scale must be positive and finite, got " + std::to_string(q_scale));
+  }
+  std::mt19937_64 rng(seed);
+  Problem p{shape, tree, {}, {}, {}};
+  p.q = draw(rng, query_rows(shape) * shape.head_dim, q_scale, shape.dtype);
+  for (int s = 0; s < tree.num_segments(); ++s) {
+    const std::size_t n = static_cast<std::size_t>(tree.length(s)) * kv_row(shape);
+    p.k.push_back(draw(rng, n, 1.0, shape.dtype));
+    p.v.push_back(draw(rng, n, 1.0, shape.dtype));
+  }
+  return p;
+}
+
+Problem with_dtype(const Problem& problem, DType dtype) {
+  Problem p = problem;
+  p.shape.dtype = dtype;
+  auto round_all = [dtype](std::vector<double>& xs) {
+    for (double& x : xs) x = round_through(x, dtype);
+  };
+  round_all(p.q);
+  for (auto& k : p.k) round_all(k);
+  for (auto& v : p.v) round_all(v);
+  return p;
+}
+
+double logit_bound(const Problem& problem) {
+  const int d = problem.shape.head_dim;
+  auto max_row_norm = [d](const std::vector<double>& xs) {
+    double best = 0;
+    for (std::size_t r = 0; r + d <= xs.size(); r += d) {
+      double sq = 0;
+      for (int i = 0; i < d; ++i) sq += xs[r + i] * xs[r + i];
+      best = std::max(best, sq);
+    }
+    return std::sqrt(best);
+  };
+  double k_norm = 0;
+  for (const auto& k : problem.k) k_norm = std::max(k_norm, max_row_norm(k));
+  return problem.shape.scale * max_row_norm(problem.q) * k_norm;
+}
+
+std::string_view storage_name(Storage storage) { return storage == Storage::shared ? "shared" : "redundant"; }
+
+Storage parse_storage(std::string_view text) {
+  if (text == "shared") return Storage::shared;
+  if (text == "redundant") return Storage::redundant;
+  throw std::invalid_argument("storage: '" + std::string(text) + "' is not one of shared, redundant");
+}
+
+StagedProblem::StagedProblem(const DeviceMemory& memory, const Problem& problem, Storage storage)
+    : memory_(&memory),
+      shape_(problem.shape),
+      tree_(storage == Storage::shared ? problem.tree : problem.tree.flattened()) {
+  const DType dt = shape_.dtype;
+  auto stage = [&](const std::vector<double>& values) {
+    const std::vector<std::byte> bytes = encode(values, dt);
+    buffers_.emplace_back(memory, bytes.size());
+    memory.copy_from_host(buffers_.back().data(), bytes.data(), bytes.size());
+    return ConstTensor{buffers_.back().data(), dt, values.size()};
+  };
+  inputs_.q = stage(problem.q);
+  for (int s = 0; s < problem.tree.num_segments(); ++s) {
+    inputs_.k.push_back(stage(problem.k[s]));
+    inputs_.v.push_back(stage(problem.v[s]));
+  }
+  if (storage == Storage::redundant) {
+    // Each sequence gets its own copy of its path, assembled on the device from the staged
+    // segments; the shared copies are then freed so the footprint is that of redundant storage.
+    const std::size_t elem = dtype_size(dt);
+    const std::size_t row = kv_row(shape_);
+    std::vector<Buffer> shared = std::move(buffers_);
+    buffers_.clear();
+    buffers_.push_back(std::move(shared.front()));  // q stays
+    const AttentionInputs segments = inputs_;
+    inputs_.k.clear();
+    inputs_.v.clear();
+    for (int s = 0; s < problem.tree.num_seqs(); ++s) {
+      const std::size_t n = static_cast<std::size_t>(problem.tree.path_length(s)) * row;
+      for (const auto* source : {&segments.k, &segments.v}) {
+        buffers_.emplace_back(memory, n * elem);
+        std::size_t offset = 0;
+        for (int seg : problem.tree.path(s)) {
+          const std::size_t bytes = (*source)[seg].numel * elem;
+          memory.copy(static_cast<std::byte*>(buffers_.back().data()) + offset, (*source)[seg].data, bytes);
+          offset += bytes;
+        }
+        (source == &segments.k ? inputs_.k : inputs_.v).push_back(ConstTensor{buffers_.back().data(), dt, n});
+      }
+    }
+    memory.synchronize();
+  }
+  const std::size_t rows = query_rows(shape_);
+  buffers_.emplace_back(memory, rows * shape_.head_dim * dtype_size(dt));
+  outputs_.o = Tensor{buffers_.back().data(), dt, rows * shape_.head_dim};
+  buffers_.emplace_back(memory, rows * dtype_size(lse_dtype(dt)));
+  outputs_.lse = Tensor{buffers_.back().data(), lse_dtype(dt), rows};
+}
+
+void StagedProblem::poison_outputs() const {
+  memory_->fill(outputs_.o.data, 0xFF, outputs_.o.numel * dtype_size(outputs_.o.dtype));
+  memory_->fill(outputs_.lse.data, 0xFF, outputs_.lse.numel * dtype_size(outputs_.lse.dtype));
+  memory_->synchronize();
+}
+
+Results StagedProblem::fetch() const {
+  auto fetch_one = [this](const Tensor& t) {
+    std::vector<std::byte> bytes(t.numel * dtype_size(t.dtype));
+    memory_->copy_to_host(bytes.data(), t.data, bytes.size());
+    return decode(bytes.data(), t.numel, t.dtype);
+  };
+  memory_->synchronize();
+  return Results{fetch_one(outputs_.o), fetch_one(outputs_.lse)};
+}
+
+Results run_backend(const AttentionBackend& backend, const Problem& problem, Storage storage) {
+  const StagedProblem staged(backend.memory(), problem, storage);
+  const auto plan = backend.plan(staged.shape(), staged.tree());
+  staged.poison_outputs();
+  plan->run(staged.inputs(), staged.outputs());
+  return staged.fetch();
+}
+
+}  // namespace hydragen
