@@ -2,6 +2,7 @@
 // Where a backend's tensors live. Backends expose one DeviceMemory so that harnesses (tests,
 // hydragen-diff, the sweep) can stage problems for any backend without knowing its device.
 #include <cstddef>
+#include <string>
 #include <string_view>
 #include <utility>
 
@@ -11,6 +12,9 @@ class DeviceMemory {
  public:
   virtual ~DeviceMemory() = default;
   virtual std::string_view name() const = 0;  // "host" or "cuda"
+  // Empty when this memory can be used here; otherwise why not (e.g. "no CUDA device: ...").
+  // Tests skip, and tools refuse, with this message.
+  virtual std::string unavailable_reason() const { return {}; }
   // Throws OutOfMemory stating the bytes requested. Zero bytes returns nullptr.
   virtual void* allocate(std::size_t bytes) const = 0;
   virtual void release(void* ptr) const noexcept = 0;
