@@ -44,7 +44,8 @@ Comparison compare(const Results& out, const Results& ref, const Tolerance& tol)
       worst_excess = excess;
       c.worst_index = i;
     }
-    c.max_abs_error = std::isnan(err) ? err : std::fmax(c.max_abs_error, err);
+    // A NaN stays the maximum: fmax alone would drop it at the next finite error.
+    if (!std::isnan(c.max_abs_error)) c.max_abs_error = std::isnan(err) ? err : std::fmax(c.max_abs_error, err);
     err_sq += std::isnan(err) ? std::numeric_limits<double>::infinity() : err * err;
   }
   if (!ref.o.empty()) {
@@ -68,7 +69,7 @@ Comparison compare(const Results& out, const Results& ref, const Tolerance& tol)
       lse_worst_excess = excess;
       c.lse_worst_index = i;
     }
-    c.lse_max_abs_error = std::isnan(err) ? err : std::fmax(c.lse_max_abs_error, err);
+    if (!std::isnan(c.lse_max_abs_error)) c.lse_max_abs_error = std::isnan(err) ? err : std::fmax(c.lse_max_abs_error, err);
   }
   c.pass = c.failed_elements == 0 && c.lse_failed == 0 && c.rel_l2_error <= tol.rtol + tol.atol;
   return c;

@@ -1,0 +1,85 @@
+#include "cpu_common.hpp"
+
+#include <string>
+
+#include "widen.hpp"
+
+namespace hydragen::cpu {
+
+Support cpu_supports(const AttentionShape& shape) {
+  if (shape.dtype == DType::fp64) return Support::no("dtype fp64 (CPU backends take fp32, fp16 or bf16; fp64 is the reference's)");
+  if (shape.head_dim > kMaxHeadDim) {
+    return Support::no("head_dim " + std::to_string(shape.head_dim) + " (CPU backends support D <= " +
+                       std::to_string(kMaxHeadDim) + ")");
+  }
+  return Support::yes();
+}
+
+void widen_queries(const AttentionShape& shape, const ConstTensor& q, std::vector<float>& out) {
+  const std::size_t rows = static_cast<std::size_t>(shape.num_seqs) * shape.q_len * shape.q_heads;
+  const std::size_t elem = dtype_size(shape.dtype);
+  out.resize(rows * shape.head_dim);
+  dispatch_storage(shape.dtype, [&](auto tag) {
+    for (std::size_t r = 0; r < rows; ++r) {
+      widen_row<decltype(tag)>(static_cast<const unsigned char*>(q.data) + r * shape.head_dim * elem,
+                               out.data() + r * shape.head_dim, shape.head_dim);
+    }
+  });
+}
+
+namespace {
+// Index of (seq, query qi, head j of kv_head's group) in [B, q_len, Hq].
+std::size_t query_index(const AttentionShape& shape, int seq, int qi, int kv_head, int j) {
+  return (static_cast<std::size_t>(seq) * shape.q_len + qi) * shape.q_heads +
+         static_cast<std::size_t>(kv_head) * shape.group_size() + j;
+}
+}  // namespace
+
+void gather_rows(const AttentionShape& shape, const float* q32, const std::vector<int>& seqs, int kv_head,
+                 RowMatrix& rows) {
+  const int g = shape.group_size(), d = shape.head_dim;
+  rows.resize(static_cast<Eigen::Index>(seqs.size()) * shape.q_len * g, d);
+  Eigen::Index r = 0;
+  for (int seq : seqs) {
+    for (int qi = 0; qi < shape.q_len; ++qi) {
+      for (int j = 0; j < g; ++j) {
+        rows.row(r++) = Eigen::Map<const Eigen::RowVectorXf>(q32 + query_index(shape, seq, qi, kv_head, j) * d, d);
+      }
+    }
+  }
+}
+
+std::vector<long long> row_limits(const AttentionShape& shape, std::size_t num_seqs, long long len, bool is_leaf) {
+  const int g = shape.group_size();
+  std::vector<long long> limits;
+  limits.reserve(num_seqs * shape.q_len * g);
+  for (std::size_t s = 0; s < num_seqs; ++s) {
+    for (int qi = 0; qi < shape.q_len; ++qi) {
+      limits.insert(limits.end(), g, is_leaf ? causal_leaf_tokens(len, shape.q_len, qi) : len);
+    }
+  }
+  return limits;
+}
+
+void write_rows(const AttentionShape& shape, const Partial& result, int first_row, int seq, int kv_head,
+                const AttentionOutputs& out) {
+  const int g = shape.group_size(), d = shape.head_dim;
+  const std::size_t elem = dtype_size(shape.dtype);
+  auto* lse = static_cast<float*>(out.lse.data);
+  dispatch_storage(shape.dtype, [&](auto tag) {
+    for (int qi = 0; qi < shape.q_len; ++qi) {
+      for (int j = 0; j < g; ++j) {
+        const int r = first_row + qi * g + j;
+        const std::size_t index = query_index(shape, seq, qi, kv_head, j);
+        narrow_row<decltype(tag)>(result.o.row(r).data(), static_cast<unsigned char*>(out.o.data) + index * d * elem, d);
+        lse[index] = result.lse[r];
+      }
+    }
+  });
+}
+
+KvSlice kv_slice(const AttentionShape& shape, const ConstTensor& t, int kv_head) {
+  return KvSlice{t.data, shape.dtype, shape.kv_heads, shape.head_dim, kv_head};
+}
+
+}  // namespace hydragen::cpu
