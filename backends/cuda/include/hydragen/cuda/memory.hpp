@@ -1,0 +1,15 @@
+#pragma once
+// The CUDA device's global memory as a hydragen::DeviceMemory, so harnesses stage problems for
+// CUDA backends the way they do for host ones. It acts on the current device (cudaSetDevice).
+//
+// allocate: cudaMalloc; running out throws hydragen::OutOfMemory with the bytes requested and the
+//   device's free/total bytes, and leaves the context usable. Other failures throw CudaError.
+// copies and fill: complete when they return (synchronous), like host memory.
+// unavailable_reason: "" when a device is usable, else "no CUDA device: ..."; never throws.
+#include "hydragen/memory.hpp"
+
+namespace hydragen::cuda {
+
+const DeviceMemory& device_memory();
+
+}  // namespace hydragen::cuda

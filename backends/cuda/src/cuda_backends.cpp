@@ -1,0 +1,7 @@
+#include "hydragen/cuda/cuda_backends.hpp"
+
+namespace hydragen {
+
+void register_cuda_backends(BackendRegistry&) {}
+
+}  // namespace hydragen

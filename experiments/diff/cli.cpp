@@ -1,0 +1,52 @@
+#include "diff/cli.hpp"
+
+#include <exception>
+#include <stdexcept>
+#include <string>
+
+#include "diff/diff.hpp"
+#include "diff/options.hpp"
+#include "hydragen/errors.hpp"
+
+namespace hydragen::diff {
+
+namespace {
+
+// The contract is one line per report: flatten any multi-line message.
+std::string one_line(std::string text) {
+  for (char& c : text) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  return text;
+}
+
+}  // namespace
+
+int run_cli(int argc, const char* const argv[], const BackendRegistry& registry, std::ostream& out,
+            std::ostream& err) noexcept {
+  try {
+    Options options;
+    switch (options.parse(argc, argv)) {
+      case Action::help: out << Options::usage(); return exit_pass;
+      case Action::list: out << backend_list(registry); return exit_pass;
+      case Action::run: break;
+    }
+    const DiffResult result = run_diff(options, registry);
+    out << summary_line(result) << '\n';
+    return result.comparison.pass ? exit_pass : exit_fail;
+  } catch (const std::invalid_argument& e) {  // bad usage, invalid problem, Unsupported, unavailable backend
+    err << "hydragen-diff: error: " << one_line(e.what()) << '\n';
+    return exit_usage;
+  } catch (const OutOfMemory& e) {
+    err << "hydragen-diff: out of memory: " << one_line(e.what()) << '\n';
+    return exit_fail;
+  } catch (const std::exception& e) {
+    err << "hydragen-diff: failed while running: " << one_line(e.what()) << '\n';
+    return exit_fail;
+  } catch (...) {
+    err << "hydragen-diff: failed while running: an exception that is not a std::exception\n";
+    return exit_fail;
+  }
+}
+
+}  // namespace hydragen::diff

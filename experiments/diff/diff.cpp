@@ -1,0 +1,83 @@
+#include "diff/diff.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+
+#include "diff/problem_from_options.hpp"
+#include "hydragen/errors.hpp"
+#include "hydragen/problem.hpp"
+
+namespace hydragen::diff {
+
+namespace {
+
+std::string format(const char* fmt, double value) {
+  char text[64];
+  std::snprintf(text, sizeof text, fmt, value);
+  return text;
+}
+
+}  // namespace
+
+DiffResult run_diff(const Options& options, const BackendRegistry& registry) {
+  const AttentionBackend& chosen = registry.get(options.backend);
+  const AttentionBackend& reference = registry.get("reference");
+  if (const std::string why = chosen.memory().unavailable_reason(); !why.empty()) {
+    throw std::invalid_argument("backend '" + chosen.name() + "' cannot run here: " + why);
+  }
+
+  // Everything that can be judged from the options is checked before inputs are generated.
+  const SharingTree tree = tree_from_options(options);
+  const AttentionShape shape = shape_from_options(options, tree);
+  validate_problem(shape, tree);
+  const SharingTree staged_tree = options.storage == Storage::shared ? tree : tree.flattened();
+  if (const Support support = chosen.supports(shape, staged_tree); !support.ok) {
+    throw Unsupported("backend '" + chosen.name() + "' does not support " + shape.describe() + " with " +
+                      std::string(storage_name(options.storage)) + " storage: " + support.reason);
+  }
+
+  const Problem problem = make_problem(shape, tree, options.seed, options.logit_scale);
+  const Results ref = run_backend(reference, with_dtype(problem, DType::fp64));
+  const Results out = run_backend(chosen, problem, options.storage);
+  return DiffResult{chosen.name(), options.storage, shape, tree_label(options, tree),
+                    compare(out, ref, tolerance_for(shape.dtype, logit_bound(problem)))};
+}
+
+std::string summary_line(const DiffResult& r) {
+  const Comparison& c = r.comparison;
+  const std::size_t lse_count = static_cast<std::size_t>(r.shape.num_seqs) * r.shape.q_len * r.shape.q_heads;
+  const std::size_t o_count = lse_count * r.shape.head_dim;
+  return "backend=" + r.backend + " storage=" + std::string(storage_name(r.storage)) + " " + r.shape.describe() +
+         " tree=" + r.tree +                                                                     //
+         " max_abs_err=" + format("%.3e", c.max_abs_error) +                                     //
+         " rel_l2_err=" + format("%.3e", c.rel_l2_error) +                                       //
+         " lse_err=" + format("%.3e", c.lse_max_abs_error) +                                     //
+         " tol=(rtol " + format("%.2e", c.tolerance.rtol) + ", atol " + format("%.2e", c.tolerance.atol) +
+         "*rms, lse " + format("%.2e", c.tolerance.lse_tol) + ")" +                              //
+         " o_failed=" + std::to_string(c.failed_elements) + "/" + std::to_string(o_count) +      //
+         " lse_failed=" + std::to_string(c.lse_failed) + "/" + std::to_string(lse_count) +       //
+         " worst_o=" + index_name(r.shape, c.worst_index, false) +                               //
+         " (out " + format("%.9g", c.worst_value) + ", ref " + format("%.9g", c.worst_reference) + ")" +
+         " worst_lse=" + index_name(r.shape, c.lse_worst_index, true) + (c.pass ? " PASS" : " FAIL");
+}
+
+std::string backend_list(const BackendRegistry& registry) {
+  const std::vector<const AttentionBackend*> backends = registry.all();
+  std::size_t width = 0;
+  for (const auto* b : backends) width = std::max(width, b->name().size());
+  std::string text;
+  for (const auto* b : backends) {
+    const std::string why = b->memory().unavailable_reason();
+    std::string name = b->name();
+    name.resize(width, ' ');
+    std::string memory(b->memory().name());
+    memory.resize(std::max<std::size_t>(memory.size(), 4), ' ');
+    text += name + "  " + memory + "  " + (why.empty() ? "available" : "unavailable (" + why + ")") + "  " +
+            b->summary() + "\n";
+  }
+  return text;
+}
+
+}  // namespace hydragen::diff

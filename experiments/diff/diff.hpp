@@ -1,0 +1,32 @@
+#pragma once
+// One hydragen-diff run: generate the problem, run the backend under test and the fp64 `reference`,
+// compare (DESIGN.md section 5), and the one-line report of it. Also the --list text.
+#include <string>
+
+#include "diff/options.hpp"
+#include "hydragen/compare.hpp"
+#include "hydragen/registry.hpp"
+
+namespace hydragen::diff {
+
+struct DiffResult {
+  std::string backend;
+  Storage storage = Storage::shared;
+  AttentionShape shape;
+  std::string tree;  // tree_label()
+  Comparison comparison;
+};
+
+// Throws std::invalid_argument before running anything when the problem is invalid, the backend is
+// unknown, cannot run here (its memory is unavailable) or does not support the problem (Unsupported);
+// hydragen::OutOfMemory or another std::exception when something fails while running.
+DiffResult run_diff(const Options& options, const BackendRegistry& registry);
+
+// The one summary line (no newline): backend, storage, shape, tree, max abs error, relative L2 error,
+// LSE error, tolerance, failed counts, worst O and LSE elements, PASS or FAIL.
+std::string summary_line(const DiffResult& result);
+
+// One line per backend: name, memory, availability (or the unavailable reason), summary.
+std::string backend_list(const BackendRegistry& registry);
+
+}  // namespace hydragen::diff

@@ -1,0 +1,165 @@
+#include "diff/options.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <charconv>
+#include <stdexcept>
+#include <string>
+
+namespace hydragen::diff {
+
+namespace {
+
+constexpr const char* kDescription =
+    "hydragen-diff: runs one backend on a generated problem and compares its O and LSE with the fp64 "
+    "`reference` backend. Prints one summary line; exit code 0 PASS, 1 FAIL (or a failure while running), "
+    "2 bad usage or an invalid problem.";
+
+constexpr const char* kFooter =
+    "Examples:\n"
+    "  hydragen-diff --list\n"
+    "  hydragen-diff --backend cpu-hydragen --batch 16 --prefix 1024 --suffix-lens 64,0,17,3,...\n"
+    "  hydragen-diff --backend reference-decomposed --dtype fp64 --tree two-level --groups 3 --group-len 32\n"
+    "  hydragen-diff --backend reference-decomposed --dtype fp64 --tree custom --parents -1,0,0 "
+    "--lengths 16,4,5 --leaves 1,2";
+
+// Flags kept as text (or with a CLI-visible default) until CLI11 has split the command line; parse()
+// then converts them with the project's own parsers so every message names the flag and value.
+struct RawFlags {
+  int batch = Options::default_batch;
+  double scale = 0;
+  std::string dtype = "fp32", storage = "shared", tree = "prefix";
+  std::string suffix_lens, parents, lengths, leaves;
+};
+
+void bind(CLI::App& app, Options& o, RawFlags& raw) {
+  // A repeated flag takes its last value, so scripts can append overrides to a base command line.
+  app.option_defaults()->always_capture_default()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  app.get_formatter()->column_width(36);
+  app.footer(kFooter);
+
+  app.add_option("--backend", o.backend, "backend to check (see --list); required unless --list")->type_name("NAME");
+  app.add_flag("--list", o.list, "list the registered backends: name, memory, availability, summary");
+  app.add_option("--batch", raw.batch, "sequences B (custom tree: defaults to the number of --leaves)")->type_name("B");
+  app.add_option("--prefix", o.prefix, "tokens P of the shared root segment")->type_name("P");
+  auto* suffix = app.add_option("--suffix", o.suffix, "own tokens S of every sequence")->type_name("S");
+  auto* suffix_lens = app.add_option("--suffix-lens", raw.suffix_lens,
+                                     "ragged own tokens, one per sequence (count must equal --batch)")
+                          ->type_name("S0,S1,...");
+  suffix->excludes(suffix_lens);
+  app.add_option("--q-len", o.q_len, "queries per sequence (causal within the leaf when > 1)")->type_name("N");
+  app.add_option("--q-heads", o.q_heads, "query heads Hq")->type_name("HQ");
+  app.add_option("--kv-heads", o.kv_heads, "key/value heads Hkv (Hq must be a multiple)")->type_name("HKV");
+  app.add_option("--head-dim", o.head_dim, "head dimension D")->type_name("D");
+  app.add_option("--dtype", raw.dtype, "fp64|fp32|fp16|bf16: the backend's tensors (reference-*: fp64 only)")
+      ->type_name("DTYPE");
+  app.add_option("--storage", raw.storage, "shared (one copy per segment) | redundant (a copy per sequence)")
+      ->type_name("STORAGE");
+  app.add_option("--tree", raw.tree, "prefix | flat (no sharing) | two-level (--groups) | custom (--parents)")
+      ->type_name("TREE");
+  app.add_option("--groups", o.groups, "two-level: groups the batch is split into (near-equal)")->type_name("N");
+  app.add_option("--group-len", o.group_len, "two-level: shared tokens each group adds under the root")
+      ->type_name("L");
+  app.add_option("--parents", raw.parents, "custom: parent segment of each segment, -1 for a root")
+      ->type_name("P0,P1,...");
+  app.add_option("--lengths", raw.lengths, "custom: tokens in each segment")->type_name("L0,L1,...");
+  app.add_option("--leaves", raw.leaves, "custom: the leaf segment of each sequence")->type_name("S0,S1,...");
+  app.add_option("--seed", o.seed, "seed of the N(0,1) inputs")->type_name("N");
+  app.add_option("--logit-scale", o.logit_scale, "multiplies Q: scores spread about this much (1e4: extreme logits)")
+      ->type_name("X");
+  app.add_option("--scale", raw.scale, "score scale")->type_name("X")->default_str("1/sqrt(D)");
+}
+
+void reject_if_given(const CLI::App& app, std::initializer_list<const char*> flags, const std::string& why) {
+  for (const char* flag : flags) {
+    if (app.count(flag) > 0) throw std::invalid_argument(std::string(flag) + " " + why);
+  }
+}
+
+}  // namespace
+
+std::string_view tree_kind_name(TreeKind kind) {
+  switch (kind) {
+    case TreeKind::prefix: return "prefix";
+    case TreeKind::flat: return "flat";
+    case TreeKind::two_level: return "two-level";
+    case TreeKind::custom: return "custom";
+  }
+  return "?";
+}
+
+TreeKind parse_tree_kind(std::string_view text) {
+  for (TreeKind k : {TreeKind::prefix, TreeKind::flat, TreeKind::two_level, TreeKind::custom}) {
+    if (text == tree_kind_name(k)) return k;
+  }
+  throw std::invalid_argument("--tree: '" + std::string(text) + "' is not one of prefix, flat, two-level, custom");
+}
+
+std::vector<int> parse_int_list(std::string_view flag, std::string_view text) {
+  std::vector<int> out;
+  if (text.find_first_not_of(" \t") == std::string_view::npos) return out;
+  std::size_t start = 0;
+  for (std::size_t index = 0;; ++index) {
+    const std::size_t comma = text.find(',', start);
+    std::string_view entry = text.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+    const std::size_t first = entry.find_first_not_of(" \t");
+    const std::size_t last = entry.find_last_not_of(" \t");
+    entry = first == std::string_view::npos ? std::string_view{} : entry.substr(first, last - first + 1);
+    int value = 0;
+    const auto [end, ec] = std::from_chars(entry.data(), entry.data() + entry.size(), value);
+    if (entry.empty() || ec != std::errc{} || end != entry.data() + entry.size()) {
+      throw std::invalid_argument(std::string(flag) + ": entry " + std::to_string(index) + " ('" + std::string(entry) +
+                                  "') is not an int (expected a comma-separated list such as 16,4,5)");
+    }
+    out.push_back(value);
+    if (comma == std::string_view::npos) return out;
+    start = comma + 1;
+  }
+}
+
+Action Options::parse(int argc, const char* const argv[]) {
+  CLI::App app{kDescription, "hydragen-diff"};
+  RawFlags raw;
+  bind(app, *this, raw);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return Action::help;  // --help
+    throw std::invalid_argument(std::string(e.what()) + " (see --help)");
+  }
+  if (list) return Action::list;
+  if (backend.empty()) throw std::invalid_argument("--backend NAME is required (--list shows the registered backends)");
+
+  dtype = parse_dtype(raw.dtype);
+  storage = parse_storage(raw.storage);
+  tree = parse_tree_kind(raw.tree);
+  if (app.count("--batch") > 0) batch = raw.batch;
+  if (app.count("--scale") > 0) scale = raw.scale;
+  if (app.count("--suffix-lens") > 0) suffix_lens = parse_int_list("--suffix-lens", raw.suffix_lens);
+  parents = parse_int_list("--parents", raw.parents);
+  lengths = parse_int_list("--lengths", raw.lengths);
+  leaves = parse_int_list("--leaves", raw.leaves);
+
+  // Flags that belong to one kind of tree are an error elsewhere rather than silently ignored.
+  if (tree != TreeKind::two_level) reject_if_given(app, {"--groups", "--group-len"}, "applies only to --tree two-level");
+  if (tree != TreeKind::custom) {
+    reject_if_given(app, {"--parents", "--lengths", "--leaves"}, "applies only to --tree custom");
+  } else {
+    reject_if_given(app, {"--prefix", "--suffix", "--suffix-lens"},
+                    "does not apply to --tree custom (--lengths gives every segment's length)");
+    for (const char* flag : {"--parents", "--lengths", "--leaves"}) {
+      if (app.count(flag) == 0) throw std::invalid_argument(std::string("--tree custom needs ") + flag);
+    }
+  }
+  return Action::run;
+}
+
+std::string Options::usage() {
+  CLI::App app{kDescription, "hydragen-diff"};
+  Options options;
+  RawFlags raw;
+  bind(app, options, raw);
+  return app.help();
+}
+
+}  // namespace hydragen::diff

@@ -1,0 +1,62 @@
+#pragma once
+// hydragen-diff's command line (DESIGN.md section 7), as one Options struct with parse and usage in
+// the manner of the CUTLASS examples. Parsing does no I/O: bad usage throws std::invalid_argument
+// with a one-line message naming the flag, and the caller decides what to print and return.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hydragen/dtype.hpp"
+#include "hydragen/problem.hpp"
+
+namespace hydragen::diff {
+
+// How the sharing tree is generated (--tree).
+enum class TreeKind {
+  prefix,     // one root of P tokens, one own suffix per sequence (SharingTree::prefix_suffix)
+  flat,       // no sharing: sequence s owns one segment of P + S_s tokens
+  two_level,  // root of P tokens; --groups near-equal groups each add --group-len shared tokens; then suffixes
+  custom,     // SharingTree::from_parents(--parents, --lengths, --leaves)
+};
+std::string_view tree_kind_name(TreeKind kind);  // "prefix" | "flat" | "two-level" | "custom"
+TreeKind parse_tree_kind(std::string_view text);  // throws std::invalid_argument naming the text
+
+// What the command line asks for.
+enum class Action { run, list, help };
+
+struct Options {
+  static constexpr int default_batch = 4;
+
+  std::string backend;                          // --backend: a registered name; required unless --list
+  bool list = false;                            // --list: print the registered backends
+  std::optional<int> batch;                     // --batch B; unset: default_batch, or the --leaves count for custom
+  int prefix = 256;                             // --prefix P: tokens of the root segment
+  int suffix = 32;                              // --suffix S: every sequence's own tokens
+  std::optional<std::vector<int>> suffix_lens;  // --suffix-lens: ragged S, one per sequence (replaces --suffix)
+  int q_len = 1;                                // --q-len: queries per sequence (causal within the leaf)
+  int q_heads = 8;                              // --q-heads Hq
+  int kv_heads = 1;                             // --kv-heads Hkv (Hq % Hkv == 0)
+  int head_dim = 128;                           // --head-dim D
+  DType dtype = DType::fp32;                    // --dtype of Q, K, V, O for the backend under test
+  Storage storage = Storage::shared;            // --storage: shared (one copy per segment) | redundant
+  TreeKind tree = TreeKind::prefix;             // --tree
+  int groups = 2;                               // --groups N (two-level)
+  int group_len = 64;                           // --group-len L (two-level)
+  std::vector<int> parents, lengths, leaves;    // --parents, --lengths, --leaves (custom)
+  std::uint64_t seed = 0;                       // --seed of the N(0,1) inputs
+  double logit_scale = 1.0;                     // --logit-scale: Q is multiplied by it (1e4: extreme logits)
+  std::optional<double> scale;                  // --scale of the scores; unset: 1/sqrt(D)
+
+  // Fills the fields from argv (argv[0] is the program). Returns what to do; throws
+  // std::invalid_argument on bad usage (unknown flag, bad value, flags that do not fit together).
+  Action parse(int argc, const char* const argv[]);
+
+  static std::string usage();  // the --help text
+};
+
+// "1, 2,3" -> {1, 2, 3}; "" -> {}. Throws std::invalid_argument naming the flag and the bad entry.
+std::vector<int> parse_int_list(std::string_view flag, std::string_view text);
+
+}  // namespace hydragen::diff

@@ -1,0 +1,34 @@
+#pragma once
+// The problem hydragen-diff generates from its options: shape and sharing tree. Pure functions, no
+// I/O; every error is a std::invalid_argument naming the flag (or, from core, the field) and value.
+#include <string>
+#include <vector>
+
+#include "diff/options.hpp"
+#include "hydragen/shape.hpp"
+#include "hydragen/sharing_tree.hpp"
+
+namespace hydragen::diff {
+
+// Sequences in the batch: --batch (default Options::default_batch), or for --tree custom the number
+// of --leaves (a --batch that disagrees with them throws).
+int num_seqs(const Options& options);
+
+// Own tokens per sequence, one entry per sequence: --suffix-lens (its count must equal the batch) or
+// --suffix repeated. Throws on a count mismatch (naming both) or a negative length.
+std::vector<int> suffix_lengths(const Options& options);
+
+// Splits `batch` sequences into `groups` near-equal consecutive groups (the first batch % groups get
+// one more). Throws unless 1 <= groups <= batch: an empty group would be a leaf with no sequence.
+std::vector<int> group_sizes(int batch, int groups);
+
+SharingTree tree_from_options(const Options& options);
+
+// make_shape from the options with num_seqs = tree.num_seqs(), and --scale when given.
+AttentionShape shape_from_options(const Options& options, const SharingTree& tree);
+
+// For the summary line: the generator and its parameters, then tree.describe(), e.g.
+// "prefix P=256 S=32 (5 segments, 4 sequences, depth 2, 384 tokens)". Ragged suffixes read S=min..max.
+std::string tree_label(const Options& options, const SharingTree& tree);
+
+}  // namespace hydragen::diff

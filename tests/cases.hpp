@@ -1,0 +1,71 @@
+#pragma once
+// The problems every backend is checked on: the cases DESIGN.md section 5 says must be covered
+// (GQA ratios 1, 4, 8 and MQA; D 64 and 128; ragged suffixes including 0; a prefix of 1 token;
+// q_len > 1 with the causal leaf; depth-3 trees with uneven fan-out; extreme logits; empty
+// segments; B = 1), kept small enough that the whole matrix runs in seconds.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "hydragen/shape.hpp"
+#include "hydragen/sharing_tree.hpp"
+
+namespace hydragen::testing {
+
+struct Case {
+  std::string name;  // letters, digits and '_' only: it becomes part of a test name
+  int q_len, q_heads, kv_heads, head_dim;
+  SharingTree tree;
+  double q_scale = 1.0;  // 1e4: scores of about +-1e4
+  std::uint64_t seed = 0;
+
+  AttentionShape shape(DType dtype) const {
+    return make_shape(tree.num_seqs(), q_len, q_heads, kv_heads, head_dim, dtype);
+  }
+};
+
+inline const std::vector<Case>& harness_cases() {
+  static const std::vector<Case> cases = [] {
+    using T = SharingTree;
+    std::vector<Case> c = {
+        // name                                   q_len Hq Hkv  D   tree
+        {"mha_d64_ragged_suffixes", 1, 4, 4, 64, T::prefix_suffix(100, {5, 0, 17, 33})},
+        {"gqa4_d128", 1, 8, 2, 128, T::prefix_suffix(64, {0, 1, 40})},
+        {"gqa8_d128", 1, 16, 2, 128, T::prefix_suffix(200, {3, 9})},
+        {"mqa_hq8_d64", 1, 8, 1, 64, T::prefix_suffix(50, {7, 0, 12, 1, 30})},
+        {"mqa_hq16_d128", 1, 16, 1, 128, T::prefix_suffix(300, {20, 21})},
+        {"prefix_of_one_token", 1, 4, 1, 64, T::prefix_suffix(1, {10, 0, 4})},
+        {"batch_of_one", 1, 8, 8, 128, T::prefix_suffix(77, {9})},
+        {"flat_no_sharing", 1, 4, 4, 128, T::flat({33, 1, 70})},
+        // Groups of 2 and 3 below a root; the second group segment is empty.
+        {"two_level_groups", 1, 8, 2, 64, T::two_level(128, {32, 0}, {{5, 6}, {1, 0, 3}})},
+        // Root 0 fans out to 1 (three leaves), 2 (one leaf) and leaf 3; segment 8 is a second root.
+        {"depth3_uneven_fanout", 1, 8, 4, 128,
+         T::from_parents({-1, 0, 0, 0, 1, 1, 1, 2, -1}, {90, 30, 12, 8, 4, 0, 19, 6, 25}, {5, 3, 7, 4, 8, 6})},
+        // Segments listed leaves first: a parent may have a higher index than its children.
+        {"segments_listed_before_their_parents", 1, 4, 2, 64,
+         T::from_parents({2, 2, -1, 2, 1}, {6, 11, 40, 0, 3}, {3, 4, 0})},
+        // Empty segments: in the middle of paths (1, 4), as leaves (3), and as a root (6).
+        {"empty_segments", 1, 4, 2, 64,
+         T::from_parents({-1, 0, 1, 1, 0, 4, -1, 6}, {64, 0, 9, 0, 0, 5, 0, 11}, {2, 3, 5, 7})},
+        // Sequence 0's whole path is empty: its queries attend no key (O = 0, LSE = -inf).
+        {"sequence_attending_no_key", 1, 4, 1, 64, T::from_parents({-1, 0, -1}, {0, 0, 5}, {1, 2})},
+        // Causal: leaves of q_len - 1 = 3 tokens (the first query sees only the prefix) and longer.
+        {"causal_q4_prefix_suffix", 4, 8, 2, 64, T::prefix_suffix(40, {3, 4, 10})},
+        {"causal_q4_depth3_empty_middle", 4, 4, 1, 128,
+         T::from_parents({-1, 0, 0, 1, 1, 1, 2}, {50, 20, 0, 3, 8, 5, 12}, {3, 4, 5, 6})},
+        // No prefix and a 3-token leaf: the first query of sequence 0 attends nothing.
+        {"causal_q4_first_query_attends_nothing", 4, 4, 4, 64, T::flat({3, 6})},
+        {"extreme_logits_1e4", 1, 8, 2, 64, T::prefix_suffix(60, {5, 0, 20}), 1e4},
+        {"extreme_logits_1e4_causal_depth3", 4, 8, 1, 128,
+         T::from_parents({-1, 0, 0, 1, 1, 2}, {40, 10, 25, 3, 7, 4}, {3, 4, 5}), 1e4},
+        {"long_prefix_2000", 1, 8, 1, 128, T::prefix_suffix(2000, {16, 3, 40, 0})},
+        {"long_two_level_2000", 1, 8, 2, 64, T::two_level(1500, {300, 200}, {{10, 0, 64}, {5}})},
+    };
+    for (std::size_t i = 0; i < c.size(); ++i) c[i].seed = 1000 + i;  // fixed per case
+    return c;
+  }();
+  return cases;
+}
+
+}  // namespace hydragen::testing

@@ -1,0 +1,236 @@
+// hydragen-diff end to end, in-process: run_cli against a registry holding the reference backends
+// and test backends that break in known ways (a wrong element, an exception, no memory, no device),
+// so the FAIL and runtime-failure exit codes are checked without a broken real backend.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "diff/cli.hpp"
+#include "hydragen/compare.hpp"
+#include "hydragen/errors.hpp"
+#include "hydragen/memory.hpp"
+#include "hydragen/reference/reference.hpp"
+#include "hydragen/registry.hpp"
+
+namespace hydragen::diff {
+namespace {
+
+using ::testing::EndsWith;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+// Host memory that can claim to be unavailable, or fail every allocation.
+class TestMemory : public DeviceMemory {
+ public:
+  TestMemory(std::string unavailable, bool out_of_memory)
+      : unavailable_(std::move(unavailable)), out_of_memory_(out_of_memory) {}
+  std::string_view name() const override { return "test"; }
+  std::string unavailable_reason() const override { return unavailable_; }
+  void* allocate(std::size_t bytes) const override {
+    if (out_of_memory_) throw OutOfMemory("TestMemory::allocate", bytes, "the test memory is full");
+    return host_memory().allocate(bytes);
+  }
+  void release(void* ptr) const noexcept override { host_memory().release(ptr); }
+  void copy_from_host(void* dst, const void* src, std::size_t bytes) const override {
+    host_memory().copy_from_host(dst, src, bytes);
+  }
+  void copy_to_host(void* dst, const void* src, std::size_t bytes) const override {
+    host_memory().copy_to_host(dst, src, bytes);
+  }
+  void copy(void* dst, const void* src, std::size_t bytes) const override { host_memory().copy(dst, src, bytes); }
+  void fill(void* dst, unsigned char byte, std::size_t bytes) const override { host_memory().fill(dst, byte, bytes); }
+  void synchronize() const override {}
+
+ private:
+  std::string unavailable_;
+  bool out_of_memory_;
+};
+
+enum class Fault { none, perturb_one_element, throw_while_running };
+
+// Runs a real (fp64, host) backend, then applies a fault to its outputs.
+class FaultyPlan : public AttentionPlan {
+ public:
+  FaultyPlan(std::unique_ptr<AttentionPlan> inner, Fault fault, std::size_t index)
+      : inner_(std::move(inner)), fault_(fault), index_(index) {}
+  void run(const AttentionInputs& inputs, const AttentionOutputs& outputs, Stream stream) override {
+    inner_->run(inputs, outputs, stream);
+    if (fault_ == Fault::perturb_one_element) static_cast<double*>(outputs.o.data)[index_] += 1e-6;
+    if (fault_ == Fault::throw_while_running) throw std::runtime_error("the test kernel exploded");
+  }
+
+ private:
+  std::unique_ptr<AttentionPlan> inner_;
+  Fault fault_;
+  std::size_t index_;
+};
+
+class FaultyBackend : public AttentionBackend {
+ public:
+  FaultyBackend(std::string name, const AttentionBackend& inner, Fault fault, std::size_t index = 0,
+                std::string unavailable = {}, bool out_of_memory = false)
+      : name_(std::move(name)), inner_(inner), fault_(fault), index_(index), memory_(std::move(unavailable), out_of_memory) {}
+  std::string name() const override { return name_; }
+  std::string summary() const override { return "test backend wrapping " + inner_.name(); }
+  const DeviceMemory& memory() const override { return memory_; }
+  Support supports(const AttentionShape& shape, const SharingTree& tree) const override {
+    return inner_.supports(shape, tree);
+  }
+
+ protected:
+  std::unique_ptr<AttentionPlan> make_plan(const AttentionShape& shape, const SharingTree& tree) const override {
+    return std::make_unique<FaultyPlan>(inner_.plan(shape, tree), fault_, index_);
+  }
+
+ private:
+  std::string name_;
+  const AttentionBackend& inner_;
+  Fault fault_;
+  std::size_t index_;
+  TestMemory memory_;
+};
+
+constexpr std::size_t kPerturbed = 37;
+
+BackendRegistry test_registry() {
+  BackendRegistry r;
+  register_reference_backends(r);
+  const AttentionBackend& exact = r.get("reference-decomposed");
+  r.add(std::make_unique<FaultyBackend>("test-exact", exact, Fault::none));
+  r.add(std::make_unique<FaultyBackend>("test-wrong-element", exact, Fault::perturb_one_element, kPerturbed));
+  r.add(std::make_unique<FaultyBackend>("test-throws", exact, Fault::throw_while_running));
+  r.add(std::make_unique<FaultyBackend>("test-oom", exact, Fault::none, 0, "", true));
+  r.add(std::make_unique<FaultyBackend>("test-no-device", exact, Fault::none, 0, "no test device here"));
+  return r;
+}
+
+struct CliRun {
+  int code;
+  std::string out, err;
+};
+
+CliRun run_cli_with(std::vector<std::string> args) {
+  static const BackendRegistry registry = test_registry();
+  std::vector<const char*> argv{"hydragen-diff"};
+  for (const auto& a : args) argv.push_back(a.c_str());
+  std::ostringstream out, err;
+  const int code = run_cli(static_cast<int>(argv.size()), argv.data(), registry, out, err);
+  return {code, out.str(), err.str()};
+}
+
+// A small fp64 problem: B=2, P=16, S=3, Hq=2, Hkv=1, D=16.
+std::vector<std::string> small(const std::string& backend, std::vector<std::string> more = {}) {
+  std::vector<std::string> args{"--backend", backend, "--dtype", "fp64", "--batch", "2", "--prefix", "16",
+                                "--suffix",  "3",     "--q-heads", "2",  "--head-dim", "16"};
+  args.insert(args.end(), more.begin(), more.end());
+  return args;
+}
+
+long lines(const std::string& text) { return std::count(text.begin(), text.end(), '\n'); }
+
+void expect_one_error_line(const CliRun& r, int code, const std::string& prefix) {
+  EXPECT_EQ(r.code, code);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  EXPECT_THAT(r.err, StartsWith(prefix));
+}
+
+TEST(DiffCli, PassPrintsOneSummaryLine) {
+  const CliRun r = run_cli_with({"--backend", "reference-decomposed", "--dtype", "fp64", "--batch", "3", "--prefix",
+                                 "16", "--suffix-lens", "4,0,7", "--q-heads", "4", "--kv-heads", "2", "--head-dim", "16"});
+  EXPECT_EQ(r.code, exit_pass);
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(lines(r.out), 1);
+  EXPECT_THAT(r.out, StartsWith("backend=reference-decomposed storage=shared B=3 q_len=1 Hq=4 Hkv=2 D=16 fp64 "));
+  EXPECT_THAT(r.out, HasSubstr(" tree=prefix P=16 S=0..7 (4 segments, 3 sequences, depth 2, 27 tokens) "));
+  for (const char* field : {" max_abs_err=", " rel_l2_err=", " lse_err=", " tol=(rtol 1.00e-12", " o_failed=0/192 ",
+                            " lse_failed=0/12 ", " worst_o=[b=", " worst_lse=[b="}) {
+    EXPECT_THAT(r.out, HasSubstr(field));
+  }
+  EXPECT_THAT(r.out, EndsWith(" PASS\n"));
+}
+
+TEST(DiffCli, PassesEveryTreeAndStorage) {
+  for (const auto& extra : std::vector<std::vector<std::string>>{
+           {"--storage", "redundant"},
+           {"--tree", "flat"},
+           {"--tree", "two-level", "--groups", "2", "--group-len", "5", "--q-len", "3"},
+           {"--logit-scale", "1e4"},
+           {"--scale", "0.01", "--seed", "7"}}) {
+    const CliRun r = run_cli_with(small("test-exact", extra));
+    EXPECT_EQ(r.code, exit_pass) << r.out << r.err;
+    EXPECT_THAT(r.out, EndsWith(" PASS\n"));
+  }
+  const CliRun custom = run_cli_with({"--backend", "test-exact", "--dtype", "fp64", "--head-dim", "16", "--tree",
+                                      "custom", "--parents", "-1,0,0,1", "--lengths", "16,4,5,3", "--leaves", "2,3"});
+  EXPECT_EQ(custom.code, exit_pass) << custom.err;
+  EXPECT_THAT(custom.out, HasSubstr(" B=2 "));
+  EXPECT_THAT(custom.out, HasSubstr(" tree=custom (4 segments, 2 sequences, depth 3, 28 tokens) "));
+}
+
+TEST(DiffCli, OneWrongElementFailsAndIsNamed) {
+  const CliRun r = run_cli_with(small("test-wrong-element"));
+  EXPECT_EQ(r.code, exit_fail);
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(lines(r.out), 1);
+  // kPerturbed = 37 in [B=2, q_len=1, Hq=2, D=16]: b=1, h=0, d=5.
+  EXPECT_THAT(r.out, HasSubstr(" o_failed=1/64 "));
+  EXPECT_THAT(r.out, HasSubstr(" worst_o=[b=1, t=0, h=0, d=5] "));
+  EXPECT_THAT(r.out, EndsWith(" FAIL\n"));
+}
+
+TEST(DiffCli, FailureWhileRunningExitsOne) {
+  expect_one_error_line(run_cli_with(small("test-throws")), exit_fail,
+                        "hydragen-diff: failed while running: the test kernel exploded");
+  const CliRun oom = run_cli_with(small("test-oom"));
+  expect_one_error_line(oom, exit_fail, "hydragen-diff: out of memory: ");
+  EXPECT_THAT(oom.err, HasSubstr("the test memory is full"));
+}
+
+TEST(DiffCli, UnavailableBackendIsBadUsage) {
+  expect_one_error_line(run_cli_with(small("test-no-device")), exit_usage,
+                        "hydragen-diff: error: backend 'test-no-device' cannot run here: no test device here");
+}
+
+TEST(DiffCli, InvalidProblemsAreBadUsage) {
+  const CliRun ratio = run_cli_with(small("reference", {"--q-heads", "6", "--kv-heads", "4"}));
+  expect_one_error_line(ratio, exit_usage, "hydragen-diff: error: ");
+  EXPECT_THAT(ratio.err, HasSubstr("q_heads (6) must be a multiple of kv_heads (4)"));
+
+  const CliRun unsupported = run_cli_with({"--backend", "reference", "--batch", "2", "--prefix", "4", "--suffix", "1"});
+  expect_one_error_line(unsupported, exit_usage, "hydragen-diff: error: backend 'reference' does not support ");
+  EXPECT_THAT(unsupported.err, HasSubstr("dtype fp32"));
+
+  const CliRun unknown = run_cli_with(small("nope"));
+  expect_one_error_line(unknown, exit_usage, "hydragen-diff: error: backend 'nope' is not registered");
+  EXPECT_THAT(unknown.err, HasSubstr("reference, reference-decomposed"));
+
+  const CliRun causal = run_cli_with(small("reference", {"--q-len", "5"}));
+  expect_one_error_line(causal, exit_usage, "hydragen-diff: error: ");
+  EXPECT_THAT(causal.err, HasSubstr("q_len = 5"));
+
+  expect_one_error_line(run_cli_with(small("reference", {"--bogus"})), exit_usage, "hydragen-diff: error: ");
+}
+
+TEST(DiffCli, ListAndHelp) {
+  const CliRun list = run_cli_with({"--list"});
+  EXPECT_EQ(list.code, exit_pass);
+  EXPECT_EQ(list.err, "");
+  EXPECT_EQ(lines(list.out), 7);
+  EXPECT_THAT(list.out, HasSubstr("reference             host  available  fp64 Eigen"));
+  EXPECT_THAT(list.out, HasSubstr("test-no-device        test  unavailable (no test device here)  test backend"));
+
+  const CliRun help = run_cli_with({"--help"});
+  EXPECT_EQ(help.code, exit_pass);
+  EXPECT_EQ(help.err, "");
+  EXPECT_THAT(help.out, HasSubstr("--backend NAME"));
+}
+
+}  // namespace
+}  // namespace hydragen::diff

@@ -1,0 +1,194 @@
+// compare.hpp: how outputs are judged. Every element is checked against rtol*|r| + atol*rms(ref);
+// NaN never passes; LSE within lse_tol*max(1, |r|); two -inf LSEs (a query with no keys) agree.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+#include "hydragen/compare.hpp"
+
+namespace hydragen {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+const Results kRef{{1, 2, -3, 4}, {2, -500}};
+const Tolerance kTol{1e-6, 0, 1e-6};
+
+TEST(Compare, IdenticalResultsPassWithZeroError) {
+  const Comparison c = compare(kRef, kRef, kTol);
+  EXPECT_TRUE(c.pass);
+  EXPECT_EQ(c.max_abs_error, 0);
+  EXPECT_EQ(c.rel_l2_error, 0);
+  EXPECT_EQ(c.lse_max_abs_error, 0);
+  EXPECT_EQ(c.failed_elements, 0u);
+  EXPECT_THAT(c.summary(), HasSubstr("PASS"));
+}
+
+TEST(Compare, ReportsTheMaxAbsoluteAndRelativeL2Errors) {
+  Results out = kRef;
+  out.o[1] += 0.25;
+  out.o[3] -= 0.125;
+  const Comparison c = compare(out, kRef, Tolerance{1, 0, 1});
+  EXPECT_EQ(c.max_abs_error, 0.25);
+  EXPECT_DOUBLE_EQ(c.rel_l2_error, std::sqrt((0.25 * 0.25 + 0.125 * 0.125) / 30.0));  // ||ref||^2 = 1+4+9+16
+  EXPECT_TRUE(c.pass);
+}
+
+TEST(Compare, NanInOFailsAndIsTheWorstElement) {
+  Results out = kRef;
+  out.o[2] = kNaN;
+  const Comparison c = compare(out, kRef, kTol);
+  EXPECT_FALSE(c.pass);
+  EXPECT_EQ(c.failed_elements, 1u);
+  EXPECT_EQ(c.worst_index, 2u);
+  EXPECT_TRUE(std::isnan(c.worst_value));
+  EXPECT_EQ(c.worst_reference, -3);
+  EXPECT_THAT(c.summary(), HasSubstr("FAIL"));
+}
+
+// The reported maximum must not forget a NaN because later elements are finite.
+TEST(Compare, NanAnywhereMakesTheMaxErrorsNan) {
+  Results out = kRef;
+  out.o[0] = kNaN;
+  out.lse[0] = kNaN;
+  const Comparison c = compare(out, kRef, kTol);
+  EXPECT_TRUE(std::isnan(c.max_abs_error)) << c.summary();
+  EXPECT_TRUE(std::isnan(c.lse_max_abs_error)) << c.summary();
+  EXPECT_FALSE(c.pass);
+}
+
+TEST(Compare, InfInOFails) {
+  Results out = kRef;
+  out.o[3] = kInf;
+  EXPECT_FALSE(compare(out, kRef, kTol).pass);
+}
+
+TEST(Compare, OValueOffByMoreThanRtolFails) {
+  Results out = kRef;
+  out.o[2] = -3 * (1 + 2e-6);  // bound: 1e-6 * 3
+  const Comparison c = compare(out, kRef, kTol);
+  EXPECT_FALSE(c.pass);
+  EXPECT_EQ(c.failed_elements, 1u);
+  EXPECT_EQ(c.worst_index, 2u);
+}
+
+TEST(Compare, OValueOffByLessThanRtolPasses) {
+  Results out = kRef;
+  out.o[2] = -3 * (1 + 0.5e-6);
+  EXPECT_TRUE(compare(out, kRef, kTol).pass);
+}
+
+TEST(Compare, AtolIsInUnitsOfTheReferenceRms) {
+  const Results ref{{0, 3, 4, 0}, {0}};  // rms = sqrt(25 / 4) = 2.5
+  const Tolerance tol{0, 1e-6, 1};
+  Results out = ref;
+  out.o[0] = 2.4e-6;
+  EXPECT_TRUE(compare(out, ref, tol).pass);
+  out.o[0] = 2.6e-6;
+  EXPECT_FALSE(compare(out, ref, tol).pass);
+}
+
+TEST(Compare, WrongLseFails) {
+  Results out = kRef;
+  out.lse[1] = -500 + 1e-3;  // bound: 1e-6 * 500
+  const Comparison c = compare(out, kRef, kTol);
+  EXPECT_FALSE(c.pass);
+  EXPECT_EQ(c.lse_failed, 1u);
+  EXPECT_EQ(c.lse_worst_index, 1u);
+  EXPECT_NEAR(c.lse_max_abs_error, 1e-3, 1e-12);
+}
+
+TEST(Compare, LseToleranceScalesWithMaxOfOneAndTheMagnitude) {
+  Results out = kRef;
+  out.lse[1] = -500 + 4e-4;  // within 1e-6 * 500
+  out.lse[0] = 2 + 1.5e-6;   // within 1e-6 * 2
+  EXPECT_TRUE(compare(out, kRef, kTol).pass);
+  out.lse[0] = 2 + 3e-6;
+  EXPECT_FALSE(compare(out, kRef, kTol).pass);
+  const Results small{{1}, {0.25}};
+  Results small_out = small;
+  small_out.lse[0] = 0.25 + 0.9e-6;  // |r| < 1: the bound is lse_tol itself
+  EXPECT_TRUE(compare(small_out, small, kTol).pass);
+}
+
+TEST(Compare, BothLsesMinusInfinityAgree) {
+  const Results ref{{0, 0}, {-kInf}};
+  const Comparison c = compare(ref, ref, kTol);
+  EXPECT_TRUE(c.pass) << c.summary();
+  EXPECT_EQ(c.lse_max_abs_error, 0);
+}
+
+TEST(Compare, MinusInfinityAgainstAnythingElseFails) {
+  const Results ref{{1}, {-kInf}};
+  for (double lse : {0.0, -1e300, kInf, kNaN}) {
+    Results out = ref;
+    out.lse[0] = lse;
+    EXPECT_FALSE(compare(out, ref, kTol).pass) << lse;
+    EXPECT_FALSE(compare(ref, out, kTol).pass) << lse;  // and the other way round
+  }
+}
+
+TEST(Compare, NanLseFails) {
+  Results out = kRef;
+  out.lse[0] = kNaN;
+  const Comparison c = compare(out, kRef, kTol);
+  EXPECT_FALSE(c.pass);
+  EXPECT_EQ(c.lse_failed, 1u);
+  EXPECT_EQ(c.lse_worst_index, 0u);
+}
+
+TEST(Compare, ResultsOfDifferentSizesThrow) {
+  Results out = kRef;
+  out.o.pop_back();
+  EXPECT_THROW(compare(out, kRef, kTol), std::invalid_argument);
+  out = kRef;
+  out.lse.push_back(0);
+  EXPECT_THROW(compare(out, kRef, kTol), std::invalid_argument);
+}
+
+// ---- tolerances -----------------------------------------------------------------------------------
+
+TEST(ToleranceFor, MatchesTheDocumentedNumbers) {
+  const Tolerance f64 = tolerance_for(DType::fp64, 0), f32 = tolerance_for(DType::fp32, 0);
+  const Tolerance f16 = tolerance_for(DType::fp16, 0), b16 = tolerance_for(DType::bf16, 0);
+  EXPECT_EQ(f64.rtol, 1e-12);
+  EXPECT_EQ(f64.atol, 1e-12);
+  EXPECT_EQ(f64.lse_tol, 1e-12);
+  EXPECT_EQ(f32.rtol, 1e-5);
+  EXPECT_EQ(f32.lse_tol, 1e-5);
+  EXPECT_EQ(f16.rtol, 2 * std::ldexp(1.0, -11));  // twice the rounding of the exact result
+  EXPECT_EQ(f16.atol, std::ldexp(1.0, -11));
+  EXPECT_EQ(f16.lse_tol, 1e-5);                    // LSE is fp32 whatever the storage
+  EXPECT_EQ(b16.rtol, 2 * std::ldexp(1.0, -8));
+  EXPECT_EQ(b16.atol, std::ldexp(1.0, -8));
+}
+
+TEST(ToleranceFor, GrowsWithTheLogitBoundByTheScoreRounding) {
+  const double bound = 1e4;
+  const double cond64 = 4 * std::ldexp(1.0, -53) * bound, cond32 = 4 * std::ldexp(1.0, -24) * bound;
+  EXPECT_DOUBLE_EQ(tolerance_for(DType::fp64, bound).rtol, 1e-12 + cond64);
+  EXPECT_DOUBLE_EQ(tolerance_for(DType::fp64, bound).lse_tol, 1e-12 + cond64);
+  EXPECT_DOUBLE_EQ(tolerance_for(DType::fp32, bound).atol, 1e-5 + cond32);
+  EXPECT_DOUBLE_EQ(tolerance_for(DType::bf16, bound).rtol, 2 * std::ldexp(1.0, -8) + cond32);  // fp32 arithmetic
+}
+
+// ---- index names ----------------------------------------------------------------------------------
+
+TEST(IndexName, NamesTheCoordinatesOfAFlatIndex) {
+  const AttentionShape shape = make_shape(2, 3, 4, 2, 5, DType::fp32);
+  // O is [B=2, q_len=3, Hq=4, D=5]: [1, 2, 3, 4] is ((1*3 + 2)*4 + 3)*5 + 4 = 119.
+  EXPECT_EQ(index_name(shape, 119, false), "[b=1, t=2, h=3, d=4]");
+  EXPECT_EQ(index_name(shape, 0, false), "[b=0, t=0, h=0, d=0]");
+  // LSE is [B, q_len, Hq]: [1, 2, 3] is (1*3 + 2)*4 + 3 = 23.
+  EXPECT_EQ(index_name(shape, 23, true), "[b=1, t=2, h=3]");
+  EXPECT_EQ(index_name(shape, 5, true), "[b=0, t=1, h=1]");
+}
+
+}  // namespace
+}  // namespace hydragen

@@ -1,0 +1,77 @@
+// registry.hpp / backends.hpp: the name -> backend table.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <set>
+#include <stdexcept>
+#include <string>
+
+#include "hydragen/backends.hpp"
+
+namespace hydragen {
+namespace {
+
+using ::testing::Contains;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::ThrowsMessage;
+
+class NamedBackend final : public AttentionBackend {
+ public:
+  explicit NamedBackend(std::string name) : name_(std::move(name)) {}
+  std::string name() const override { return name_; }
+  std::string summary() const override { return "test double"; }
+  const DeviceMemory& memory() const override { return host_memory(); }
+  Support supports(const AttentionShape&, const SharingTree&) const override { return Support::no("test double"); }
+
+ protected:
+  std::unique_ptr<AttentionPlan> make_plan(const AttentionShape&, const SharingTree&) const override { return nullptr; }
+
+ private:
+  std::string name_;
+};
+
+TEST(BackendRegistry, KeepsBackendsInRegistrationOrder) {
+  BackendRegistry r;
+  r.add(std::make_unique<NamedBackend>("b"));
+  r.add(std::make_unique<NamedBackend>("a"));
+  EXPECT_THAT(r.names(), ElementsAre("b", "a"));
+  ASSERT_EQ(r.all().size(), 2u);
+  EXPECT_EQ(r.all()[1]->name(), "a");
+  EXPECT_EQ(r.get("a").name(), "a");
+  EXPECT_TRUE(r.contains("b"));
+  EXPECT_FALSE(r.contains("c"));
+}
+
+TEST(BackendRegistry, RejectsANameRegisteredTwice) {
+  BackendRegistry r;
+  r.add(std::make_unique<NamedBackend>("twin"));
+  EXPECT_THAT([&] { r.add(std::make_unique<NamedBackend>("twin")); },
+              ThrowsMessage<std::invalid_argument>(HasSubstr("'twin' is registered twice")));
+}
+
+TEST(DefaultRegistry, HasBothReferencesWithUniqueNames) {
+  const std::vector<std::string> names = list_backends();
+  EXPECT_THAT(names, Contains("reference"));
+  EXPECT_THAT(names, Contains("reference-decomposed"));
+  EXPECT_EQ(std::set<std::string>(names.begin(), names.end()).size(), names.size());
+  EXPECT_EQ(names, default_registry().names());
+}
+
+TEST(DefaultRegistry, EveryBackendIsFoundByItsNameAndDescribesItself) {
+  for (const std::string& name : list_backends()) {
+    const AttentionBackend& b = backend(name);
+    EXPECT_EQ(b.name(), name);
+    EXPECT_FALSE(b.summary().empty()) << name;
+    EXPECT_FALSE(b.memory().name().empty()) << name;
+  }
+}
+
+TEST(DefaultRegistry, HasCudaBackendsOnlyWhenBuiltWithCuda) {
+  if (built_with_cuda()) GTEST_SKIP() << "this build has the CUDA backends";
+  for (const std::string& name : list_backends()) EXPECT_NE(name.rfind("cuda", 0), 0u) << name;
+}
+
+}  // namespace
+}  // namespace hydragen
