@@ -1,5 +1,7 @@
 #include "cpu_common.hpp"
 
+#include <omp.h>
+
 #include <string>
 
 #include "widen.hpp"
@@ -80,6 +82,17 @@ void write_rows(const AttentionShape& shape, const Partial& result, int first_ro
 
 KvSlice kv_slice(const AttentionShape& shape, const ConstTensor& t, int kv_head) {
   return KvSlice{t.data, shape.dtype, shape.kv_heads, shape.head_dim, kv_head};
+}
+
+CpuPlan::CpuPlan(const AttentionShape& shape, const SharingTree& tree, int max_rows)
+    : shape_(shape), tree_(tree), threads_(omp_get_max_threads()), workspaces_(threads_) {
+  for (Workspace& ws : workspaces_) ws.reserve(max_rows, shape.head_dim);
+  q32_.resize(static_cast<std::size_t>(shape.num_seqs) * shape.q_len * shape.q_heads * shape.head_dim);
+}
+
+void CpuPlan::prepare(const AttentionInputs& in, const AttentionOutputs& out) {
+  check_io(shape_, tree_, in, out);
+  widen_queries(shape_, in.q, q32_);
 }
 
 }  // namespace hydragen::cpu

@@ -31,4 +31,19 @@ void write_rows(const AttentionShape& shape, const Partial& result, int first_ro
 
 KvSlice kv_slice(const AttentionShape& shape, const ConstTensor& t, int kv_head);
 
+// What both CPU plans hold: the problem, one workspace per thread sized for `max_rows` query rows,
+// and the queries widened to fp32.
+class CpuPlan : public AttentionPlan {
+ protected:
+  CpuPlan(const AttentionShape& shape, const SharingTree& tree, int max_rows);
+  // check_io, then widens Q into q32_.
+  void prepare(const AttentionInputs& in, const AttentionOutputs& out);
+
+  AttentionShape shape_;
+  SharingTree tree_;
+  int threads_;
+  std::vector<Workspace> workspaces_;  // one per thread
+  std::vector<float> q32_;             // [B, q_len, Hq, D] widened queries
+};
+
 }  // namespace hydragen::cpu

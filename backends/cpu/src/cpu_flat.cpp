@@ -7,17 +7,13 @@ namespace hydragen::cpu {
 
 namespace {
 
-class FlatPlan final : public AttentionPlan {
+class FlatPlan final : public CpuPlan {
  public:
   FlatPlan(const AttentionShape& shape, const SharingTree& tree)
-      : shape_(shape), tree_(tree), threads_(omp_get_max_threads()), workspaces_(threads_) {
-    for (Workspace& ws : workspaces_) ws.reserve(shape.q_len * shape.group_size(), shape.head_dim);
-    q32_.resize(static_cast<std::size_t>(shape.num_seqs) * shape.q_len * shape.q_heads * shape.head_dim);
-  }
+      : CpuPlan(shape, tree, shape.q_len * shape.group_size()) {}
 
   void run(const AttentionInputs& in, const AttentionOutputs& out, Stream) override {
-    check_io(shape_, tree_, in, out);
-    widen_queries(shape_, in.q, q32_);
+    prepare(in, out);
     const int tasks = shape_.num_seqs * shape_.kv_heads;
 #pragma omp parallel num_threads(threads_)
     {
@@ -38,13 +34,6 @@ class FlatPlan final : public AttentionPlan {
       }
     }
   }
-
- private:
-  AttentionShape shape_;
-  SharingTree tree_;
-  int threads_;
-  std::vector<Workspace> workspaces_;  // one per thread
-  std::vector<float> q32_;             // [B, q_len, Hq, D] widened queries
 };
 
 }  // namespace

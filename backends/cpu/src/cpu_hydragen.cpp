@@ -30,21 +30,26 @@ struct Contribution {
   int first_row;
 };
 
-class HydragenPlan final : public AttentionPlan {
+// Query rows of the widest segment: the stacked queries of every sequence below it.
+int max_rows_below(const AttentionShape& shape, const SharingTree& tree) {
+  std::size_t widest = 1;
+  for (int segment = 0; segment < tree.num_segments(); ++segment) widest = std::max(widest, tree.seqs_below(segment).size());
+  return static_cast<int>(widest) * shape.q_len * shape.group_size();
+}
+
+class HydragenPlan final : public CpuPlan {
  public:
   HydragenPlan(const AttentionShape& shape, const SharingTree& tree)
-      : shape_(shape), tree_(tree), threads_(omp_get_max_threads()) {
+      : CpuPlan(shape, tree, max_rows_below(shape, tree)) {
     const int rows_per_seq = shape.q_len * shape.group_size();
     contributions_.resize(static_cast<std::size_t>(shape.num_seqs) * shape.kv_heads);
     // Split each segment so that the shared ones alone can keep every thread busy.
     const long long max_chunks = std::max(1, (2 * threads_ + shape.kv_heads - 1) / shape.kv_heads);
-    int max_rows = rows_per_seq;
     for (int segment = 0; segment < tree.num_segments(); ++segment) {
       const long long len = tree.length(segment);
       if (len == 0) continue;  // contributes nothing: the merge identity
       const auto& seqs = tree.seqs_below(segment);
       const int rows = static_cast<int>(seqs.size()) * rows_per_seq;
-      max_rows = std::max(max_rows, rows);
       const long long chunks = std::clamp<long long>(len / kMinChunkTokens, 1, max_chunks);
       for (int kv_head = 0; kv_head < shape.kv_heads; ++kv_head) {
         for (long long c = 0; c < chunks; ++c) {
@@ -59,14 +64,10 @@ class HydragenPlan final : public AttentionPlan {
     }
     results_.resize(tasks_.size());
     for (const Task& t : tasks_) results_[t.result].reset(t.rows, shape.head_dim);
-    workspaces_.resize(threads_);
-    for (Workspace& ws : workspaces_) ws.reserve(max_rows, shape.head_dim);
-    q32_.resize(static_cast<std::size_t>(shape.num_seqs) * shape.q_len * shape.q_heads * shape.head_dim);
   }
 
   void run(const AttentionInputs& in, const AttentionOutputs& out, Stream) override {
-    check_io(shape_, tree_, in, out);
-    widen_queries(shape_, in.q, q32_);
+    prepare(in, out);
     const int rows_per_seq = shape_.q_len * shape_.group_size();
 #pragma omp parallel num_threads(threads_)
     {
@@ -103,14 +104,9 @@ class HydragenPlan final : public AttentionPlan {
   }
 
  private:
-  AttentionShape shape_;
-  SharingTree tree_;
-  int threads_;
   std::vector<Task> tasks_;
   std::vector<std::vector<Contribution>> contributions_;  // [B * Hkv]
   std::vector<Partial> results_;                          // one per task: [rows, D] O and [rows] LSE
-  std::vector<Workspace> workspaces_;                     // one per thread
-  std::vector<float> q32_;                                // [B, q_len, Hq, D] widened queries
 };
 
 }  // namespace
