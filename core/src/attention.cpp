@@ -69,4 +69,32 @@ std::unique_ptr<AttentionPlan> AttentionBackend::plan(const AttentionShape& shap
   return make_plan(shape, tree);
 }
 
+namespace {
+class SpecBackend final : public AttentionBackend {
+ public:
+  explicit SpecBackend(BackendSpec spec) : spec_(std::move(spec)) {}
+  std::string name() const override { return spec_.name; }
+  std::string summary() const override { return spec_.summary; }
+  const DeviceMemory& memory() const override { return *spec_.memory; }
+  Support supports(const AttentionShape& shape, const SharingTree& tree) const override {
+    return spec_.supports(shape, tree);
+  }
+
+ protected:
+  std::unique_ptr<AttentionPlan> make_plan(const AttentionShape& shape, const SharingTree& tree) const override {
+    return spec_.plan(shape, tree);
+  }
+
+ private:
+  BackendSpec spec_;
+};
+}  // namespace
+
+std::unique_ptr<AttentionBackend> make_backend(BackendSpec spec) {
+  if (spec.name.empty() || spec.memory == nullptr || !spec.supports || !spec.plan) {
+    throw std::invalid_argument("make_backend: a backend needs a name, a memory, a supports rule and a plan factory");
+  }
+  return std::make_unique<SpecBackend>(std::move(spec));
+}
+
 }  // namespace hydragen

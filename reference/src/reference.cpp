@@ -145,36 +145,27 @@ class ReferencePlan final : public AttentionPlan {
   bool decomposed_;
 };
 
-class ReferenceBackend final : public AttentionBackend {
- public:
-  explicit ReferenceBackend(bool decomposed) : decomposed_(decomposed) {}
-  std::string name() const override { return decomposed_ ? "reference-decomposed" : "reference"; }
-  std::string summary() const override {
-    return decomposed_ ? "fp64 Eigen: per-segment attention + LSE merge; equals `reference` to ~1e-13; dtypes fp64; any D, any tree"
-                       : "fp64 Eigen: softmax over each sequence's concatenated path (the definition); dtypes fp64; any D, any tree";
+Support fp64_only(const AttentionShape& shape, const SharingTree&) {
+  if (shape.dtype != DType::fp64) {
+    return Support::no("dtype " + std::string(dtype_name(shape.dtype)) + " (the reference computes in fp64: pass fp64 tensors)");
   }
-  const DeviceMemory& memory() const override { return host_memory(); }
-  Support supports(const AttentionShape& shape, const SharingTree&) const override {
-    if (shape.dtype != DType::fp64) {
-      return Support::no("dtype " + std::string(dtype_name(shape.dtype)) + " (the reference computes in fp64: pass fp64 tensors)");
-    }
-    return Support::yes();
-  }
-
- protected:
-  std::unique_ptr<AttentionPlan> make_plan(const AttentionShape& shape, const SharingTree& tree) const override {
-    return std::make_unique<ReferencePlan>(shape, tree, decomposed_);
-  }
-
- private:
-  bool decomposed_;
-};
+  return Support::yes();
+}
 
 }  // namespace
 
 void register_reference_backends(BackendRegistry& registry) {
-  registry.add(std::make_unique<ReferenceBackend>(false));
-  registry.add(std::make_unique<ReferenceBackend>(true));
+  auto planner = [](bool decomposed) {
+    return [decomposed](const AttentionShape& shape, const SharingTree& tree) -> std::unique_ptr<AttentionPlan> {
+      return std::make_unique<ReferencePlan>(shape, tree, decomposed);
+    };
+  };
+  registry.add(make_backend({"reference",
+                             "fp64 Eigen: softmax over each sequence's concatenated path (the definition); dtypes fp64; any D, any tree",
+                             &host_memory(), fp64_only, planner(false)}));
+  registry.add(make_backend({"reference-decomposed",
+                             "fp64 Eigen: per-segment attention + LSE merge; equals `reference` to ~1e-13; dtypes fp64; any D, any tree",
+                             &host_memory(), fp64_only, planner(true)}));
 }
 
 }  // namespace hydragen

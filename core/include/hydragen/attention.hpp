@@ -3,6 +3,7 @@
 //
 // plan() validates, allocates workspace and builds the schedule; run() only launches, so it can be
 // captured in a CUDA graph and timed without allocation. Outputs are O and LSE, so results compose.
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -73,5 +74,15 @@ class AttentionBackend {
  protected:
   virtual std::unique_ptr<AttentionPlan> make_plan(const AttentionShape& shape, const SharingTree& tree) const = 0;
 };
+
+// Most backends are a name, a memory, a support rule and a plan factory: make_backend assembles one.
+struct BackendSpec {
+  std::string name;
+  std::string summary;
+  const DeviceMemory* memory = nullptr;
+  std::function<Support(const AttentionShape&, const SharingTree&)> supports;
+  std::function<std::unique_ptr<AttentionPlan>(const AttentionShape&, const SharingTree&)> plan;
+};
+std::unique_ptr<AttentionBackend> make_backend(BackendSpec spec);
 
 }  // namespace hydragen
