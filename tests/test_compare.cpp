@@ -18,7 +18,7 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 const Results kRef{{1, 2, -3, 4}, {2, -500}};
-const Tolerance kTol{1e-6, 0, 1e-6};
+const Tolerance kTol{1e-6, 0, 1e-6, 1e-6};  // rtol, atol, l2, lse
 
 TEST(Compare, IdenticalResultsPassWithZeroError) {
   const Comparison c = compare(kRef, kRef, kTol);
@@ -34,7 +34,7 @@ TEST(Compare, ReportsTheMaxAbsoluteAndRelativeL2Errors) {
   Results out = kRef;
   out.o[1] += 0.25;
   out.o[3] -= 0.125;
-  const Comparison c = compare(out, kRef, Tolerance{1, 0, 1});
+  const Comparison c = compare(out, kRef, Tolerance{1, 0, 1, 1});
   EXPECT_EQ(c.max_abs_error, 0.25);
   EXPECT_DOUBLE_EQ(c.rel_l2_error, std::sqrt((0.25 * 0.25 + 0.125 * 0.125) / 30.0));  // ||ref||^2 = 1+4+9+16
   EXPECT_TRUE(c.pass);
@@ -162,11 +162,15 @@ TEST(ToleranceFor, MatchesTheDocumentedNumbers) {
   EXPECT_EQ(f64.lse_tol, 1e-12);
   EXPECT_EQ(f32.rtol, 1e-5);
   EXPECT_EQ(f32.lse_tol, 1e-5);
+  EXPECT_EQ(f64.l2, 1e-12);
+  EXPECT_EQ(f32.l2, 1e-5);
   EXPECT_EQ(f16.rtol, 2 * std::ldexp(1.0, -11));  // twice the rounding of the exact result
-  EXPECT_EQ(f16.atol, std::ldexp(1.0, -11));
+  EXPECT_EQ(f16.atol, 4 * std::ldexp(1.0, -11));  // probabilities rounded to the dtype before P V
+  EXPECT_EQ(f16.l2, 2 * std::ldexp(1.0, -11));
   EXPECT_EQ(f16.lse_tol, 1e-5);                    // LSE is fp32 whatever the storage
   EXPECT_EQ(b16.rtol, 2 * std::ldexp(1.0, -8));
-  EXPECT_EQ(b16.atol, std::ldexp(1.0, -8));
+  EXPECT_EQ(b16.atol, 4 * std::ldexp(1.0, -8));
+  EXPECT_EQ(b16.l2, 2 * std::ldexp(1.0, -8));
 }
 
 TEST(ToleranceFor, GrowsWithTheLogitBoundByTheScoreRounding) {

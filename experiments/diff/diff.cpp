@@ -55,7 +55,7 @@ std::string summary_line(const DiffResult& r) {
          " rel_l2_err=" + format("%.3e", c.rel_l2_error) +                                       //
          " lse_err=" + format("%.3e", c.lse_max_abs_error) +                                     //
          " tol=(rtol " + format("%.2e", c.tolerance.rtol) + ", atol " + format("%.2e", c.tolerance.atol) +
-         "*rms, lse " + format("%.2e", c.tolerance.lse_tol) + ")" +                              //
+         "*rms, l2 " + format("%.2e", c.tolerance.l2) + ", lse " + format("%.2e", c.tolerance.lse_tol) + ")" +                              //
          " o_failed=" + std::to_string(c.failed_elements) + "/" + std::to_string(o_count) +      //
          " lse_failed=" + std::to_string(c.lse_failed) + "/" + std::to_string(lse_count) +       //
          " worst_o=" + index_name(r.shape, c.worst_index, false) +                               //

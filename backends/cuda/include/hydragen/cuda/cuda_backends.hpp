@@ -1,6 +1,8 @@
 #pragma once
-// CUDA backends (DESIGN.md section 4): cuda-naive, cuda-flash, cuda-hydragen. None is built yet;
-// backends/src/registry.cpp already calls this when HYDRAGEN_WITH_CUDA, so it registers nothing.
+// CUDA backends (DESIGN.md section 4):
+//   cuda-naive     per query row, scores materialized: the simplest correct kernel
+//   cuda-flash     FlashAttention-style tiles over each sequence's path, split-KV + merge
+//   cuda-hydragen  per segment, the queries of every sequence below it batched, then merge
 #include "hydragen/registry.hpp"
 
 namespace hydragen {

@@ -1,0 +1,32 @@
+#pragma once
+// GPU timing by the measuring protocol of DESIGN.md section 6: the work is captured once in a CUDA
+// graph and replayed; each replay is timed with CUDA events; L2 is flushed before every replay,
+// outside the timed region, by writing a buffer twice its size; the median is reported with min
+// and max. The machine's two ceilings are measured in the same process.
+#include <cuda_runtime_api.h>
+
+#include <functional>
+
+#include "hydragen/cost_model.hpp"
+
+namespace hydragen::cuda {
+
+struct TimingOptions {
+  int warmup = 3;     // eager runs before capture (module load, first-touch, pointer binding)
+  int replays = 50;   // timed graph replays
+  bool flush_l2 = true;
+};
+
+struct TimingResult {
+  double median_ms = 0, min_ms = 0, max_ms = 0;
+  int replays = 0;
+};
+
+// `enqueue` puts the work on the stream it is given (e.g. plan->run(..., Stream{stream})).
+TimingResult time_graph(const std::function<void(cudaStream_t)>& enqueue, const TimingOptions& options = {});
+
+// Device-to-device copy bandwidth (bytes read + written per second) and cuBLAS bf16 GEMM 8192^3
+// FLOP/s on random data, each the median of 10 timed runs.
+Peaks measure_peaks();
+
+}  // namespace hydragen::cuda

@@ -1,0 +1,95 @@
+// Instantiates every kernel for the supported (dtype, head_dim) pairs and launches them.
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+
+#include "hydragen/cuda/check.hpp"
+#include "launch.hpp"
+#include "merge.cuh"
+#include "naive.cuh"
+#include "segment_attention_mma.cuh"
+#include "segment_attention_simt.cuh"
+
+namespace hydragen::cuda {
+
+namespace {
+
+// The one list of what has kernels: calls f(T{}, std::integral_constant<int, D>{}).
+template <typename F>
+void dispatch(DType dtype, int head_dim, F&& f) {
+  auto by_dim = [&](auto element) {
+    switch (head_dim) {
+      case 64: return f(element, std::integral_constant<int, 64>{});
+      case 128: return f(element, std::integral_constant<int, 128>{});
+      default: break;
+    }
+    throw std::invalid_argument("CUDA kernels: head_dim " + std::to_string(head_dim) + " has no kernel (64, 128)");
+  };
+  switch (dtype) {
+    case DType::fp32: return by_dim(float{});
+    case DType::fp16: return by_dim(__half{});
+    case DType::bf16: return by_dim(__nv_bfloat16{});
+    default: break;
+  }
+  throw std::invalid_argument("CUDA kernels: dtype " + std::string(dtype_name(dtype)) + " has no kernel (fp32, fp16, bf16)");
+}
+
+// Raises a kernel's dynamic shared-memory limit (above 48 KB needs the opt-in); callers keep the
+// result in a static so it happens once per kernel.
+bool allow_smem(void (*kernel)(SegmentAttentionParams), int bytes) {
+  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+  return true;
+}
+
+}  // namespace
+
+bool has_kernels(DType dtype, int head_dim) {
+  return (dtype == DType::fp32 || dtype == DType::fp16 || dtype == DType::bf16) && (head_dim == 64 || head_dim == 128);
+}
+
+int max_item_rows(DType dtype) { return dtype == DType::fp32 ? kNarrowRows : kWideRows; }
+
+void launch_segment_attention(const SegmentAttentionParams& params, int num_items, bool wide, DType dtype,
+                              int head_dim, cudaStream_t stream) {
+  if (num_items == 0) return;
+  dispatch(dtype, head_dim, [&](auto element, auto dim) {
+    using T = decltype(element);
+    constexpr int D = decltype(dim)::value;
+    if constexpr (std::is_same_v<T, float>) {
+      if (wide) throw std::logic_error("segment attention: fp32 has no wide blocks");
+      segment_attention_simt<T, D><<<num_items, 128, 0, stream>>>(params);
+      check_launch("segment_attention_simt");
+    } else {
+      constexpr int smem = MmaTile<D>::template smem_bytes<T>();
+      if (wide) {
+        static const bool wide_ready = allow_smem(segment_attention_mma<T, D, 4>, smem);
+        (void)wide_ready;
+        segment_attention_mma<T, D, 4><<<num_items, 128, smem, stream>>>(params);
+      } else {
+        static const bool narrow_ready = allow_smem(segment_attention_mma<T, D, 1>, smem);
+        (void)narrow_ready;
+        segment_attention_mma<T, D, 1><<<num_items, 32, smem, stream>>>(params);
+      }
+      check_launch("segment_attention_mma");
+    }
+  });
+}
+
+void launch_merge(const MergeParams& params, DType dtype, int head_dim, cudaStream_t stream) {
+  if (params.num_queries == 0) return;
+  dispatch(dtype, head_dim, [&](auto element, auto dim) {
+    const int blocks = (params.num_queries + kMergeWarps - 1) / kMergeWarps;
+    merge_partials<decltype(element), decltype(dim)::value><<<blocks, kMergeWarps * 32, 0, stream>>>(params);
+    check_launch("merge_partials");
+  });
+}
+
+void launch_naive(const NaiveParams& params, int num_queries, DType dtype, int head_dim, cudaStream_t stream) {
+  if (num_queries == 0) return;
+  dispatch(dtype, head_dim, [&](auto element, auto dim) {
+    naive_attention<decltype(element), decltype(dim)::value><<<num_queries, kNaiveThreads, 0, stream>>>(params);
+    check_launch("naive_attention");
+  });
+}
+
+}  // namespace hydragen::cuda

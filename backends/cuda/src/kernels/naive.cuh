@@ -1,0 +1,79 @@
+#pragma once
+// cuda-naive: the simplest correct kernel, kept for teaching. One block per query row walks its
+// sequence's path three times: scores into a global buffer, softmax in place, then O = P V with
+// one thread per output column. No tiling, no shared K/V, no tensor cores.
+#include <cmath>
+
+#include "element.cuh"
+#include "params.hpp"
+
+namespace hydragen::cuda {
+
+inline constexpr int kNaiveThreads = 128;
+
+// Block-wide reduction of one value per thread (max or sum).
+template <typename Op>
+__device__ float block_reduce(float value, Op op, float* scratch) {
+  for (int x = 16; x > 0; x >>= 1) value = op(value, __shfl_xor_sync(0xffffffffu, value, x));
+  if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = value;
+  __syncthreads();
+  value = scratch[0];
+  for (int w = 1; w < kNaiveThreads / 32; ++w) value = op(value, scratch[w]);
+  __syncthreads();  // scratch is reused by the next reduction
+  return value;
+}
+
+template <typename T, int D>
+__global__ void __launch_bounds__(kNaiveThreads) naive_attention(const NaiveParams p) {
+  __shared__ float sq[D];
+  __shared__ float scratch[kNaiveThreads / 32];
+  const int query = blockIdx.x;  // (b * q_len + qi) * Hq + h
+  const int h = query % p.q_heads, qi = query / p.q_heads % p.q_len, seq = query / p.q_heads / p.q_len;
+  const int kv_head = h / (p.q_heads / p.kv_heads);
+  const int masked = p.q_len - 1 - qi;  // causal: the last `masked` leaf tokens are hidden
+  for (int d = threadIdx.x; d < D; d += kNaiveThreads) sq[d] = to_float(static_cast<const T*>(p.q)[static_cast<long long>(query) * D + d]);
+  __syncthreads();
+
+  float* const scores = p.scores + static_cast<long long>(query) * p.max_path;
+  const int first = p.path_offsets[seq], last = p.path_offsets[seq + 1];
+  // Visible tokens of path segment i: all, or the causal part of the leaf.
+  auto visible = [&](int i) { return p.segment_length[p.path_segments[i]] - (i == last - 1 ? masked : 0); };
+
+  float local_max = -INFINITY;
+  long long pos = 0;
+  for (int i = first; i < last; ++i) {
+    const T* const k = static_cast<const T*>(p.k[p.path_segments[i]]);
+    const int n = visible(i);
+    for (int t = threadIdx.x; t < n; t += kNaiveThreads) {
+      const T* const key = k + (static_cast<long long>(t) * p.kv_heads + kv_head) * D;
+      float dot = 0.f;
+      for (int d = 0; d < D; ++d) dot += sq[d] * to_float(key[d]);
+      scores[pos + t] = dot * p.scale;
+      local_max = fmaxf(local_max, dot * p.scale);
+    }
+    pos += n;
+  }
+  const float m = block_reduce(local_max, [](float a, float b) { return fmaxf(a, b); }, scratch);
+  float local_sum = 0.f;
+  // The scores were written before the reduction's barrier, so every thread sees all of them.
+  for (long long t = threadIdx.x; t < pos; t += kNaiveThreads) {
+    scores[t] = expf(scores[t] - m);
+    local_sum += scores[t];
+  }
+  const float sum = block_reduce(local_sum, [](float a, float b) { return a + b; }, scratch);  // syncs: P visible
+
+  for (int d = threadIdx.x; d < D; d += kNaiveThreads) {
+    float acc = 0.f;
+    long long at = 0;
+    for (int i = first; i < last; ++i) {
+      const T* const v = static_cast<const T*>(p.v[p.path_segments[i]]);
+      const int n = visible(i);
+      for (int t = 0; t < n; ++t) acc += scores[at + t] * to_float(v[(static_cast<long long>(t) * p.kv_heads + kv_head) * D + d]);
+      at += n;
+    }
+    static_cast<T*>(p.o)[static_cast<long long>(query) * D + d] = from_float<T>(pos > 0 ? acc / sum : 0.f);
+  }
+  if (threadIdx.x == 0) p.lse[query] = pos > 0 ? m + logf(sum) : -INFINITY;
+}
+
+}  // namespace hydragen::cuda

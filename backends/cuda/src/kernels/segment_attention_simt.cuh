@@ -1,0 +1,94 @@
+#pragma once
+// Segment attention on the CUDA cores, for fp32 storage (the tensor cores would round it to tf32).
+// Same work items and outputs as the tensor-core kernel; narrow items only (16 rows, 128 threads:
+// 8 lanes per row). Each 32-token tile: scores, online softmax in exp2, O += P V, all in fp32.
+#include <cmath>
+
+#include "element.cuh"
+#include "item_segments.cuh"
+#include "params.hpp"
+
+namespace hydragen::cuda {
+
+template <typename T, int D>
+__global__ void __launch_bounds__(128) segment_attention_simt(const SegmentAttentionParams p) {
+  constexpr int KT = 32, ROWS = 16, LANES = 8;  // tokens per tile, rows per block, lanes per row
+  __shared__ float sq[ROWS][D];
+  __shared__ float sk[KT][D + 1];  // +1: the 8 lanes of a row read 8 different tokens without conflict
+  __shared__ float sv[KT][D];
+  __shared__ float sp[ROWS][KT];
+  __shared__ ItemSegments<T> segs;
+
+  const WorkItem item = p.items[blockIdx.x];
+  segs.load(p, item);
+  const int row = threadIdx.x / LANES, sub = threadIdx.x % LANES;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const T* const q = static_cast<const T*>(p.q);
+  for (int r = warp; r < ROWS; r += 4) {
+    const T* const src = r < item.num_rows ? q + static_cast<long long>(p.row_query[item.first_row + r]) * D : nullptr;
+    for (int d = lane; d < D; d += 32) sq[r][d] = src != nullptr ? to_float(src[d]) : 0.f;
+  }
+  const int limit = row < item.num_rows ? p.row_limit[item.first_row + row] : 0;
+
+  float m = -INFINITY, l = 0.f;  // running max (log2 units) and sum of this row
+  float o[D / LANES] = {};       // columns sub + 8i
+  for (int p0 = item.token_begin; p0 < item.token_end; p0 += KT) {
+    __syncthreads();  // the previous tile is consumed
+    for (int r = warp; r < KT; r += 4) {
+      const int pos = p0 + r;
+      const bool in_item = pos < item.token_end;
+      const int i = in_item ? segs.find(pos) : 0;
+      for (int d = lane; d < D; d += 32) {
+        const long long off = in_item ? segs.offset(i, pos, p.kv_heads, item.kv_head, D, d) : 0;
+        sk[r][d] = in_item ? to_float(segs.k[i][off]) : 0.f;
+        sv[r][d] = in_item ? to_float(segs.v[i][off]) : 0.f;
+      }
+    }
+    __syncthreads();
+    float s[KT / LANES];
+    float tile_max = -INFINITY;
+#pragma unroll
+    for (int j = 0; j < KT / LANES; ++j) {
+      const int token = sub + LANES * j, pos = p0 + token;
+      float dot = 0.f;
+#pragma unroll 16
+      for (int d = 0; d < D; ++d) dot += sq[row][d] * sk[token][d];
+      s[j] = pos < item.token_end && pos < limit ? dot * p.scale_log2 : -INFINITY;
+      tile_max = fmaxf(tile_max, s[j]);
+    }
+#pragma unroll
+    for (int x = 1; x < LANES; x <<= 1) tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, x));
+    const float new_m = fmaxf(m, tile_max);
+    const float base = new_m == -INFINITY ? 0.f : new_m;  // nothing seen yet: exp2(-inf) = 0, no NaN
+    const float alpha = exp2f(m - base);
+    float sum = 0.f;
+#pragma unroll
+    for (int j = 0; j < KT / LANES; ++j) {
+      s[j] = exp2f(s[j] - base);
+      sum += s[j];
+      sp[row][sub + LANES * j] = s[j];
+    }
+#pragma unroll
+    for (int x = 1; x < LANES; x <<= 1) sum += __shfl_xor_sync(0xffffffffu, sum, x);
+    l = l * alpha + sum;
+    m = new_m;
+    __syncwarp();  // sp[row] is written and read by the same 8 lanes
+#pragma unroll
+    for (int i = 0; i < D / LANES; ++i) o[i] *= alpha;
+    for (int token = 0; token < KT; ++token) {
+      const float pv = sp[row][token];
+#pragma unroll
+      for (int i = 0; i < D / LANES; ++i) o[i] += pv * sv[token][sub + LANES * i];
+    }
+  }
+  if (row < item.num_rows) {
+    float* const out = p.partial_o + static_cast<long long>(item.first_row + row) * D;
+    const float inv = l > 0.f ? 1.f / l : 0.f;
+#pragma unroll
+    for (int i = 0; i < D / LANES; ++i) out[sub + LANES * i] = o[i] * inv;
+    constexpr float kLn2 = 0.6931471805599453f;
+    if (sub == 0) p.partial_lse[item.first_row + row] = l > 0.f ? (m + log2f(l)) * kLn2 : -INFINITY;
+  }
+}
+
+}  // namespace hydragen::cuda

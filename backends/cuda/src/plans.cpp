@@ -1,0 +1,183 @@
+#include "plans.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "hydragen/cuda/check.hpp"
+#include "hydragen/cuda/device.hpp"
+#include "hydragen/cuda/device_array.hpp"
+#include "kernels/launch.hpp"
+#include "schedule.hpp"
+
+namespace hydragen::cuda {
+
+namespace {
+
+template <typename T>
+DeviceArray<T> upload(const std::vector<T>& values) {
+  DeviceArray<T> array(values.size());
+  device_memory().copy_from_host(array.data(), values.data(), array.bytes());
+  return array;
+}
+
+// Throws std::invalid_argument when `ptr` is not memory the GPU can address (a host pointer).
+void require_device_pointer(const void* ptr, const std::string& name) {
+  if (ptr == nullptr) return;  // only empty segments may be null, and check_io has allowed them
+  cudaPointerAttributes attributes{};
+  CUDA_CHECK(cudaPointerGetAttributes(&attributes, ptr));
+  if (attributes.type != cudaMemoryTypeDevice && attributes.type != cudaMemoryTypeManaged) {
+    throw std::invalid_argument(name + ": not CUDA device memory (CUDA backends read and write GPU buffers)");
+  }
+}
+
+// What every CUDA plan shares: the problem, the device table of segment pointers and lengths, and
+// binding a run's tensors to that table.
+class CudaPlan : public AttentionPlan {
+ protected:
+  CudaPlan(const AttentionShape& shape, const SharingTree& tree)
+      : shape_(shape),
+        tree_(tree),
+        k_(static_cast<std::size_t>(tree.num_segments())),
+        v_(static_cast<std::size_t>(tree.num_segments())),
+        segment_length_(upload(lengths(tree))) {}
+
+  // check_io, then points the device tables at the inputs. The pointers are checked and copied only
+  // when they differ from the last run's, so repeated runs (and a graph captured after a first run)
+  // launch kernels only.
+  cudaStream_t bind(const AttentionInputs& in, const AttentionOutputs& out, Stream stream) {
+    check_io(shape_, tree_, in, out);
+    std::vector<const void*> now{in.q.data, out.o.data, out.lse.data};
+    for (const auto* side : {&in.k, &in.v}) {
+      for (const ConstTensor& t : *side) now.push_back(t.data);
+    }
+    const auto s = static_cast<cudaStream_t>(stream.handle);
+    if (now == bound_) return s;
+    const int n = tree_.num_segments();
+    require_device_pointer(in.q.data, "inputs.q");
+    require_device_pointer(out.o.data, "outputs.o");
+    require_device_pointer(out.lse.data, "outputs.lse");
+    for (int i = 0; i < n; ++i) {
+      require_device_pointer(in.k[i].data, "inputs.k[" + std::to_string(i) + "]");
+      require_device_pointer(in.v[i].data, "inputs.v[" + std::to_string(i) + "]");
+    }
+    // From pageable memory: the call returns once the source is staged, so `now` may go.
+    CUDA_CHECK(cudaMemcpyAsync(k_.data(), now.data() + 3, k_.bytes(), cudaMemcpyHostToDevice, s));
+    CUDA_CHECK(cudaMemcpyAsync(v_.data(), now.data() + 3 + n, v_.bytes(), cudaMemcpyHostToDevice, s));
+    bound_ = std::move(now);
+    return s;
+  }
+
+  AttentionShape shape_;
+  SharingTree tree_;
+  DeviceArray<const void*> k_;        // [num_segments] -> [length, Hkv, D]
+  DeviceArray<const void*> v_;        // [num_segments] -> [length, Hkv, D]
+  DeviceArray<int> segment_length_;   // [num_segments]
+
+ private:
+  static std::vector<int> lengths(const SharingTree& tree) {
+    std::vector<int> l;
+    for (int i = 0; i < tree.num_segments(); ++i) l.push_back(tree.length(i));
+    return l;
+  }
+  std::vector<const void*> bound_;  // q, o, lse, k[...], v[...] as last bound
+};
+
+class SegmentPlan final : public CudaPlan {
+ public:
+  SegmentPlan(const AttentionShape& shape, const SharingTree& tree, const Schedule& s)
+      : CudaPlan(shape, tree),
+        narrow_(upload(s.narrow_items)),
+        wide_(upload(s.wide_items)),
+        item_segments_(upload(s.item_segments)),
+        row_query_(upload(s.row_query)),
+        row_limit_(upload(s.row_limit)),
+        merge_offsets_(upload(s.merge_offsets)),
+        merge_rows_(upload(s.merge_rows)),
+        partial_o_(static_cast<std::size_t>(s.num_rows()) * shape.head_dim),
+        partial_lse_(static_cast<std::size_t>(s.num_rows())) {}
+
+  void run(const AttentionInputs& in, const AttentionOutputs& out, Stream stream) override {
+    const cudaStream_t s = bind(in, out, stream);
+    SegmentAttentionParams p{in.q.data, k_.data(), v_.data(), segment_length_.data(), nullptr,
+                             item_segments_.data(), row_query_.data(), row_limit_.data(), partial_o_.data(),
+                             partial_lse_.data(), shape_.kv_heads,
+                             shape_.scale * 1.4426950408889634f};
+    p.items = narrow_.data();
+    launch_segment_attention(p, static_cast<int>(narrow_.size()), false, shape_.dtype, shape_.head_dim, s);
+    p.items = wide_.data();
+    launch_segment_attention(p, static_cast<int>(wide_.size()), true, shape_.dtype, shape_.head_dim, s);
+    const MergeParams m{partial_o_.data(), partial_lse_.data(), merge_offsets_.data(), merge_rows_.data(),
+                        out.o.data, static_cast<float*>(out.lse.data),
+                        shape_.num_seqs * shape_.q_len * shape_.q_heads};
+    launch_merge(m, shape_.dtype, shape_.head_dim, s);
+  }
+
+ private:
+  DeviceArray<WorkItem> narrow_, wide_;
+  DeviceArray<int> item_segments_, row_query_, row_limit_, merge_offsets_, merge_rows_;
+  DeviceArray<float> partial_o_;    // [rows, D]
+  DeviceArray<float> partial_lse_;  // [rows]
+};
+
+class NaivePlan final : public CudaPlan {
+ public:
+  NaivePlan(const AttentionShape& shape, const SharingTree& tree)
+      : CudaPlan(shape, tree),
+        path_offsets_(upload(path_offsets(tree))),
+        path_segments_(upload(path_segments(tree))),
+        max_path_(max_path(tree)),
+        scores_(static_cast<std::size_t>(shape.num_seqs) * shape.q_len * shape.q_heads * static_cast<std::size_t>(max_path_)) {}
+
+  void run(const AttentionInputs& in, const AttentionOutputs& out, Stream stream) override {
+    const cudaStream_t s = bind(in, out, stream);
+    const NaiveParams p{in.q.data, k_.data(), v_.data(), segment_length_.data(), path_offsets_.data(),
+                        path_segments_.data(), scores_.data(), out.o.data, static_cast<float*>(out.lse.data),
+                        shape_.q_len, shape_.q_heads, shape_.kv_heads, max_path_, shape_.scale};
+    launch_naive(p, shape_.num_seqs * shape_.q_len * shape_.q_heads, shape_.dtype, shape_.head_dim, s);
+  }
+
+ private:
+  static std::vector<int> path_offsets(const SharingTree& tree) {
+    std::vector<int> offsets{0};
+    for (int s = 0; s < tree.num_seqs(); ++s) offsets.push_back(offsets.back() + static_cast<int>(tree.path(s).size()));
+    return offsets;
+  }
+  static std::vector<int> path_segments(const SharingTree& tree) {
+    std::vector<int> segments;
+    for (int s = 0; s < tree.num_seqs(); ++s) segments.insert(segments.end(), tree.path(s).begin(), tree.path(s).end());
+    return segments;
+  }
+  static long long max_path(const SharingTree& tree) {
+    long long m = 0;
+    for (int s = 0; s < tree.num_seqs(); ++s) m = std::max(m, tree.path_length(s));
+    return m;
+  }
+  DeviceArray<int> path_offsets_, path_segments_;
+  long long max_path_;
+  DeviceArray<float> scores_;  // [B * q_len * Hq, max_path]
+};
+
+ScheduleOptions schedule_options(const AttentionShape& shape) {
+  // Four blocks per SM keeps every SM busy while one block waits on its copies.
+  return ScheduleOptions{4 * query_device().multiprocessors, max_item_rows(shape.dtype)};
+}
+
+}  // namespace
+
+std::unique_ptr<AttentionPlan> make_naive_plan(const AttentionShape& shape, const SharingTree& tree) {
+  return std::make_unique<NaivePlan>(shape, tree);
+}
+
+std::unique_ptr<AttentionPlan> make_flash_plan(const AttentionShape& shape, const SharingTree& tree) {
+  return std::make_unique<SegmentPlan>(shape, tree, flat_schedule(shape, tree, schedule_options(shape)));
+}
+
+std::unique_ptr<AttentionPlan> make_hydragen_plan(const AttentionShape& shape, const SharingTree& tree) {
+  return std::make_unique<SegmentPlan>(shape, tree, segment_schedule(shape, tree, schedule_options(shape)));
+}
+
+}  // namespace hydragen::cuda

@@ -1,0 +1,106 @@
+#include "schedule.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "hydragen/attention.hpp"
+
+namespace hydragen::cuda {
+
+namespace {
+
+// A run of tokens some sequences attend together: the segments laid end to end, the sequences whose
+// queries attend them, and whether the last segment is their leaf (causal rows).
+struct Group {
+  std::vector<int> segments;
+  std::vector<int> seqs;
+  long long tokens;
+  bool ends_in_leaf;
+};
+
+int checked_int(long long value, const char* what) {
+  if (value > 2147483647LL) throw std::invalid_argument(std::string(what) + " of " + std::to_string(value) + " exceeds int");
+  return static_cast<int>(value);
+}
+
+// Shared by both schedules: cut each group into row blocks and token splits; every item gets rows
+// of its own (the partial outputs it writes), and each query lists its rows for the merge.
+Schedule build(const AttentionShape& shape, const std::vector<Group>& groups, const ScheduleOptions& options) {
+  const int g = shape.group_size();
+  const int rows_per_seq = shape.q_len * g;
+  struct Block {
+    const Group* group;
+    int kv_head, first, count;  // rows [first, first + count) of the group's stacked queries
+  };
+  std::vector<Block> blocks;
+  for (const Group& grp : groups) {
+    if (grp.tokens == 0) continue;  // attends nothing: the merge identity
+    const int rows = checked_int(static_cast<long long>(grp.seqs.size()) * rows_per_seq, "query rows of a segment");
+    const int block_rows = rows <= kNarrowRows ? kNarrowRows : options.max_rows;
+    for (int kv_head = 0; kv_head < shape.kv_heads; ++kv_head) {
+      for (int r0 = 0; r0 < rows; r0 += block_rows) blocks.push_back({&grp, kv_head, r0, std::min(block_rows, rows - r0)});
+    }
+  }
+  // Split-KV: while the blocks alone under-fill the GPU, cut each one's tokens into equal parts.
+  const long long wanted = (options.target_blocks + static_cast<long long>(blocks.size()) - 1) /
+                           std::max<long long>(1, static_cast<long long>(blocks.size()));
+  Schedule s;
+  for (const Block& b : blocks) {
+    const Group& grp = *b.group;
+    const long long splits = std::clamp<long long>(std::min(wanted, grp.tokens / kMinSplitTokens), 1, grp.tokens);
+    for (long long part = 0; part < splits; ++part) {
+      const WorkItem item{b.kv_head, s.num_rows(), b.count, static_cast<int>(s.item_segments.size()),
+                          static_cast<int>(grp.segments.size()), checked_int(grp.tokens * part / splits, "token"),
+                          checked_int(grp.tokens * (part + 1) / splits, "token")};
+      (b.count <= kNarrowRows ? s.narrow_items : s.wide_items).push_back(item);
+      s.item_segments.insert(s.item_segments.end(), grp.segments.begin(), grp.segments.end());
+      for (int r = b.first; r < b.first + b.count; ++r) {
+        // Row r of the group: sequence r / rows_per_seq, query qi, head j of the KV head's group.
+        const int seq = grp.seqs[r / rows_per_seq];
+        const int qi = r % rows_per_seq / g, j = r % g;
+        s.row_query.push_back((seq * shape.q_len + qi) * shape.q_heads + b.kv_head * g + j);
+        const long long masked = grp.ends_in_leaf ? shape.q_len - 1 - qi : 0;  // causal leaf
+        s.row_limit.push_back(checked_int(grp.tokens - masked, "tokens of a path"));
+      }
+    }
+  }
+  const int queries = shape.num_seqs * shape.q_len * shape.q_heads;
+  std::vector<std::vector<int>> lists(queries);
+  for (int r = 0; r < s.num_rows(); ++r) lists[s.row_query[r]].push_back(r);
+  s.merge_offsets.push_back(0);
+  for (const auto& l : lists) {
+    s.merge_rows.insert(s.merge_rows.end(), l.begin(), l.end());
+    s.merge_offsets.push_back(static_cast<int>(s.merge_rows.size()));
+  }
+  return s;
+}
+
+}  // namespace
+
+Schedule flat_schedule(const AttentionShape& shape, const SharingTree& tree, const ScheduleOptions& options) {
+  validate_problem(shape, tree);
+  std::vector<Group> groups;
+  for (int seq = 0; seq < tree.num_seqs(); ++seq) {
+    const std::vector<int>& path = tree.path(seq);
+    // Paths deeper than kMaxItemSegments become several groups; only the last holds the leaf.
+    for (std::size_t first = 0; first < path.size(); first += kMaxItemSegments) {
+      const std::size_t last = std::min(path.size(), first + kMaxItemSegments);
+      Group grp{{path.begin() + static_cast<long>(first), path.begin() + static_cast<long>(last)}, {seq}, 0, last == path.size()};
+      for (int segment : grp.segments) grp.tokens += tree.length(segment);
+      groups.push_back(std::move(grp));
+    }
+  }
+  return build(shape, groups, options);
+}
+
+Schedule segment_schedule(const AttentionShape& shape, const SharingTree& tree, const ScheduleOptions& options) {
+  validate_problem(shape, tree);
+  std::vector<Group> groups;
+  for (int segment = 0; segment < tree.num_segments(); ++segment) {
+    groups.push_back({{segment}, tree.seqs_below(segment), tree.length(segment), tree.is_leaf(segment)});
+  }
+  return build(shape, groups, options);
+}
+
+}  // namespace hydragen::cuda

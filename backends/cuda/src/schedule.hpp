@@ -1,0 +1,43 @@
+#pragma once
+// How the flash and hydragen backends cut a problem into work items (host code, no CUDA).
+//
+// flat_schedule: one item per (sequence, KV head, row block) over the sequence's whole path: a
+//   shared segment is read once per sequence (cuda-flash).
+// segment_schedule: one item per (segment, KV head, row block) over one segment, the rows being the
+//   stacked queries of every sequence below it: a shared segment is read once per row block of 64
+//   queries (cuda-hydragen).
+// Both split an item's tokens (split-KV) while the launch would under-fill the GPU, and list, for
+// every query, the partial rows the merge combines.
+#include <vector>
+
+#include "hydragen/shape.hpp"
+#include "hydragen/sharing_tree.hpp"
+#include "kernels/params.hpp"
+
+namespace hydragen::cuda {
+
+inline constexpr int kNarrowRows = 16;       // rows of a one-warp block
+inline constexpr int kWideRows = 64;         // rows of a four-warp block
+inline constexpr int kMinSplitTokens = 256;  // split-KV never makes an item shorter than this
+inline constexpr int kMaxItemSegments = 32;  // longer paths are cut into several items
+
+struct ScheduleOptions {
+  int target_blocks = 528;     // enough blocks to fill the GPU (4 per SM on an H100)
+  int max_rows = kWideRows;    // largest row block (kNarrowRows for kernels without wide blocks)
+};
+
+struct Schedule {
+  std::vector<WorkItem> narrow_items;  // num_rows <= kNarrowRows
+  std::vector<WorkItem> wide_items;    // kNarrowRows < num_rows <= kWideRows
+  std::vector<int> item_segments;
+  std::vector<int> row_query;          // [rows]
+  std::vector<int> row_limit;          // [rows]
+  std::vector<int> merge_offsets;      // [B * q_len * Hq + 1]
+  std::vector<int> merge_rows;         // partial rows per query, ascending
+  int num_rows() const { return static_cast<int>(row_query.size()); }
+};
+
+Schedule flat_schedule(const AttentionShape& shape, const SharingTree& tree, const ScheduleOptions& options);
+Schedule segment_schedule(const AttentionShape& shape, const SharingTree& tree, const ScheduleOptions& options);
+
+}  // namespace hydragen::cuda
