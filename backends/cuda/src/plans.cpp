@@ -10,6 +10,7 @@
 #include "hydragen/cuda/check.hpp"
 #include "hydragen/cuda/device.hpp"
 #include "hydragen/cuda/device_array.hpp"
+#include "handles.hpp"
 #include "kernels/launch.hpp"
 #include "schedule.hpp"
 
@@ -106,10 +107,22 @@ class SegmentPlan final : public CudaPlan {
                              item_segments_.data(), row_query_.data(), row_limit_.data(), partial_o_.data(),
                              partial_lse_.data(), shape_.kv_heads,
                              shape_.scale * 1.4426950408889634f};
-    p.items = narrow_.data();
-    launch_segment_attention(p, static_cast<int>(narrow_.size()), false, shape_.dtype, shape_.head_dim, s);
+    // The narrow items (leaves: short, latency-bound) run on a side stream beside the wide ones
+    // (shared segments), so they fill the SMs the wide launch leaves idle; the merge waits for both.
+    const bool both = narrow_.size() > 0 && wide_.size() > 0;
+    const cudaStream_t narrow_stream = both ? side_.get() : s;
+    if (both) {
+      CUDA_CHECK(cudaEventRecord(fork_.get(), s));
+      CUDA_CHECK(cudaStreamWaitEvent(narrow_stream, fork_.get()));
+    }
     p.items = wide_.data();
     launch_segment_attention(p, static_cast<int>(wide_.size()), true, shape_.dtype, shape_.head_dim, s);
+    p.items = narrow_.data();
+    launch_segment_attention(p, static_cast<int>(narrow_.size()), false, shape_.dtype, shape_.head_dim, narrow_stream);
+    if (both) {
+      CUDA_CHECK(cudaEventRecord(join_.get(), narrow_stream));
+      CUDA_CHECK(cudaStreamWaitEvent(s, join_.get()));
+    }
     const MergeParams m{partial_o_.data(), partial_lse_.data(), merge_offsets_.data(), merge_rows_.data(),
                         out.o.data, static_cast<float*>(out.lse.data),
                         shape_.num_seqs * shape_.q_len * shape_.q_heads};
@@ -121,6 +134,8 @@ class SegmentPlan final : public CudaPlan {
   DeviceArray<int> item_segments_, row_query_, row_limit_, merge_offsets_, merge_rows_;
   DeviceArray<float> partial_o_;    // [rows, D]
   DeviceArray<float> partial_lse_;  // [rows]
+  OwnedStream side_;                // runs the narrow items beside the wide ones
+  OwnedEvent fork_{cudaEventDisableTiming}, join_{cudaEventDisableTiming};
 };
 
 class NaivePlan final : public CudaPlan {
@@ -162,8 +177,9 @@ class NaivePlan final : public CudaPlan {
 };
 
 ScheduleOptions schedule_options(const AttentionShape& shape) {
-  // Four blocks per SM keeps every SM busy while one block waits on its copies.
-  return ScheduleOptions{4 * query_device().multiprocessors, max_item_rows(shape.dtype)};
+  // Three waves of the resident blocks (3 per SM, see segment_attention_mma): enough blocks that the
+  // last wave's idle SMs cost little, few enough that the merge stays small.
+  return ScheduleOptions{3 * kResidentBlocksPerSm * query_device().multiprocessors, max_item_rows(shape.dtype)};
 }
 
 }  // namespace

@@ -42,13 +42,19 @@ Schedule build(const AttentionShape& shape, const std::vector<Group>& groups, co
       for (int r0 = 0; r0 < rows; r0 += block_rows) blocks.push_back({&grp, kv_head, r0, std::min(block_rows, rows - r0)});
     }
   }
-  // Split-KV: while the blocks alone under-fill the GPU, cut each one's tokens into equal parts.
-  const long long wanted = (options.target_blocks + static_cast<long long>(blocks.size()) - 1) /
-                           std::max<long long>(1, static_cast<long long>(blocks.size()));
+  // Split-KV: while a launch's blocks alone under-fill the GPU, cut each one's tokens into equal
+  // parts. Narrow and wide blocks are separate launches, so each kind must fill the GPU by itself
+  // (a thousand one-tile leaf blocks do not keep the SMs busy while 128 prefix blocks run).
+  long long count[2] = {0, 0};  // narrow, wide
+  for (const Block& b : blocks) ++count[b.count > kNarrowRows];
+  // Rounded down: target_blocks is a whole number of waves, and overshooting it by a few blocks
+  // would cost a nearly empty extra wave (1280 prefix blocks in waves of 396 ran 4 waves, ncu).
+  const auto wanted = [&](bool wide) { return options.target_blocks / std::max<long long>(1, count[wide]); };
   Schedule s;
   for (const Block& b : blocks) {
     const Group& grp = *b.group;
-    const long long splits = std::clamp<long long>(std::min(wanted, grp.tokens / kMinSplitTokens), 1, grp.tokens);
+    const long long splits =
+        std::clamp<long long>(std::min(wanted(b.count > kNarrowRows), grp.tokens / kMinSplitTokens), 1, grp.tokens);
     for (long long part = 0; part < splits; ++part) {
       const WorkItem item{b.kv_head, s.num_rows(), b.count, static_cast<int>(s.item_segments.size()),
                           static_cast<int>(grp.segments.size()), checked_int(grp.tokens * part / splits, "token"),

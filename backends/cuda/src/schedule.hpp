@@ -6,8 +6,8 @@
 // segment_schedule: one item per (segment, KV head, row block) over one segment, the rows being the
 //   stacked queries of every sequence below it: a shared segment is read once per row block of 64
 //   queries (cuda-hydragen).
-// Both split an item's tokens (split-KV) while the launch would under-fill the GPU, and list, for
-// every query, the partial rows the merge combines.
+// Both split an item's tokens (split-KV) while its launch (narrow or wide items) would under-fill
+// the GPU, and list, for every query, the partial rows the merge combines.
 #include <vector>
 
 #include "hydragen/shape.hpp"
@@ -22,7 +22,7 @@ inline constexpr int kMinSplitTokens = 256;  // split-KV never makes an item sho
 inline constexpr int kMaxItemSegments = 32;  // longer paths are cut into several items
 
 struct ScheduleOptions {
-  int target_blocks = 528;     // enough blocks to fill the GPU (4 per SM on an H100)
+  int target_blocks = 1188;    // blocks each launch should reach (3 waves of 3 blocks per SM on an H100)
   int max_rows = kWideRows;    // largest row block (kNarrowRows for kernels without wide blocks)
 };
 

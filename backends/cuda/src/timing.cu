@@ -8,31 +8,19 @@
 #include "hydragen/cuda/device.hpp"
 #include "hydragen/cuda/device_array.hpp"
 #include "hydragen/cuda/timing.hpp"
+#include "handles.hpp"
 
 namespace hydragen::cuda {
 
 namespace {
 
-// RAII holders so every path frees what it created.
-struct StreamHolder {
-  cudaStream_t s = nullptr;
-  StreamHolder() { CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)); }
-  ~StreamHolder() { (void)cudaStreamDestroy(s); }
-};
+// Two events around a region of a stream.
 struct EventPair {
-  cudaEvent_t start = nullptr, stop = nullptr;
-  EventPair() {
-    CUDA_CHECK(cudaEventCreate(&start));
-    CUDA_CHECK(cudaEventCreate(&stop));
-  }
-  ~EventPair() {
-    (void)cudaEventDestroy(start);
-    (void)cudaEventDestroy(stop);
-  }
+  OwnedEvent start, stop;
   float elapsed_ms() const {
     float ms = 0;
-    CUDA_CHECK(cudaEventSynchronize(stop));
-    CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    CUDA_CHECK(cudaEventSynchronize(stop.get()));
+    CUDA_CHECK(cudaEventElapsedTime(&ms, start.get(), stop.get()));
     return ms;
   }
 };
@@ -61,9 +49,9 @@ double median_ms(const std::function<void(cudaStream_t)>& enqueue, cudaStream_t 
   std::vector<double> ms;
   enqueue(s);  // warm-up
   for (int i = 0; i < runs; ++i) {
-    CUDA_CHECK(cudaEventRecord(events.start, s));
+    CUDA_CHECK(cudaEventRecord(events.start.get(), s));
     enqueue(s);
-    CUDA_CHECK(cudaEventRecord(events.stop, s));
+    CUDA_CHECK(cudaEventRecord(events.stop.get(), s));
     ms.push_back(events.elapsed_ms());
   }
   return summarize(ms).median_ms;
@@ -83,54 +71,56 @@ __global__ void fill_random_bf16(__nv_bfloat16* x, long long n, unsigned seed) {
 }  // namespace
 
 TimingResult time_graph(const std::function<void(cudaStream_t)>& enqueue, const TimingOptions& options) {
-  StreamHolder stream;
-  for (int i = 0; i < options.warmup; ++i) enqueue(stream.s);
-  CUDA_CHECK(cudaStreamSynchronize(stream.s));
+  OwnedStream owned;
+  const cudaStream_t stream = owned.get();
+  for (int i = 0; i < options.warmup; ++i) enqueue(stream);
+  CUDA_CHECK(cudaStreamSynchronize(stream));
   GraphHolder g;
-  CUDA_CHECK(cudaStreamBeginCapture(stream.s, cudaStreamCaptureModeThreadLocal));
+  CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
   try {
-    enqueue(stream.s);
+    enqueue(stream);
   } catch (...) {
     cudaGraph_t broken = nullptr;
-    (void)cudaStreamEndCapture(stream.s, &broken);  // leave the stream usable
+    (void)cudaStreamEndCapture(stream, &broken);  // leave the stream usable
     if (broken != nullptr) (void)cudaGraphDestroy(broken);
     throw;
   }
-  CUDA_CHECK(cudaStreamEndCapture(stream.s, &g.graph));
+  CUDA_CHECK(cudaStreamEndCapture(stream, &g.graph));
   CUDA_CHECK(cudaGraphInstantiate(&g.exec, g.graph, 0));
   const std::size_t flush_bytes = options.flush_l2 ? 2 * query_device().l2_bytes : 0;
   DeviceArray<unsigned char> flush(flush_bytes);
   EventPair events;
   std::vector<double> ms;
   for (int i = 0; i < options.replays; ++i) {
-    if (flush_bytes > 0) CUDA_CHECK(cudaMemsetAsync(flush.data(), i & 0xff, flush_bytes, stream.s));
-    CUDA_CHECK(cudaEventRecord(events.start, stream.s));
-    CUDA_CHECK(cudaGraphLaunch(g.exec, stream.s));
-    CUDA_CHECK(cudaEventRecord(events.stop, stream.s));
+    if (flush_bytes > 0) CUDA_CHECK(cudaMemsetAsync(flush.data(), i & 0xff, flush_bytes, stream));
+    CUDA_CHECK(cudaEventRecord(events.start.get(), stream));
+    CUDA_CHECK(cudaGraphLaunch(g.exec, stream));
+    CUDA_CHECK(cudaEventRecord(events.stop.get(), stream));
     ms.push_back(events.elapsed_ms());
   }
   return summarize(ms);
 }
 
 Peaks measure_peaks() {
-  StreamHolder stream;
+  OwnedStream owned;
+  const cudaStream_t stream = owned.get();
   // Copy: 1 GiB each way, counting the bytes read and the bytes written.
   constexpr std::size_t kCopyBytes = std::size_t{1} << 30;
   DeviceArray<unsigned char> src(kCopyBytes), dst(kCopyBytes);
-  CUDA_CHECK(cudaMemsetAsync(src.data(), 1, kCopyBytes, stream.s));
+  CUDA_CHECK(cudaMemsetAsync(src.data(), 1, kCopyBytes, stream));
   const double copy_ms = median_ms(
       [&](cudaStream_t s) { CUDA_CHECK(cudaMemcpyAsync(dst.data(), src.data(), kCopyBytes, cudaMemcpyDeviceToDevice, s)); },
-      stream.s, 10);
+      stream, 10);
   // GEMM: bf16 in, fp32 accumulate, 8192^3, random data (zeros would run faster than real data).
   constexpr int n = 8192;
   const long long elems = static_cast<long long>(n) * n;
   DeviceArray<__nv_bfloat16> a(static_cast<std::size_t>(elems)), b(static_cast<std::size_t>(elems)),
       c(static_cast<std::size_t>(elems));
-  fill_random_bf16<<<1024, 256, 0, stream.s>>>(a.data(), elems, 1u);
-  fill_random_bf16<<<1024, 256, 0, stream.s>>>(b.data(), elems, 2u);
+  fill_random_bf16<<<1024, 256, 0, stream>>>(a.data(), elems, 1u);
+  fill_random_bf16<<<1024, 256, 0, stream>>>(b.data(), elems, 2u);
   check_launch("fill_random_bf16");
   CublasHolder cublas;
-  CUBLAS_CHECK(cublasSetStream(cublas.h, stream.s));
+  CUBLAS_CHECK(cublasSetStream(cublas.h, stream));
   const float alpha = 1.f, beta = 0.f;
   const double gemm_ms = median_ms(
       [&](cudaStream_t) {
@@ -138,7 +128,7 @@ Peaks measure_peaks() {
                                   CUDA_R_16BF, n, &beta, c.data(), CUDA_R_16BF, n, CUBLAS_COMPUTE_32F,
                                   CUBLAS_GEMM_DEFAULT));
       },
-      stream.s, 10);
+      stream, 10);
   return Peaks{2.0 * n * static_cast<double>(n) * n / (gemm_ms * 1e-3), 2.0 * kCopyBytes / (copy_ms * 1e-3)};
 }
 

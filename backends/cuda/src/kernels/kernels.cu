@@ -61,14 +61,15 @@ void launch_segment_attention(const SegmentAttentionParams& params, int num_item
       check_launch("segment_attention_simt");
     } else {
       constexpr int smem = MmaTile<D>::template smem_bytes<T>();
+      // Wide: 4 row warps (64 rows); narrow: 4 token warps over 16 rows. 128 threads either way.
       if (wide) {
-        static const bool wide_ready = allow_smem(segment_attention_mma<T, D, 4>, smem);
+        static const bool wide_ready = allow_smem(segment_attention_mma<T, D, 4, 1>, smem);
         (void)wide_ready;
-        segment_attention_mma<T, D, 4><<<num_items, 128, smem, stream>>>(params);
+        segment_attention_mma<T, D, 4, 1><<<num_items, 128, smem, stream>>>(params);
       } else {
-        static const bool narrow_ready = allow_smem(segment_attention_mma<T, D, 1>, smem);
+        static const bool narrow_ready = allow_smem(segment_attention_mma<T, D, 1, 4>, smem);
         (void)narrow_ready;
-        segment_attention_mma<T, D, 1><<<num_items, 32, smem, stream>>>(params);
+        segment_attention_mma<T, D, 1, 4><<<num_items, 128, smem, stream>>>(params);
       }
       check_launch("segment_attention_mma");
     }

@@ -8,6 +8,10 @@
 
 namespace hydragen::cuda {
 
+// Blocks of the segment-attention kernels resident on one SM: __launch_bounds__ caps the registers
+// for it, and two 64-token K/V stages (70 KB at D = 128) fit three times in 227 KB.
+inline constexpr int kResidentBlocksPerSm = 3;
+
 // True when (dtype, head_dim) has kernels: fp32, fp16, bf16 x D in {64, 128}.
 bool has_kernels(DType dtype, int head_dim);
 

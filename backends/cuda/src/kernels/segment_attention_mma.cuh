@@ -1,14 +1,22 @@
 #pragma once
 // Segment attention on the tensor cores (fp16/bf16; FlashAttention-2 structure, mma.sync m16n8k16).
 //
-// A block is WARPS warps; warp w owns rows 16w..16w+15 of the item, its Q fragments held in
-// registers for the whole item. K/V tiles of 64 tokens stream through shared memory in two stages
-// (cp.async); each tile: S = Q K^T (fp32), causal/length mask, online softmax in exp2, O += P V.
-// The item's rows end as fp32 partials (O normalized, LSE natural log) for the merge kernel.
+// A block is ROW_WARPS x TOKEN_WARPS warps. Row warp rw owns rows 16rw..16rw+15 of the item, its Q
+// fragments held in registers for the whole item; token warp tw takes its share of every tile. K/V
+// tiles of 64 tokens stream through shared memory in two stages (cp.async); each warp, per tile:
+// S = Q K^T (fp32), causal/length mask, online softmax in exp2, O += P V. Token warps then merge
+// their states through shared memory with the core merge. The item's rows end as fp32 partials
+// (O normalized, LSE natural log) for the merge kernel.
+//
+// Wide items (64 rows, the stacked queries of a shared segment): 4 row warps x 1 token warp.
+// Narrow items (<= 16 rows, one sequence's decode): 1 row warp x 4 token warps, so a block still
+// has four warps to hide latency while it streams a memory-bound path.
 #include <cmath>
 
 #include "element.cuh"
+#include "hydragen/merge.hpp"
 #include "item_segments.cuh"
+#include "launch.hpp"
 #include "mma.cuh"
 #include "params.hpp"
 
@@ -24,10 +32,15 @@ struct MmaTile {
   static constexpr int smem_bytes() { return 2 * 2 * kTokens * kStride * static_cast<int>(sizeof(T)); }
 };
 
-template <typename T, int D, int WARPS>
-__global__ void __launch_bounds__(WARPS * 32) segment_attention_mma(const SegmentAttentionParams p) {
+// Three blocks per SM (kResidentBlocksPerSm): with 173 registers the wide kernel fit only two, and
+// one block per SM ran the 64-row tiles at 0.7 TFLOP/s per SM (ncu, 2026-11-21): latency-bound.
+template <typename T, int D, int ROW_WARPS, int TOKEN_WARPS>
+__global__ void __launch_bounds__(ROW_WARPS * TOKEN_WARPS * 32, kResidentBlocksPerSm)
+    segment_attention_mma(const SegmentAttentionParams p) {
   using Tile = MmaTile<D>;
-  constexpr int KT = Tile::kTokens, STRIDE = Tile::kStride, THREADS = WARPS * 32;
+  constexpr int KT = Tile::kTokens, STRIDE = Tile::kStride, THREADS = ROW_WARPS * TOKEN_WARPS * 32;
+  constexpr int NT = KT / 8 / TOKEN_WARPS;  // 8-token fragments of a tile per warp
+  static_assert(NT % 2 == 0, "P V takes the tile's tokens 16 at a time");
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* const sk = reinterpret_cast<T*>(smem_raw);  // [2][KT][STRIDE]
   T* const sv = sk + 2 * KT * STRIDE;            // [2][KT][STRIDE]
@@ -37,9 +50,11 @@ __global__ void __launch_bounds__(WARPS * 32) segment_attention_mma(const Segmen
   segs.load(p, item);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;
+  const int row_warp = warp / TOKEN_WARPS, token_warp = warp % TOKEN_WARPS;
+  const int tok0 = token_warp * (KT / TOKEN_WARPS);  // this warp's first token within a tile
 
   // Rows r0 and r1 = r0 + 8 of this lane (fragment rows g and g + 8).
-  const int r0 = 16 * warp + g, r1 = r0 + 8;
+  const int r0 = 16 * row_warp + g, r1 = r0 + 8;
   const bool has0 = r0 < item.num_rows, has1 = r1 < item.num_rows;
   const T* const q = static_cast<const T*>(p.q);
   const T* const q0 = has0 ? q + static_cast<long long>(p.row_query[item.first_row + r0]) * D : nullptr;
@@ -111,23 +126,23 @@ __global__ void __launch_bounds__(WARPS * 32) segment_attention_mma(const Segmen
     const T* const ks_tile = sk + (it & 1) * KT * STRIDE;
     const T* const vs_tile = sv + (it & 1) * KT * STRIDE;
 
-    float s[KT / 8][4] = {};  // S = Q K^T: 8 tokens per fragment
+    float s[NT][4] = {};  // S = Q K^T: 8 tokens per fragment
 #pragma unroll
     for (int ks = 0; ks < D / 16; ks += 2) {
 #pragma unroll
-      for (int nt = 0; nt < KT / 8; ++nt) {
+      for (int nt = 0; nt < NT; ++nt) {
         unsigned b[4];
-        ldmatrix_x4(b, ks_tile + (8 * nt + lane % 8) * STRIDE + 16 * ks + 8 * (lane / 8));
+        ldmatrix_x4(b, ks_tile + (tok0 + 8 * nt + lane % 8) * STRIDE + 16 * ks + 8 * (lane / 8));
         mma_16816<T>(s[nt], qa[ks], b[0], b[1]);
         mma_16816<T>(s[nt], qa[ks + 1], b[2], b[3]);
       }
     }
 
     // Mask (causal leaf limit, end of the item) and scale into log2 units; row maxima.
-    const int p0 = item.token_begin + it * KT;
+    const int p0 = item.token_begin + it * KT + tok0;
     float max0 = -INFINITY, max1 = -INFINITY;
 #pragma unroll
-    for (int nt = 0; nt < KT / 8; ++nt) {
+    for (int nt = 0; nt < NT; ++nt) {
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
         const int pos = p0 + 8 * nt + 2 * t + e;
@@ -159,7 +174,7 @@ __global__ void __launch_bounds__(WARPS * 32) segment_attention_mma(const Segmen
       acc[nt][3] *= alpha1;
     }
 #pragma unroll
-    for (int nt = 0; nt < KT / 8; ++nt) {
+    for (int nt = 0; nt < NT; ++nt) {
       s[nt][0] = exp2f(s[nt][0] - base0);
       s[nt][1] = exp2f(s[nt][1] - base0);
       s[nt][2] = exp2f(s[nt][2] - base1);
@@ -170,14 +185,14 @@ __global__ void __launch_bounds__(WARPS * 32) segment_attention_mma(const Segmen
 
     // O += P V: P's accumulator layout is already the A layout of the next product.
 #pragma unroll
-    for (int kc = 0; kc < KT / 16; ++kc) {
+    for (int kc = 0; kc < NT / 2; ++kc) {
       const unsigned pa[4] = {pack2<T>(s[2 * kc][0], s[2 * kc][1]), pack2<T>(s[2 * kc][2], s[2 * kc][3]),
                               pack2<T>(s[2 * kc + 1][0], s[2 * kc + 1][1]),
                               pack2<T>(s[2 * kc + 1][2], s[2 * kc + 1][3])};
 #pragma unroll
       for (int np = 0; np < D / 16; ++np) {
         unsigned b[4];
-        ldmatrix_x4_trans(b, vs_tile + (16 * kc + lane % 8 + (lane / 8 & 1) * 8) * STRIDE + 16 * np + (lane / 16) * 8);
+        ldmatrix_x4_trans(b, vs_tile + (tok0 + 16 * kc + lane % 8 + (lane / 8 & 1) * 8) * STRIDE + 16 * np + (lane / 16) * 8);
         mma_16816<T>(acc[2 * np], pa, b[0], b[1]);
         mma_16816<T>(acc[2 * np + 1], pa, b[2], b[3]);
       }
@@ -192,21 +207,50 @@ __global__ void __launch_bounds__(WARPS * 32) segment_attention_mma(const Segmen
   }
   constexpr float kLn2 = 0.6931471805599453f;
   const float inv0 = l0 > 0.f ? 1.f / l0 : 0.f, inv1 = l1 > 0.f ? 1.f / l1 : 0.f;
-  if (has0) {
-    float* const out = p.partial_o + static_cast<long long>(item.first_row + r0) * D;
+  const float lse0 = l0 > 0.f ? (m0 + log2f(l0)) * kLn2 : -INFINITY;
+  const float lse1 = l1 > 0.f ? (m1 + log2f(l1)) * kLn2 : -INFINITY;
+  // Writes this lane's share of rows r0 and r1: to the partials, or to shared memory for the merge
+  // of the token warps. `row_stride` is the destination's row stride in floats.
+  auto store = [&](float* o_rows, float* lse_rows, int row_stride) {
+    if (has0) {
 #pragma unroll
-    for (int nt = 0; nt < D / 8; ++nt) {
-      *reinterpret_cast<float2*>(out + 8 * nt + 2 * t) = make_float2(acc[nt][0] * inv0, acc[nt][1] * inv0);
+      for (int nt = 0; nt < D / 8; ++nt) {
+        *reinterpret_cast<float2*>(o_rows + r0 * row_stride + 8 * nt + 2 * t) = make_float2(acc[nt][0] * inv0, acc[nt][1] * inv0);
+      }
+      if (t == 0) lse_rows[r0] = lse0;
     }
-    if (t == 0) p.partial_lse[item.first_row + r0] = l0 > 0.f ? (m0 + log2f(l0)) * kLn2 : -INFINITY;
-  }
-  if (has1) {
-    float* const out = p.partial_o + static_cast<long long>(item.first_row + r1) * D;
+    if (has1) {
 #pragma unroll
-    for (int nt = 0; nt < D / 8; ++nt) {
-      *reinterpret_cast<float2*>(out + 8 * nt + 2 * t) = make_float2(acc[nt][2] * inv1, acc[nt][3] * inv1);
+      for (int nt = 0; nt < D / 8; ++nt) {
+        *reinterpret_cast<float2*>(o_rows + r1 * row_stride + 8 * nt + 2 * t) = make_float2(acc[nt][2] * inv1, acc[nt][3] * inv1);
+      }
+      if (t == 0) lse_rows[r1] = lse1;
     }
-    if (t == 0) p.partial_lse[item.first_row + r1] = l1 > 0.f ? (m1 + log2f(l1)) * kLn2 : -INFINITY;
+  };
+  const long long first = item.first_row;
+  if constexpr (TOKEN_WARPS == 1) {
+    store(p.partial_o + first * D, p.partial_lse + first, D);
+  } else {
+    // Each token warp saw a quarter of every tile: merge their states (the K/V stages are free now;
+    // the loop ended on a barrier).
+    constexpr int ROWS = 16 * ROW_WARPS;
+    float* const o_states = reinterpret_cast<float*>(smem_raw);  // [TOKEN_WARPS][ROWS][D]
+    float* const lse_states = o_states + TOKEN_WARPS * ROWS * D;  // [TOKEN_WARPS][ROWS]
+    static_assert(TOKEN_WARPS * ROWS * (D + 1) * 4 <= Tile::template smem_bytes<T>(), "states fit in the K/V stages");
+    store(o_states + token_warp * ROWS * D, lse_states + token_warp * ROWS, D);
+    __syncthreads();
+    for (int i = threadIdx.x; i < item.num_rows * D; i += THREADS) {
+      const int r = i / D, d = i % D;
+      float o = 0.f, lse = -INFINITY;
+#pragma unroll
+      for (int w = 0; w < TOKEN_WARPS; ++w) {
+        const MergeWeights<float> mw = merge_weights(lse, lse_states[w * ROWS + r]);
+        o = mw.a * o + mw.b * o_states[(w * ROWS + r) * D + d];
+        lse = mw.lse;
+      }
+      p.partial_o[(first + r) * D + d] = o;
+      if (d == 0) p.partial_lse[first + r] = lse;
+    }
   }
 }
 

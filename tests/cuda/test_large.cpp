@@ -1,0 +1,130 @@
+// Paper-scale problems against the fp64 reference, on every element of O and LSE (DESIGN.md
+// section 5's rules at the sizes of section 6): the headline point B = 1024, P = 16384, S = 64 (bf16,
+// Hq = 8, Hkv = 1, D = 128), a large MHA case and a large causal q_len = 4 case with ragged suffixes.
+// Each case's problem and reference are computed once and shared by its backends: cuda-naive,
+// cuda-flash with shared and with redundant storage (1024 copies of a 16448-token path: 8.6 GB on
+// the GPU), and cuda-hydragen. GPU only: without one every test skips with the reason.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "hydragen/backends.hpp"
+#include "hydragen/compare.hpp"
+#include "hydragen/problem.hpp"
+
+namespace hydragen {
+namespace {
+
+struct LargeCase {
+  std::string name;  // part of the test name
+  int q_len, q_heads, kv_heads, head_dim;
+  int prefix;
+  std::vector<int> suffixes;  // one per sequence
+  std::uint64_t seed;
+
+  SharingTree tree() const { return SharingTree::prefix_suffix(prefix, suffixes); }
+  AttentionShape shape() const {
+    return make_shape(static_cast<int>(suffixes.size()), q_len, q_heads, kv_heads, head_dim, DType::bf16);
+  }
+};
+
+// Suffix lengths 3..67, every value present (37 and 65 are coprime), in a scrambled order.
+std::vector<int> ragged_suffixes(int batch) {
+  std::vector<int> lens;
+  for (int i = 0; i < batch; ++i) lens.push_back(3 + (i * 37) % 65);
+  return lens;
+}
+
+const std::vector<LargeCase>& large_cases() {
+  static const std::vector<LargeCase> cases = {
+      {"paper_B1024_P16384_S64_mqa_hq8_d128", 1, 8, 1, 128, 16384, std::vector<int>(1024, 64), 16384},
+      {"mha_B64_P8192_S64_h32_d128", 1, 32, 32, 128, 8192, std::vector<int>(64, 64), 8192},
+      {"causal_q4_B256_P4096_S3to67_gqa4_d64", 4, 8, 2, 64, 4096, ragged_suffixes(256), 4096},
+  };
+  return cases;
+}
+
+// The problem and its fp64 reference output, computed on first use and kept for the other backends.
+struct Expected {
+  Problem problem;
+  Results reference;
+};
+
+const Expected& expected(std::size_t case_index) {
+  static std::map<std::size_t, std::unique_ptr<Expected>> cache;
+  std::unique_ptr<Expected>& slot = cache[case_index];
+  if (!slot) {
+    const LargeCase& c = large_cases()[case_index];
+    const auto start = std::chrono::steady_clock::now();
+    Problem problem = make_problem(c.shape(), c.tree(), c.seed);
+    Results reference = run_backend(backend("reference"), with_dtype(problem, DType::fp64));
+    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+    std::cout << "[ reference] " << c.name << ": problem and fp64 reference in " << took.count() << " s\n";
+    slot.reset(new Expected{std::move(problem), std::move(reference)});
+  }
+  return *slot;
+}
+
+struct LargeParam {
+  std::size_t case_index;
+  std::string backend;
+  Storage storage;
+};
+
+void PrintTo(const LargeParam& p, std::ostream* os) {
+  *os << large_cases()[p.case_index].name << " / " << p.backend << " / " << storage_name(p.storage);
+}
+
+std::vector<LargeParam> large_params() {
+  std::vector<LargeParam> params;
+  for (std::size_t c = 0; c < large_cases().size(); ++c) {
+    params.push_back({c, "cuda-naive", Storage::shared});
+    params.push_back({c, "cuda-flash", Storage::shared});
+    params.push_back({c, "cuda-flash", Storage::redundant});
+    params.push_back({c, "cuda-hydragen", Storage::shared});
+  }
+  return params;
+}
+
+std::string large_name(const ::testing::TestParamInfo<LargeParam>& info) {
+  std::string backend = info.param.backend;
+  for (char& ch : backend) {
+    if (ch == '-') ch = '_';
+  }
+  return large_cases()[info.param.case_index].name + "__" + backend + "__" + std::string(storage_name(info.param.storage));
+}
+
+class LargeProblem : public ::testing::TestWithParam<LargeParam> {};
+
+TEST_P(LargeProblem, MatchesTheFp64ReferenceOnEveryElement) {
+  const LargeParam& p = GetParam();
+  const AttentionBackend& b = backend(p.backend);
+  const std::string unavailable = b.memory().unavailable_reason();
+  if (!unavailable.empty()) GTEST_SKIP() << p.backend << " cannot run here: " << unavailable;
+  const LargeCase& c = large_cases()[p.case_index];
+  const SharingTree tree = c.tree();
+  const Support support = b.supports(c.shape(), p.storage == Storage::shared ? tree : tree.flattened());
+  ASSERT_TRUE(support.ok) << p.backend << " refuses " << c.shape().describe() << ": " << support.reason;
+
+  const Expected& e = expected(p.case_index);
+  const AttentionShape& shape = e.problem.shape;
+  const Results out = run_backend(b, e.problem, p.storage);  // outputs poisoned with NaN first
+  const Comparison cmp = compare(out, e.reference, tolerance_for(DType::bf16, logit_bound(e.problem)));
+  EXPECT_TRUE(cmp.pass) << shape.describe() << ", " << tree.describe() << ", seed " << c.seed << ", "
+                        << storage_name(p.storage) << " storage\n  " << cmp.summary() << "\n  worst O element "
+                        << index_name(shape, cmp.worst_index, false) << ": " << cmp.worst_value << " vs "
+                        << cmp.worst_reference << "\n  worst LSE element " << index_name(shape, cmp.lse_worst_index, true)
+                        << ": " << out.lse[cmp.lse_worst_index] << " vs " << e.reference.lse[cmp.lse_worst_index];
+}
+
+INSTANTIATE_TEST_SUITE_P(CudaBackends, LargeProblem, ::testing::ValuesIn(large_params()), large_name);
+
+}  // namespace
+}  // namespace hydragen

@@ -1,0 +1,587 @@
+// The work schedules of cuda-flash (flat_schedule) and cuda-hydragen (segment_schedule), checked on
+// the host, no GPU needed, by a simulator that replays a schedule the way the kernels execute it:
+// every item's rows attend the positions [token_begin, token_end) of its token list (its segments
+// laid end to end) below their row_limit, with the item's KV head. The simulator then checks that
+// every query attends every token of its path except the causal tail of its leaf, each exactly once,
+// with the KV head of its query head, and that the merge lists and the row blocks are what the
+// kernels and the cost model rely on.
+//
+// Positions are recorded as runs (segment, [from, to)): the item's visible interval cut at segment
+// boundaries. A run stands for each of its positions, so the per-query check (runs of a segment tile
+// its expected tokens exactly, no overlap, no gap) is the multiset check without a per-token loop;
+// that keeps thousands of random problems under a few seconds.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "hydragen/attention.hpp"
+#include "hydragen/shape.hpp"
+#include "hydragen/sharing_tree.hpp"
+#include "schedule.hpp"
+
+namespace hydragen::cuda {
+namespace {
+
+enum class Kind { flat, segment };
+
+const char* kind_name(Kind kind) { return kind == Kind::flat ? "flat_schedule" : "segment_schedule"; }
+
+Schedule make_schedule(Kind kind, const AttentionShape& shape, const SharingTree& tree, const ScheduleOptions& options) {
+  return kind == Kind::flat ? flat_schedule(shape, tree, options) : segment_schedule(shape, tree, options);
+}
+
+long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
+
+template <typename T>
+std::string list_text(const std::vector<T>& values) {
+  std::ostringstream os;
+  os << "{";
+  for (std::size_t i = 0; i < values.size(); ++i) os << (i ? ", " : "") << values[i];
+  os << "}";
+  return os.str();
+}
+
+// Enough to rebuild the tree with from_parents.
+std::string tree_text(const SharingTree& tree) {
+  std::vector<int> parents, lengths, leaves;
+  for (int i = 0; i < tree.num_segments(); ++i) {
+    parents.push_back(tree.parent(i));
+    lengths.push_back(tree.length(i));
+  }
+  for (int s = 0; s < tree.num_seqs(); ++s) leaves.push_back(tree.leaf(s));
+  return tree.describe() + ": from_parents(" + list_text(parents) + ", " + list_text(lengths) + ", " +
+         list_text(leaves) + ")";
+}
+
+std::string problem_text(Kind kind, const AttentionShape& shape, const SharingTree& tree, const ScheduleOptions& options) {
+  std::ostringstream os;
+  os << kind_name(kind) << " with target_blocks " << options.target_blocks << ", max_rows " << options.max_rows
+     << " of " << shape.describe() << " over " << tree_text(tree);
+  return os.str();
+}
+
+std::string item_text(bool wide, std::size_t index, const WorkItem& it) {
+  std::ostringstream os;
+  os << (wide ? "wide" : "narrow") << " item " << index << " {kv_head " << it.kv_head << ", rows [" << it.first_row
+     << ", +" << it.num_rows << "), item_segments [" << it.first_segment << ", +" << it.num_segments << "), tokens ["
+     << it.token_begin << ", " << it.token_end << ")}";
+  return os.str();
+}
+
+std::string query_text(const AttentionShape& shape, int query) {
+  const int h = query % shape.q_heads;
+  const int qi = query / shape.q_heads % shape.q_len;
+  const int b = query / shape.q_heads / shape.q_len;
+  return "query " + std::to_string(query) + " [b " + std::to_string(b) + ", qi " + std::to_string(qi) + ", h " +
+         std::to_string(h) + "]";
+}
+
+struct Run {
+  int segment;
+  long long from, to;  // tokens [from, to) of the segment
+};
+
+// Replays the schedule and checks every rule; the first broken one is returned with the problem.
+::testing::AssertionResult check_schedule(Kind kind, const AttentionShape& shape, const SharingTree& tree,
+                                          const ScheduleOptions& options, const Schedule& s) {
+  auto fail = [&] { return ::testing::AssertionFailure() << problem_text(kind, shape, tree, options) << "\n  "; };
+  const int g = shape.group_size();
+  const int queries = shape.num_seqs * shape.q_len * shape.q_heads;
+  const int rows = s.num_rows();
+  if (s.row_limit.size() != s.row_query.size()) {
+    return fail() << "row_limit has " << s.row_limit.size() << " entries but row_query has " << s.row_query.size();
+  }
+
+  std::vector<int> row_owner(rows, -1);            // item (numbered narrow first, then wide) per row
+  std::vector<std::vector<Run>> attended(queries);  // what each query attends
+  // A row block: its KV head, token list and (flat) sequence, and the query of its first row. Each
+  // of its split parts is an item with rows of its own; the parts must tile the token list.
+  using ListKey = std::tuple<int, std::vector<int>, int>;  // kv_head, segments, sequence (flat) or -1
+  std::map<ListKey, std::map<int, std::vector<std::pair<int, int>>>> blocks;  // -> first query -> parts
+  std::map<ListKey, std::map<int, int>> block_rows;                            // -> first query -> rows
+
+  int item_number = 0;
+  for (bool wide : {false, true}) {
+    const std::vector<WorkItem>& items = wide ? s.wide_items : s.narrow_items;
+    for (std::size_t i = 0; i < items.size(); ++i, ++item_number) {
+      const WorkItem& it = items[i];
+      const std::string name = item_text(wide, i, it);
+      if (it.kv_head < 0 || it.kv_head >= shape.kv_heads) return fail() << name << ": KV head out of range";
+      if (!wide && (it.num_rows < 1 || it.num_rows > kNarrowRows)) return fail() << name << ": a narrow item needs 1..16 rows";
+      if (wide && (it.num_rows <= kNarrowRows || it.num_rows > options.max_rows)) {
+        return fail() << name << ": a wide item needs 17.." << options.max_rows << " rows";
+      }
+      if (it.first_row < 0 || it.first_row + it.num_rows > rows) return fail() << name << ": rows outside [0, " << rows << ")";
+      if (it.num_segments < 1 || it.num_segments > kMaxItemSegments) {
+        return fail() << name << ": needs 1.." << kMaxItemSegments << " segments";
+      }
+      if (it.first_segment < 0 || it.first_segment + it.num_segments > static_cast<int>(s.item_segments.size())) {
+        return fail() << name << ": segments outside item_segments (" << s.item_segments.size() << " entries)";
+      }
+      const std::vector<int> list(s.item_segments.begin() + it.first_segment,
+                                  s.item_segments.begin() + it.first_segment + it.num_segments);
+      std::vector<long long> starts;  // where each segment of the list begins in the token list
+      long long list_tokens = 0;
+      for (int segment : list) {
+        if (segment < 0 || segment >= tree.num_segments()) return fail() << name << ": segment " << segment << " does not exist";
+        starts.push_back(list_tokens);
+        list_tokens += tree.length(segment);
+      }
+      if (!(0 <= it.token_begin && it.token_begin < it.token_end && it.token_end <= list_tokens)) {
+        return fail() << name << ": token range is empty or outside its " << list_tokens << "-token list " << list_text(list);
+      }
+      if (kind == Kind::segment && it.num_segments != 1) return fail() << name << ": a segment item covers one segment";
+
+      const int first_seq = s.row_query[it.first_row] / shape.q_heads / shape.q_len;
+      if (kind == Kind::flat) {
+        // cuda-flash reads a sequence's own path: the list is a contiguous piece of that path.
+        const std::vector<int>& path = tree.path(first_seq);
+        const auto at = std::find(path.begin(), path.end(), list.front());
+        if (at == path.end() || path.end() - at < it.num_segments || !std::equal(list.begin(), list.end(), at)) {
+          return fail() << name << ": segments " << list_text(list) << " are not a piece of sequence " << first_seq
+                        << "'s path " << list_text(path);
+        }
+      }
+
+      for (int r = it.first_row; r < it.first_row + it.num_rows; ++r) {
+        if (row_owner[r] != -1) return fail() << name << ": row " << r << " also belongs to item " << row_owner[r];
+        row_owner[r] = item_number;
+        const int q = s.row_query[r];
+        if (q < 0 || q >= queries) return fail() << name << ": row " << r << " has row_query " << q << " outside [0, " << queries << ")";
+        const int h = q % shape.q_heads;
+        if (h / g != it.kv_head) {
+          return fail() << name << ": row " << r << " is " << query_text(shape, q) << " whose KV head is " << h / g;
+        }
+        if (kind == Kind::flat && q / shape.q_heads / shape.q_len != first_seq) {
+          return fail() << name << ": row " << r << " is " << query_text(shape, q) << ", not of sequence " << first_seq;
+        }
+        const int limit = s.row_limit[r];
+        if (limit < 0 || limit > list_tokens) return fail() << name << ": row " << r << " has row_limit " << limit;
+        // Positions pos in [token_begin, token_end) with pos < limit, cut at segment boundaries.
+        const long long from = it.token_begin, to = std::min<long long>(it.token_end, limit);
+        for (std::size_t k = 0; k < list.size(); ++k) {
+          const long long lo = std::max(from, starts[k]), hi = std::min(to, starts[k] + tree.length(list[k]));
+          if (lo < hi) attended[q].push_back({list[k], lo - starts[k], hi - starts[k]});
+        }
+      }
+
+      const ListKey key{it.kv_head, list, kind == Kind::flat ? first_seq : -1};
+      const int block = s.row_query[it.first_row];
+      blocks[key][block].push_back({it.token_begin, it.token_end});
+      auto [entry, fresh] = block_rows[key].emplace(block, it.num_rows);
+      if (!fresh && entry->second != it.num_rows) {
+        return fail() << name << ": a split part of a block of " << entry->second << " rows has " << it.num_rows;
+      }
+    }
+  }
+  for (int r = 0; r < rows; ++r) {
+    if (row_owner[r] == -1) return fail() << "row " << r << " belongs to no item";
+  }
+
+  // Row blocks: all rows of a token list go into ceil(rows / max_rows) blocks per KV head, and each
+  // block's split parts tile its whole token list (no split at all with target_blocks 1; otherwise
+  // no part shorter than kMinSplitTokens unless the block is not split).
+  for (const auto& [key, by_block] : blocks) {
+    const auto& [kv_head, list, seq] = key;
+    const long long list_rows =
+        static_cast<long long>(kind == Kind::flat ? 1 : tree.seqs_below(list.front()).size()) * shape.q_len * g;
+    long long list_tokens = 0;
+    for (int segment : list) list_tokens += tree.length(segment);
+    long long rows_seen = 0;
+    for (const auto& [first_query, rows_of_block] : block_rows.at(key)) rows_seen += rows_of_block;
+    const std::string name = "token list " + list_text(list) + " (KV head " + std::to_string(kv_head) +
+                             (seq >= 0 ? ", sequence " + std::to_string(seq) : std::string()) + ")";
+    if (rows_seen != list_rows) return fail() << name << " has " << rows_seen << " rows in its blocks, expected " << list_rows;
+    if (static_cast<long long>(by_block.size()) != ceil_div(list_rows, options.max_rows)) {
+      return fail() << name << ": " << list_rows << " rows in " << by_block.size() << " blocks, expected ceil(rows / "
+                    << options.max_rows << ") = " << ceil_div(list_rows, options.max_rows);
+    }
+    for (auto [first_query, parts] : by_block) {
+      std::sort(parts.begin(), parts.end());
+      long long end = 0;
+      for (const auto& [b, e] : parts) {
+        if (b != end) return fail() << name << ", block from " << query_text(shape, first_query) << ": split parts do not tile the list at token " << end;
+        end = e;
+        if (parts.size() > 1 && e - b < kMinSplitTokens) {
+          return fail() << name << ": split part [" << b << ", " << e << ") is shorter than kMinSplitTokens = " << kMinSplitTokens;
+        }
+      }
+      if (end != list_tokens) return fail() << name << ": split parts end at " << end << " of " << list_tokens << " tokens";
+      if (options.target_blocks == 1 && parts.size() != 1) {
+        return fail() << name << ": split into " << parts.size() << " parts although target_blocks is 1";
+      }
+    }
+  }
+
+  // Merge lists: each query combines exactly its own rows, ascending.
+  if (s.merge_offsets.size() != static_cast<std::size_t>(queries) + 1 || s.merge_offsets.front() != 0 ||
+      s.merge_offsets.back() != static_cast<int>(s.merge_rows.size())) {
+    return fail() << "merge_offsets has " << s.merge_offsets.size() << " entries (expected " << queries + 1
+                  << ") and must run from 0 to the " << s.merge_rows.size() << " merge_rows";
+  }
+  std::vector<std::vector<int>> rows_of(queries);
+  for (int r = 0; r < rows; ++r) rows_of[s.row_query[r]].push_back(r);
+  for (int q = 0; q < queries; ++q) {
+    const int b = s.merge_offsets[q], e = s.merge_offsets[q + 1];
+    if (b > e) return fail() << "merge_offsets decrease at " << query_text(shape, q);
+    const std::vector<int> listed(s.merge_rows.begin() + b, s.merge_rows.begin() + e);
+    if (listed != rows_of[q]) {
+      return fail() << query_text(shape, q) << " merges rows " << list_text(listed) << " but its rows are " << list_text(rows_of[q]);
+    }
+  }
+
+  // Coverage: every token of the query's path, except the causal tail of its leaf, exactly once.
+  for (int q = 0; q < queries; ++q) {
+    const int qi = q / shape.q_heads % shape.q_len, seq = q / shape.q_heads / shape.q_len;
+    std::map<int, long long> expected;  // segment -> tokens [0, n) attended
+    for (int segment : tree.path(seq)) {
+      const long long n = segment == tree.leaf(seq) ? causal_leaf_tokens(tree.length(segment), shape.q_len, qi)
+                                                    : tree.length(segment);
+      if (n > 0) expected[segment] = n;
+    }
+    std::vector<Run>& runs = attended[q];
+    std::sort(runs.begin(), runs.end(), [](const Run& a, const Run& b) { return std::tie(a.segment, a.from) < std::tie(b.segment, b.from); });
+    std::map<int, long long> reached;  // segment -> end of the tokens attended so far
+    for (const Run& run : runs) {
+      const auto want = expected.find(run.segment);
+      if (want == expected.end()) {
+        return fail() << query_text(shape, q) << " attends tokens [" << run.from << ", " << run.to << ") of segment "
+                      << run.segment << ", which it must not see (path " << list_text(tree.path(seq)) << ")";
+      }
+      long long& end = reached[run.segment];
+      if (run.from < end) {
+        return fail() << query_text(shape, q) << " attends token " << run.from << " of segment " << run.segment << " twice";
+      }
+      if (run.from > end) {
+        return fail() << query_text(shape, q) << " never attends token " << end << " of segment " << run.segment;
+      }
+      if (run.to > want->second) {
+        return fail() << query_text(shape, q) << " attends token " << want->second << " of segment " << run.segment
+                      << ", past the " << want->second << " tokens it may see";
+      }
+      end = run.to;
+    }
+    for (const auto& [segment, n] : expected) {
+      const long long end = reached.count(segment) ? reached.at(segment) : 0;
+      if (end != n) return fail() << query_text(shape, q) << " never attends token " << end << " of segment " << segment;
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+const ScheduleOptions kOptions[] = {{1, kNarrowRows}, {1, kWideRows}, {8, kNarrowRows},
+                                    {8, kWideRows},   {528, kNarrowRows}, {528, kWideRows}};
+
+// Both schedules under every option set; returns how many schedules were replayed.
+long long check_all_options(const AttentionShape& shape, const SharingTree& tree) {
+  long long replayed = 0;
+  for (const ScheduleOptions& options : kOptions) {
+    for (Kind kind : {Kind::flat, Kind::segment}) {
+      const Schedule s = make_schedule(kind, shape, tree, options);
+      EXPECT_TRUE(check_schedule(kind, shape, tree, options, s));
+      ++replayed;
+    }
+  }
+  return replayed;
+}
+
+// ---- random problems ----------------------------------------------------------------------------
+
+using Rng = std::mt19937_64;
+
+int uniform(Rng& rng, int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); }
+
+// Ragged: a fifth empty, many short, some a few hundred tokens, a few long enough to be split.
+int draw_length(Rng& rng) {
+  const int r = uniform(rng, 0, 99);
+  if (r < 20) return 0;
+  if (r < 55) return uniform(rng, 1, 32);
+  if (r < 90) return uniform(rng, 33, 300);
+  return uniform(rng, 301, 2500);
+}
+
+int draw_leaf(Rng& rng, int min_leaf) { return std::max(min_leaf, draw_length(rng)); }
+
+std::vector<int> draw_leaves(Rng& rng, int count, int min_leaf) {
+  std::vector<int> lengths;
+  for (int i = 0; i < count; ++i) lengths.push_back(draw_leaf(rng, min_leaf));
+  return lengths;
+}
+
+// A forest of depth up to 3 with uneven fan-out (a node may be a leaf at any depth), one or two
+// roots, and segment indices shuffled so that parents may come after their children.
+SharingTree random_forest(Rng& rng, int min_leaf) {
+  std::vector<int> parents, lengths;
+  std::vector<std::vector<int>> children;
+  const std::function<void(int, int)> grow = [&](int parent, int depth) {
+    const int node = static_cast<int>(parents.size());
+    parents.push_back(parent);
+    lengths.push_back(draw_length(rng));
+    children.emplace_back();
+    if (parent >= 0) children[parent].push_back(node);
+    const int max_fan = depth == 1 ? 5 : depth == 2 ? 4 : 0;
+    const int fan = depth == 1 ? uniform(rng, 1, max_fan) : uniform(rng, 0, max_fan);
+    for (int c = 0; c < fan; ++c) grow(node, depth + 1);
+  };
+  const int roots = uniform(rng, 0, 3) == 0 ? 2 : 1;
+  for (int r = 0; r < roots; ++r) grow(-1, 1);
+  const int n = static_cast<int>(parents.size());
+  std::vector<int> perm(n);
+  for (int i = 0; i < n; ++i) perm[i] = i;
+  std::shuffle(perm.begin(), perm.end(), rng);
+  std::vector<int> new_parents(n), new_lengths(n), leaves;
+  for (int i = 0; i < n; ++i) {
+    new_parents[perm[i]] = parents[i] < 0 ? -1 : perm[parents[i]];
+    new_lengths[perm[i]] = children[i].empty() ? std::max(min_leaf, lengths[i]) : lengths[i];
+    if (children[i].empty()) leaves.push_back(perm[i]);
+  }
+  std::shuffle(leaves.begin(), leaves.end(), rng);
+  return SharingTree::from_parents(new_parents, new_lengths, leaves);
+}
+
+SharingTree random_prefix_suffix(Rng& rng, int min_leaf) {
+  const int r = uniform(rng, 0, 3);
+  const int prefix = r == 0 ? 0 : r == 1 ? 1 : r == 2 ? draw_length(rng) : uniform(rng, 2000, 9000);
+  return SharingTree::prefix_suffix(prefix, draw_leaves(rng, uniform(rng, 1, 24), min_leaf));
+}
+
+SharingTree random_two_level(Rng& rng, int min_leaf) {
+  const int groups = uniform(rng, 1, 4);
+  std::vector<int> group_lens;
+  std::vector<std::vector<int>> suffixes;
+  for (int i = 0; i < groups; ++i) {
+    group_lens.push_back(draw_length(rng));
+    suffixes.push_back(draw_leaves(rng, uniform(rng, 1, 5), min_leaf));
+  }
+  return SharingTree::two_level(draw_length(rng), group_lens, suffixes);
+}
+
+SharingTree random_flat(Rng& rng, int min_leaf) { return SharingTree::flat(draw_leaves(rng, uniform(rng, 1, 10), min_leaf)); }
+
+// (Hq, Hkv): g = 1 (MHA), 4 and 8 (GQA) and MQA, Hkv 1..4.
+constexpr std::pair<int, int> kHeads[] = {{1, 1}, {3, 3},  {4, 4},  {4, 1},  {8, 1},  {16, 1},
+                                          {8, 2}, {16, 2}, {12, 3}, {16, 4}, {32, 4}, {2, 2}};
+
+// Trees from `make` with q_len 1 and 4 (leaves >= 3 tokens), each under four random head layouts,
+// both schedules, every option set. Stops at the first failing problem.
+void sweep(std::uint64_t seed, int trees, const std::function<SharingTree(Rng&, int)>& make) {
+  Rng rng(seed);
+  long long replayed = 0, problems = 0;
+  for (int t = 0; t < trees && !::testing::Test::HasFailure(); ++t) {
+    for (int q_len : {1, 4}) {
+      const SharingTree tree = make(rng, q_len - 1);
+      std::vector<std::pair<int, int>> heads(std::begin(kHeads), std::end(kHeads));
+      std::shuffle(heads.begin(), heads.end(), rng);
+      for (int k = 0; k < 4 && !::testing::Test::HasFailure(); ++k) {
+        const AttentionShape shape = make_shape(tree.num_seqs(), q_len, heads[k].first, heads[k].second, 64, DType::bf16);
+        replayed += check_all_options(shape, tree);
+        ++problems;
+      }
+    }
+  }
+  std::printf("[ simulated] %lld problems, %lld schedules replayed\n", problems, replayed);
+  ::testing::Test::RecordProperty("problems", static_cast<int>(problems));
+  ::testing::Test::RecordProperty("schedules", static_cast<int>(replayed));
+}
+
+TEST(BothSchedules, EveryQueryAttendsEachTokenOfItsPathOnceInRandomDepth3Forests) { sweep(11, 60, random_forest); }
+TEST(BothSchedules, EveryQueryAttendsEachTokenOfItsPathOnceInRandomPrefixSuffixTrees) { sweep(12, 60, random_prefix_suffix); }
+TEST(BothSchedules, EveryQueryAttendsEachTokenOfItsPathOnceInRandomTwoLevelTrees) { sweep(13, 60, random_two_level); }
+TEST(BothSchedules, EveryQueryAttendsEachTokenOfItsPathOnceInRandomFlatBatches) { sweep(14, 40, random_flat); }
+
+// ---- the rules one at a time --------------------------------------------------------------------
+
+TEST(BothSchedules, HideTheCausalTailOfTheLeafAndNothingElse) {
+  // Prefix of 5, leaf of 3 = q_len - 1: query qi sees the prefix and the first qi tokens of its leaf.
+  const SharingTree tree = SharingTree::prefix_suffix(5, {3});
+  const AttentionShape shape = make_shape(1, 4, 1, 1, 64, DType::bf16);
+  for (Kind kind : {Kind::flat, Kind::segment}) {
+    SCOPED_TRACE(kind_name(kind));
+    const Schedule s = make_schedule(kind, shape, tree, {1, kWideRows});
+    EXPECT_TRUE(check_schedule(kind, shape, tree, {1, kWideRows}, s));
+    ASSERT_EQ(s.num_rows(), kind == Kind::flat ? 4 : 8);
+    // flat: one list prefix + leaf (8 tokens); segment: the prefix's 4 rows, then the leaf's 4 rows.
+    const std::vector<int> want = kind == Kind::flat ? std::vector<int>{5, 6, 7, 8} : std::vector<int>{5, 5, 5, 5, 0, 1, 2, 3};
+    EXPECT_EQ(s.row_limit, want);
+  }
+}
+
+TEST(BothSchedules, GiveAQueryWhosePathIsEmptyNoRowsAndAnEmptyMergeList) {
+  // Sequence 0's path is two empty segments; sequence 1 has 5 tokens.
+  const SharingTree tree = SharingTree::from_parents({-1, 0, -1}, {0, 0, 5}, {1, 2});
+  const AttentionShape shape = make_shape(2, 1, 4, 1, 64, DType::bf16);
+  check_all_options(shape, tree);
+  for (Kind kind : {Kind::flat, Kind::segment}) {
+    const Schedule s = make_schedule(kind, shape, tree, {});
+    for (int q = 0; q < 4; ++q) EXPECT_EQ(s.merge_offsets[q + 1], s.merge_offsets[q]) << kind_name(kind) << " query " << q;
+    for (int q : s.row_query) EXPECT_GE(q, 4) << kind_name(kind) << ": a row for a query of sequence 0";
+  }
+}
+
+TEST(BothSchedules, RefuseALeafTooShortForTheCausalQueries) {
+  const SharingTree tree = SharingTree::prefix_suffix(10, {2});  // q_len 4 needs a leaf of >= 3
+  const AttentionShape shape = make_shape(1, 4, 4, 1, 64, DType::bf16);
+  EXPECT_THROW(flat_schedule(shape, tree, {}), std::invalid_argument);
+  EXPECT_THROW(segment_schedule(shape, tree, {}), std::invalid_argument);
+}
+
+// A chain of 70 segments (some empty) with a second sequence branching off at depth 40.
+SharingTree deep_chain() {
+  std::vector<int> parents, lengths;
+  for (int i = 0; i < 70; ++i) {
+    parents.push_back(i - 1);
+    lengths.push_back(i % 7 == 3 ? 0 : 1 + (i * 13) % 40);
+  }
+  parents.push_back(39);  // segment 70: the branch's leaf
+  lengths.push_back(9);
+  return SharingTree::from_parents(parents, lengths, {69, 70});
+}
+
+TEST(FlatSchedule, CutsAPathDeeperThanKMaxItemSegmentsIntoSeveralItems) {
+  const SharingTree tree = deep_chain();
+  ASSERT_GT(tree.depth(), 2 * kMaxItemSegments);
+  for (int q_len : {1, 4}) {
+    const AttentionShape shape = make_shape(2, q_len, 8, 2, 64, DType::bf16);
+    check_all_options(shape, tree);
+    const Schedule s = flat_schedule(shape, tree, {1, kWideRows});
+    // Sequence 0's 70 segments need ceil(70 / 32) = 3 token lists per KV head.
+    int lists_of_seq0 = 0;
+    for (const auto* items : {&s.narrow_items, &s.wide_items}) {
+      for (const WorkItem& it : *items) {
+        EXPECT_LE(it.num_segments, kMaxItemSegments);
+        if (it.kv_head == 0 && s.row_query[it.first_row] / shape.q_heads / q_len == 0) ++lists_of_seq0;
+      }
+    }
+    EXPECT_EQ(lists_of_seq0, 3) << "q_len " << q_len;
+  }
+}
+
+TEST(SegmentSchedule, HandlesAPathDeeperThanKMaxItemSegmentsOneSegmentPerItem) {
+  const SharingTree tree = deep_chain();
+  for (int q_len : {1, 4}) check_all_options(make_shape(2, q_len, 4, 4, 64, DType::bf16), tree);
+}
+
+// Items whose token list contains `segment`.
+std::vector<WorkItem> items_over(const Schedule& s, int segment) {
+  std::vector<WorkItem> out;
+  for (const auto* items : {&s.narrow_items, &s.wide_items}) {
+    for (const WorkItem& it : *items) {
+      const auto b = s.item_segments.begin() + it.first_segment;
+      if (std::find(b, b + it.num_segments, segment) != b + it.num_segments) out.push_back(it);
+    }
+  }
+  return out;
+}
+
+TEST(BothSchedules, SplitALongSegmentIntoPartsOfAtLeastKMinSplitTokensWhenTheGridIsUnderFilled) {
+  const SharingTree tree = SharingTree::prefix_suffix(8192, {64, 64});
+  const AttentionShape shape = make_shape(2, 1, 8, 1, 128, DType::bf16);
+  for (Kind kind : {Kind::flat, Kind::segment}) {
+    SCOPED_TRACE(kind_name(kind));
+    const ScheduleOptions options{528, kWideRows};
+    const Schedule s = make_schedule(kind, shape, tree, options);
+    EXPECT_TRUE(check_schedule(kind, shape, tree, options, s));
+    const std::vector<WorkItem> over_prefix = items_over(s, 0);
+    // flat: one block per sequence over its 8256-token path; segment: one block of 16 rows.
+    const std::size_t blocks = kind == Kind::flat ? 2 : 1;
+    EXPECT_GT(over_prefix.size(), 4 * blocks) << "the prefix is not split";
+    for (const WorkItem& it : over_prefix) EXPECT_GE(it.token_end - it.token_begin, kMinSplitTokens);
+    if (kind == Kind::segment) {
+      // The 64-token suffixes are shorter than kMinSplitTokens: one whole item each.
+      for (int leaf : {1, 2}) {
+        const std::vector<WorkItem> over_leaf = items_over(s, leaf);
+        ASSERT_EQ(over_leaf.size(), 1u) << "leaf " << leaf;
+        EXPECT_EQ(over_leaf[0].token_begin, 0);
+        EXPECT_EQ(over_leaf[0].token_end, 64);
+      }
+    }
+  }
+}
+
+TEST(BothSchedules, DoNotSplitWithTargetBlocks1) {
+  const SharingTree tree = SharingTree::prefix_suffix(8192, {64, 64});
+  const AttentionShape shape = make_shape(2, 1, 8, 1, 128, DType::bf16);
+  for (Kind kind : {Kind::flat, Kind::segment}) {
+    const Schedule s = make_schedule(kind, shape, tree, {1, kWideRows});
+    EXPECT_EQ(items_over(s, 0).size(), kind == Kind::flat ? 2u : 1u) << kind_name(kind);
+  }
+}
+
+// Tokens of `segment` read over all items (with every split part counted once).
+long long tokens_read(const Schedule& s, int segment, const SharingTree& tree) {
+  long long read = 0;
+  for (const WorkItem& it : items_over(s, segment)) {
+    long long start = 0;
+    for (int k = 0; k < it.num_segments; ++k) {
+      const int seg = s.item_segments[it.first_segment + k];
+      if (seg == segment) read += std::max(0LL, std::min<long long>(it.token_end, start + tree.length(seg)) - std::max<long long>(it.token_begin, start));
+      start += tree.length(seg);
+    }
+  }
+  return read;
+}
+
+TEST(SegmentSchedule, ReadsASharedPrefixOncePerRowBlockOfStackedQueriesNotOncePerSequence) {
+  struct Row {
+    int batch, q_len, q_heads, kv_heads, max_rows;
+  };
+  const int prefix = 1000;
+  for (const Row& c : {Row{100, 1, 8, 2, kWideRows}, Row{100, 1, 8, 2, kNarrowRows}, Row{64, 4, 16, 4, kWideRows},
+                       Row{1024, 1, 8, 1, kWideRows}, Row{3, 1, 4, 4, kWideRows}}) {
+    const SharingTree tree = SharingTree::prefix_suffix(prefix, std::vector<int>(c.batch, 17));
+    const AttentionShape shape = make_shape(c.batch, c.q_len, c.q_heads, c.kv_heads, 64, DType::bf16);
+    const ScheduleOptions options{1, c.max_rows};
+    const long long rows = static_cast<long long>(c.batch) * c.q_len * shape.group_size();
+    SCOPED_TRACE(shape.describe() + ", max_rows " + std::to_string(c.max_rows));
+    const Schedule hydragen = segment_schedule(shape, tree, options);
+    EXPECT_TRUE(check_schedule(Kind::segment, shape, tree, options, hydragen));
+    const std::vector<WorkItem> over_prefix = items_over(hydragen, 0);
+    EXPECT_EQ(static_cast<long long>(over_prefix.size()), c.kv_heads * ceil_div(rows, c.max_rows));
+    long long stacked = 0;
+    for (const WorkItem& it : over_prefix) stacked += it.num_rows;
+    EXPECT_EQ(stacked, rows * c.kv_heads) << "every query row of every sequence is stacked over the prefix";
+    EXPECT_EQ(tokens_read(hydragen, 0, tree), prefix * c.kv_heads * ceil_div(rows, c.max_rows));
+    // cuda-flash reads the prefix once per sequence (and per row block of a sequence's q_len * g rows).
+    const Schedule flash = flat_schedule(shape, tree, options);
+    EXPECT_EQ(tokens_read(flash, 0, tree),
+              static_cast<long long>(prefix) * c.kv_heads * c.batch * ceil_div(static_cast<long long>(c.q_len) * shape.group_size(), c.max_rows));
+  }
+}
+
+TEST(BothSchedules, CoverTheLargeProblemsOfTheGpuTests) {
+  // test_large.cpp's cases, replayed here so that a failure there is not a schedule bug.
+  std::vector<int> ragged;
+  for (int i = 0; i < 256; ++i) ragged.push_back(3 + (i * 37) % 65);
+  check_all_options(make_shape(1024, 1, 8, 1, 128, DType::bf16), SharingTree::prefix_suffix(16384, std::vector<int>(1024, 64)));
+  check_all_options(make_shape(64, 1, 32, 32, 128, DType::bf16), SharingTree::prefix_suffix(8192, std::vector<int>(64, 64)));
+  check_all_options(make_shape(256, 4, 8, 2, 64, DType::bf16), SharingTree::prefix_suffix(4096, ragged));
+}
+
+TEST(SegmentSchedule, StacksRowsSequenceBySequenceQueryByQueryHeadByHeadInABlock) {
+  // Rows of a segment's block: sequence-major, then query index, then query head within the KV head.
+  const SharingTree tree = SharingTree::prefix_suffix(40, {3, 5});
+  const AttentionShape shape = make_shape(2, 2, 4, 2, 64, DType::bf16);
+  const Schedule s = segment_schedule(shape, tree, {1, kWideRows});
+  const std::vector<WorkItem> over_prefix = items_over(s, 0);
+  ASSERT_EQ(over_prefix.size(), 2u);  // one per KV head, 8 rows each
+  for (const WorkItem& it : over_prefix) {
+    std::vector<int> queries(s.row_query.begin() + it.first_row, s.row_query.begin() + it.first_row + it.num_rows);
+    const int h0 = it.kv_head * 2;
+    // (b * q_len + qi) * Hq + h
+    const std::vector<int> want = {h0, h0 + 1, 4 + h0, 4 + h0 + 1, 8 + h0, 8 + h0 + 1, 12 + h0, 12 + h0 + 1};
+    EXPECT_EQ(queries, want) << "KV head " << it.kv_head;
+  }
+}
+
+}  // namespace
+}  // namespace hydragen::cuda
