@@ -1,5 +1,7 @@
 #include "hydragen/dtype.hpp"
 
+#include "parallel.hpp"
+
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -111,28 +113,28 @@ double round_through(double value, DType dtype) {
 }
 
 std::vector<std::byte> encode(const std::vector<double>& values, DType dtype) {
-  std::vector<std::byte> out(values.size() * dtype_size(dtype));
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    std::byte* dst = out.data() + i * dtype_size(dtype);
-    switch (dtype) {
-      case DType::fp64: std::memcpy(dst, &values[i], 8); break;
-      case DType::fp32: {
-        const float f = static_cast<float>(values[i]);
-        std::memcpy(dst, &f, 4);
-        break;
-      }
-      case DType::fp16: {
-        const std::uint16_t h = float_to_half_bits(static_cast<float>(values[i]));
-        std::memcpy(dst, &h, 2);
-        break;
-      }
-      case DType::bf16: {
-        const std::uint16_t b = float_to_bf16_bits(static_cast<float>(values[i]));
-        std::memcpy(dst, &b, 2);
-        break;
+  const std::size_t size = dtype_size(dtype);
+  std::vector<std::byte> out(values.size() * size);
+  detail::parallel_chunks(values.size(), [&](std::size_t first, std::size_t last) {
+    for (std::size_t i = first; i < last; ++i) {
+      std::byte* dst = out.data() + i * size;
+      const float f = static_cast<float>(values[i]);
+      switch (dtype) {
+        case DType::fp64: std::memcpy(dst, &values[i], 8); break;
+        case DType::fp32: std::memcpy(dst, &f, 4); break;
+        case DType::fp16: {
+          const std::uint16_t h = float_to_half_bits(f);
+          std::memcpy(dst, &h, 2);
+          break;
+        }
+        case DType::bf16: {
+          const std::uint16_t b = float_to_bf16_bits(f);
+          std::memcpy(dst, &b, 2);
+          break;
+        }
       }
     }
-  }
+  });
   return out;
 }
 

@@ -2,21 +2,42 @@
 
 #include <algorithm>
 #include <cmath>
-#include <random>
 #include <stdexcept>
 #include <string>
+
+#include "parallel.hpp"
 
 namespace hydragen {
 
 namespace {
-std::vector<double> draw(std::mt19937_64& rng, std::size_t count, double factor, DType dtype) {
-  std::normal_distribution<float> normal(0.0f, 1.0f);
+
+std::uint64_t splitmix64(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// Element i of stream `stream`: N(0, 1) by Box-Muller from two counter-based uniforms, so every value
+// depends only on (seed, stream, i) and the tensors can be filled in parallel, identically on any
+// number of threads.
+double normal_at(std::uint64_t seed, std::uint64_t stream, std::uint64_t i) {
+  const std::uint64_t key = splitmix64(seed ^ splitmix64(stream));
+  const double u1 = (static_cast<double>(splitmix64(key ^ (2 * i)) >> 11) + 0.5) * 0x1.0p-53;  // (0, 1)
+  const double u2 = static_cast<double>(splitmix64(key ^ (2 * i + 1)) >> 11) * 0x1.0p-53;       // [0, 1)
+  return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+}
+
+std::vector<double> draw(std::uint64_t seed, std::uint64_t stream, std::size_t count, double factor, DType dtype) {
   std::vector<double> out(count);
-  for (double& x : out) {
-    float value = normal(rng);
-    while (value == 0.0f) value = normal(rng);  // never an exact zero: zeros hide indexing bugs
-    x = round_through(static_cast<double>(value) * factor, dtype);
-  }
+  detail::parallel_chunks(count, [&](std::size_t first, std::size_t last) {
+    for (std::size_t i = first; i < last; ++i) {
+      // Drawn in fp32, like the data a model would hold; never an exact zero (zeros hide indexing bugs).
+      float value = static_cast<float>(normal_at(seed, stream, i));
+      for (std::uint64_t retry = 1; value == 0.0f; ++retry) value = static_cast<float>(normal_at(seed, stream, i + retry * count));
+      out[i] = round_through(static_cast<double>(value) * factor, dtype);
+    }
+  });
   return out;
 }
 
@@ -31,13 +52,12 @@ Problem make_problem(const AttentionShape& shape, const SharingTree& tree, std::
   if (!(q_scale > 0) || !std::isfinite(q_scale)) {
     throw std::invalid_argument("make_problem: q_scale must be positive and finite, got " + std::to_string(q_scale));
   }
-  std::mt19937_64 rng(seed);
   Problem p{shape, tree, {}, {}, {}};
-  p.q = draw(rng, query_rows(shape) * shape.head_dim, q_scale, shape.dtype);
+  p.q = draw(seed, 0, query_rows(shape) * shape.head_dim, q_scale, shape.dtype);
   for (int s = 0; s < tree.num_segments(); ++s) {
     const std::size_t n = static_cast<std::size_t>(tree.length(s)) * kv_row(shape);
-    p.k.push_back(draw(rng, n, 1.0, shape.dtype));
-    p.v.push_back(draw(rng, n, 1.0, shape.dtype));
+    p.k.push_back(draw(seed, 2 * static_cast<std::uint64_t>(s) + 1, n, 1.0, shape.dtype));
+    p.v.push_back(draw(seed, 2 * static_cast<std::uint64_t>(s) + 2, n, 1.0, shape.dtype));
   }
   return p;
 }

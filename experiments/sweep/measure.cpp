@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "hydragen/backends.hpp"
+#include "hydragen/cpu/peaks.hpp"
 #include "hydragen/errors.hpp"
 #ifdef HYDRAGEN_WITH_CUDA
 #include "hydragen/cuda/device.hpp"
@@ -17,10 +18,7 @@ namespace hydragen::sweep {
 
 namespace {
 
-AttentionShape shape_of(const Point& p) {
-  return make_shape(p.batch, p.q_len, p.q_heads, p.kv_heads, p.head_dim, p.dtype);
-}
-SharingTree tree_of(const Point& p) { return SharingTree::prefix_suffix(p.prefix, std::vector<int>(p.batch, p.suffix)); }
+bool on_gpu(const AttentionBackend& b) { return b.memory().name() == "cuda"; }
 
 void time_on_host(AttentionPlan& plan, const StagedProblem& staged, int replays, Measurement& m) {
   plan.run(staged.inputs(), staged.outputs());  // warm-up
@@ -36,6 +34,19 @@ void time_on_host(AttentionPlan& plan, const StagedProblem& staged, int replays,
   m.max_ms = ms.back();
 }
 
+void time_on_gpu([[maybe_unused]] AttentionPlan& plan, [[maybe_unused]] const StagedProblem& staged,
+                 [[maybe_unused]] int replays, [[maybe_unused]] Measurement& m) {
+#ifdef HYDRAGEN_WITH_CUDA
+  const cuda::TimingResult t = cuda::time_graph(
+      [&](cudaStream_t s) { plan.run(staged.inputs(), staged.outputs(), Stream{s}); }, {3, replays, true});
+  m.median_ms = t.median_ms;
+  m.min_ms = t.min_ms;
+  m.max_ms = t.max_ms;
+#else
+  throw std::logic_error("a CUDA backend in a build without CUDA");
+#endif
+}
+
 Measurement measure_one(const Point& point, const Problem& problem, const Machine& machine, const TimingConfig& config) {
   Measurement m;
   const AttentionBackend& b = backend(point.backend);
@@ -43,27 +54,24 @@ Measurement measure_one(const Point& point, const Problem& problem, const Machin
   const CostEstimate cost = estimate_cost(problem.shape, problem.tree);
   m.flops = cost.flops;
   m.bytes = cost.floor_bytes;
-  if (machine.peaks.flops_per_s > 0 && b.memory().name() == "cuda") {
-    m.floor_ms = roofline_seconds(m.flops, m.bytes, machine.peaks) * 1e3;
-  }
+  const Peaks& peaks = on_gpu(b) ? machine.gpu_peaks : machine.host_peaks;
+  if (peaks.flops_per_s > 0 && peaks.bytes_per_s > 0) m.floor_ms = roofline_seconds(m.flops, m.bytes, peaks) * 1e3;
   if (const std::string why = b.memory().unavailable_reason(); !why.empty()) {
-    return Measurement{"unsupported", why, 0, 0, 0, m.flops, m.bytes, m.floor_ms};
+    m.status = "unsupported";
+    m.detail = why;
+    return m;
   }
   const SharingTree planned = point.storage == Storage::shared ? problem.tree : problem.tree.flattened();
   if (const Support s = b.supports(problem.shape, planned); !s.ok) {
-    return Measurement{"unsupported", s.reason, 0, 0, 0, m.flops, m.bytes, m.floor_ms};
+    m.status = "unsupported";
+    m.detail = s.reason;
+    return m;
   }
   try {
     const StagedProblem staged(b.memory(), problem, point.storage);
     const auto plan = b.plan(staged.shape(), staged.tree());
-    if (b.memory().name() == "cuda") {
-#ifdef HYDRAGEN_WITH_CUDA
-      const cuda::TimingResult t = cuda::time_graph(
-          [&](cudaStream_t s) { plan->run(staged.inputs(), staged.outputs(), Stream{s}); }, {3, config.gpu_replays, true});
-      m.median_ms = t.median_ms;
-      m.min_ms = t.min_ms;
-      m.max_ms = t.max_ms;
-#endif
+    if (on_gpu(b)) {
+      time_on_gpu(*plan, staged, config.gpu_replays, m);
     } else {
       time_on_host(*plan, staged, config.cpu_replays, m);
     }
@@ -79,28 +87,49 @@ Measurement measure_one(const Point& point, const Problem& problem, const Machin
 
 }  // namespace
 
-Machine describe_machine(bool gpu) {
+Machine describe_machine(const std::vector<std::string>& backends) {
+  Machine machine;
+  machine.host = cpu::host_name();
+  bool gpu = false, host = false;
+  for (const std::string& name : backends) (on_gpu(backend(name)) ? gpu : host) = true;
+  if (host) machine.host_peaks = cpu::measure_host_peaks();
 #ifdef HYDRAGEN_WITH_CUDA
   if (gpu && cuda::device_memory().unavailable_reason().empty()) {
-    return Machine{cuda::query_device().name, cuda::measure_peaks()};
+    machine.gpu = cuda::query_device().name;
+    machine.gpu_peaks = cuda::measure_peaks();
   }
-#endif
+#else
   (void)gpu;
-  return Machine{"cpu", Peaks{}};
+#endif
+  return machine;
 }
 
-std::vector<Measurement> measure_shape(const std::vector<Point>& points, const Machine& machine, const TimingConfig& config) {
-  std::vector<Measurement> out;
-  if (points.empty()) return out;
+std::vector<Row> measure_shape(const std::vector<Point>& points, const Machine& machine, const TimingConfig& config,
+                               const std::string& commit) {
+  std::vector<Row> rows;
+  if (points.empty()) return rows;
+  const ShapePoint& s = points.front().shape;
   std::unique_ptr<Problem> problem;
+  std::string invalid;
   try {
-    problem = std::make_unique<Problem>(make_problem(shape_of(points.front()), tree_of(points.front()), config.seed));
+    problem = std::make_unique<Problem>(make_problem(
+        make_shape(s.batch, s.q_len, s.q_heads, s.kv_heads, s.head_dim, s.dtype),
+        SharingTree::prefix_suffix(s.prefix, std::vector<int>(s.batch, s.suffix)), config.seed));
   } catch (const std::invalid_argument& e) {
-    for (std::size_t i = 0; i < points.size(); ++i) out.push_back(Measurement{"unsupported", e.what()});
-    return out;
+    invalid = e.what();
   }
-  for (const Point& p : points) out.push_back(measure_one(p, *problem, machine, config));
-  return out;
+  for (const Point& p : points) {
+    const std::string device = on_gpu(backend(p.backend)) ? machine.gpu : machine.host;
+    Measurement m;
+    if (problem) {
+      m = measure_one(p, *problem, machine, config);
+    } else {
+      m.status = "unsupported";
+      m.detail = invalid;
+    }
+    rows.push_back(Row{device.empty() ? "none" : device, commit, p, m});
+  }
+  return rows;
 }
 
 }  // namespace hydragen::sweep

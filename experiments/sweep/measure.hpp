@@ -1,7 +1,7 @@
 #pragma once
 // Measuring one problem on several backends: staging, planning and timing by the protocol of
 // DESIGN.md section 6 (CUDA: graph replays with L2 flushed, events; CPU: steady_clock), and the
-// floor from the cost model and the machine's measured peaks.
+// floor from the cost model and the peaks measured in the same run.
 #include <string>
 #include <vector>
 
@@ -10,13 +10,16 @@
 
 namespace hydragen::sweep {
 
+// The devices a sweep runs on, with their measured ceilings (zero where not measured).
 struct Machine {
-  std::string device;  // e.g. "NVIDIA H100 80GB HBM3" or "cpu"
-  Peaks peaks;         // zero when not measured
+  std::string gpu;  // e.g. "NVIDIA H100 80GB HBM3"; empty without one
+  Peaks gpu_peaks;
+  std::string host;  // e.g. "AMD EPYC (2 threads)"
+  Peaks host_peaks;
 };
 
-// Measures the GPU's peaks when `gpu` (and a GPU is present), else names the host.
-Machine describe_machine(bool gpu);
+// Measures the peaks of the devices the listed backends run on.
+Machine describe_machine(const std::vector<std::string>& backends);
 
 struct TimingConfig {
   int gpu_replays = 50;
@@ -24,8 +27,9 @@ struct TimingConfig {
   unsigned long long seed = 0;
 };
 
-// All points share one shape; the problem is generated once. A point that cannot run records
-// status unsupported (with the reason) or oom, and the sweep goes on.
-std::vector<Measurement> measure_shape(const std::vector<Point>& points, const Machine& machine, const TimingConfig& config);
+// All points share one shape; the problem is generated once. A point that cannot run is recorded
+// (unsupported with the reason, oom, or error) and the sweep goes on.
+std::vector<Row> measure_shape(const std::vector<Point>& points, const Machine& machine, const TimingConfig& config,
+                               const std::string& commit);
 
 }  // namespace hydragen::sweep

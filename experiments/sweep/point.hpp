@@ -1,5 +1,8 @@
 #pragma once
-// One measured point of a sweep and how it becomes a CSV row (DESIGN.md section 7's schema).
+// One measured point of a sweep and how it becomes a CSV row or a JSON object (DESIGN.md section
+// 7's schema).
+#include <nlohmann/json.hpp>
+
 #include <ostream>
 #include <string>
 
@@ -7,11 +10,16 @@
 
 namespace hydragen::sweep {
 
+// One problem: a prefix + suffix tree of B sequences.
+struct ShapePoint {
+  DType dtype = DType::bf16;
+  int batch = 0, prefix = 0, suffix = 0, q_len = 1, q_heads = 8, kv_heads = 1, head_dim = 128;
+};
+
 struct Point {
   std::string backend;
   Storage storage = Storage::shared;
-  DType dtype = DType::bf16;
-  int batch = 0, prefix = 0, suffix = 0, q_len = 1, q_heads = 8, kv_heads = 1, head_dim = 128;
+  ShapePoint shape;
 };
 
 struct Measurement {
@@ -22,8 +30,15 @@ struct Measurement {
   double floor_ms = 0;          // max(FLOPs / peak, bytes / peak); 0 when no peaks are known
 };
 
+// Column names and values, in the schema's order; empty strings where a value does not apply.
+struct Row {
+  std::string device, commit;
+  Point point;
+  Measurement m;
+};
+
 void write_csv_header(std::ostream& out);
-void write_csv_row(std::ostream& out, const std::string& device, const std::string& commit, const Point& p,
-                   const Measurement& m);
+void write_csv_row(std::ostream& out, const Row& row);
+nlohmann::json to_json(const Row& row);
 
 }  // namespace hydragen::sweep

@@ -7,6 +7,7 @@
 #include "hydragen/cuda/check.hpp"
 #include "hydragen/cuda/device.hpp"
 #include "hydragen/cuda/device_array.hpp"
+#include "hydragen/cuda/memory.hpp"
 #include "hydragen/cuda/timing.hpp"
 #include "handles.hpp"
 
@@ -14,16 +15,6 @@ namespace hydragen::cuda {
 
 namespace {
 
-// Two events around a region of a stream.
-struct EventPair {
-  OwnedEvent start, stop;
-  float elapsed_ms() const {
-    float ms = 0;
-    CUDA_CHECK(cudaEventSynchronize(stop.get()));
-    CUDA_CHECK(cudaEventElapsedTime(&ms, start.get(), stop.get()));
-    return ms;
-  }
-};
 struct GraphHolder {
   cudaGraph_t graph = nullptr;
   cudaGraphExec_t exec = nullptr;
@@ -43,17 +34,13 @@ TimingResult summarize(std::vector<double> ms) {
   return TimingResult{ms[ms.size() / 2], ms.front(), ms.back(), static_cast<int>(ms.size())};
 }
 
-// Timed `enqueue` runs, median.
-double median_ms(const std::function<void(cudaStream_t)>& enqueue, cudaStream_t s, int runs) {
-  EventPair events;
+// Median of `runs` timed runs of `enqueue` after one warm-up (no L2 flush: the peaks' buffers are
+// far larger than L2).
+double median_ms(const std::function<void(cudaStream_t)>& enqueue, int runs) {
+  RunTimer timer(false);
+  enqueue(timer.stream());
   std::vector<double> ms;
-  enqueue(s);  // warm-up
-  for (int i = 0; i < runs; ++i) {
-    CUDA_CHECK(cudaEventRecord(events.start.get(), s));
-    enqueue(s);
-    CUDA_CHECK(cudaEventRecord(events.stop.get(), s));
-    ms.push_back(events.elapsed_ms());
-  }
+  for (int i = 0; i < runs; ++i) ms.push_back(timer.time_ms(enqueue));
   return summarize(ms).median_ms;
 }
 
@@ -70,9 +57,42 @@ __global__ void fill_random_bf16(__nv_bfloat16* x, long long n, unsigned seed) {
 
 }  // namespace
 
+RunTimer::RunTimer(bool flush_l2) : flush_bytes_(flush_l2 ? 2 * query_device().l2_bytes : 0) {
+  // Members are raw handles so the destructor can release whatever the constructor got to.
+  try {
+    CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaEventCreate(&start_));
+    CUDA_CHECK(cudaEventCreate(&stop_));
+    flush_ = device_memory().allocate(flush_bytes_);
+  } catch (...) {
+    release();
+    throw;
+  }
+}
+
+RunTimer::~RunTimer() { release(); }
+
+void RunTimer::release() noexcept {
+  device_memory().release(flush_);
+  if (stop_ != nullptr) (void)cudaEventDestroy(stop_);
+  if (start_ != nullptr) (void)cudaEventDestroy(start_);
+  if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
+}
+
+double RunTimer::time_ms(const std::function<void(cudaStream_t)>& enqueue) {
+  if (flush_bytes_ > 0) CUDA_CHECK(cudaMemsetAsync(flush_, ++runs_ & 0xff, flush_bytes_, stream_));
+  CUDA_CHECK(cudaEventRecord(start_, stream_));
+  enqueue(stream_);
+  CUDA_CHECK(cudaEventRecord(stop_, stream_));
+  CUDA_CHECK(cudaEventSynchronize(stop_));
+  float ms = 0;
+  CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
+  return ms;
+}
+
 TimingResult time_graph(const std::function<void(cudaStream_t)>& enqueue, const TimingOptions& options) {
-  OwnedStream owned;
-  const cudaStream_t stream = owned.get();
+  RunTimer timer(options.flush_l2);
+  const cudaStream_t stream = timer.stream();
   for (int i = 0; i < options.warmup; ++i) enqueue(stream);
   CUDA_CHECK(cudaStreamSynchronize(stream));
   GraphHolder g;
@@ -87,30 +107,24 @@ TimingResult time_graph(const std::function<void(cudaStream_t)>& enqueue, const 
   }
   CUDA_CHECK(cudaStreamEndCapture(stream, &g.graph));
   CUDA_CHECK(cudaGraphInstantiate(&g.exec, g.graph, 0));
-  const std::size_t flush_bytes = options.flush_l2 ? 2 * query_device().l2_bytes : 0;
-  DeviceArray<unsigned char> flush(flush_bytes);
-  EventPair events;
   std::vector<double> ms;
   for (int i = 0; i < options.replays; ++i) {
-    if (flush_bytes > 0) CUDA_CHECK(cudaMemsetAsync(flush.data(), i & 0xff, flush_bytes, stream));
-    CUDA_CHECK(cudaEventRecord(events.start.get(), stream));
-    CUDA_CHECK(cudaGraphLaunch(g.exec, stream));
-    CUDA_CHECK(cudaEventRecord(events.stop.get(), stream));
-    ms.push_back(events.elapsed_ms());
+    ms.push_back(timer.time_ms([&](cudaStream_t s) { CUDA_CHECK(cudaGraphLaunch(g.exec, s)); }));
   }
   return summarize(ms);
 }
 
 Peaks measure_peaks() {
-  OwnedStream owned;
+  OwnedStream owned;  // for the setup work; the timed runs use RunTimer's stream after it
   const cudaStream_t stream = owned.get();
   // Copy: 1 GiB each way, counting the bytes read and the bytes written.
   constexpr std::size_t kCopyBytes = std::size_t{1} << 30;
   DeviceArray<unsigned char> src(kCopyBytes), dst(kCopyBytes);
   CUDA_CHECK(cudaMemsetAsync(src.data(), 1, kCopyBytes, stream));
+  CUDA_CHECK(cudaStreamSynchronize(stream));
   const double copy_ms = median_ms(
       [&](cudaStream_t s) { CUDA_CHECK(cudaMemcpyAsync(dst.data(), src.data(), kCopyBytes, cudaMemcpyDeviceToDevice, s)); },
-      stream, 10);
+      10);
   // GEMM: bf16 in, fp32 accumulate, 8192^3, random data (zeros would run faster than real data).
   constexpr int n = 8192;
   const long long elems = static_cast<long long>(n) * n;
@@ -119,16 +133,17 @@ Peaks measure_peaks() {
   fill_random_bf16<<<1024, 256, 0, stream>>>(a.data(), elems, 1u);
   fill_random_bf16<<<1024, 256, 0, stream>>>(b.data(), elems, 2u);
   check_launch("fill_random_bf16");
+  CUDA_CHECK(cudaStreamSynchronize(stream));
   CublasHolder cublas;
-  CUBLAS_CHECK(cublasSetStream(cublas.h, stream));
   const float alpha = 1.f, beta = 0.f;
   const double gemm_ms = median_ms(
-      [&](cudaStream_t) {
+      [&](cudaStream_t s) {
+        CUBLAS_CHECK(cublasSetStream(cublas.h, s));
         CUBLAS_CHECK(cublasGemmEx(cublas.h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &alpha, a.data(), CUDA_R_16BF, n, b.data(),
                                   CUDA_R_16BF, n, &beta, c.data(), CUDA_R_16BF, n, CUBLAS_COMPUTE_32F,
                                   CUBLAS_GEMM_DEFAULT));
       },
-      stream, 10);
+      10);
   return Peaks{2.0 * n * static_cast<double>(n) * n / (gemm_ms * 1e-3), 2.0 * kCopyBytes / (copy_ms * 1e-3)};
 }
 

@@ -25,6 +25,26 @@ struct TimingResult {
 // `enqueue` puts the work on the stream it is given (e.g. plan->run(..., Stream{stream})).
 TimingResult time_graph(const std::function<void(cudaStream_t)>& enqueue, const TimingOptions& options = {});
 
+// Times single runs of `enqueue` on a private stream with CUDA events, flushing L2 before each run
+// outside the timed region. For harnesses that own the loop (Google Benchmark's manual time).
+class RunTimer {
+ public:
+  explicit RunTimer(bool flush_l2 = true);
+  ~RunTimer();
+  RunTimer(const RunTimer&) = delete;
+  RunTimer& operator=(const RunTimer&) = delete;
+  double time_ms(const std::function<void(cudaStream_t)>& enqueue);
+  cudaStream_t stream() const { return stream_; }
+
+ private:
+  void release() noexcept;
+  cudaStream_t stream_ = nullptr;
+  cudaEvent_t start_ = nullptr, stop_ = nullptr;
+  void* flush_ = nullptr;  // [flush_bytes_] written before each run
+  std::size_t flush_bytes_ = 0;
+  int runs_ = 0;
+};
+
 // Device-to-device copy bandwidth (bytes read + written per second) and cuBLAS bf16 GEMM 8192^3
 // FLOP/s on random data, each the median of 10 timed runs.
 Peaks measure_peaks();

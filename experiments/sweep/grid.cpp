@@ -1,0 +1,125 @@
+#include "grid.hpp"
+
+#include <stdexcept>
+
+namespace hydragen::sweep {
+
+namespace {
+
+std::vector<int> range(int first, int last, int step) {
+  std::vector<int> v;
+  for (int x = first; x <= last; x += step) v.push_back(x);
+  return v;
+}
+
+std::vector<int> doubling(int first, int last) {
+  std::vector<int> v;
+  for (int x = first; x <= last; x *= 2) v.push_back(x);
+  return v;
+}
+
+struct Preset {
+  const char* name;
+  const char* description;
+  Grid (*make)();
+};
+
+// The paper's Figure 4 (microbenchmark): four (B, P) pairs, S from 0 to 512 in steps of 16.
+Grid paper_fig4() {
+  Grid g{{"cuda-flash:redundant", "cuda-flash:shared", "cuda-hydragen"}, {}};
+  for (const auto& [b, p] : std::vector<std::pair<int, int>>{{512, 1024}, {1024, 2048}, {2048, 4096}, {4096, 8192}}) {
+    for (int s : range(0, 512, 16)) g.shapes.push_back(ShapePoint{DType::bf16, b, p, s});
+  }
+  return g;
+}
+
+Grid full_grid() {
+  return Grid{{"cuda-flash:redundant", "cuda-flash:shared", "cuda-hydragen"},
+              product({DType::bf16}, doubling(32, 4096), {1024, 2048, 4096, 8192, 16384}, {0, 64, 128, 256, 512}, {1},
+                      {8}, {1}, {128})};
+}
+
+// A CodeLlama-7B attention layer on one GPU: 32 heads of 128, no GQA.
+Grid mha() {
+  return Grid{{"cuda-flash:redundant", "cuda-flash:shared", "cuda-hydragen"},
+              product({DType::bf16}, doubling(32, 256), {1024, 2048, 4096, 8192}, {64}, {1}, {32}, {32}, {128})};
+}
+
+// The CPU backends, sized to finish in about a minute on 2 cores: MHA (the prefix re-read from
+// memory by flat) and GQA g = 8 (flat already packs the heads).
+Grid cpu() {
+  Grid g{{"cpu-flat:shared", "cpu-hydragen"}, {}};
+  for (int kv_heads : {8, 1}) {
+    for (const ShapePoint& s : product({DType::fp32}, {16, 64}, {1024, 4096, 16384}, {64}, {1}, {8}, {kv_heads}, {128})) {
+      g.shapes.push_back(s);
+    }
+  }
+  return g;
+}
+
+Grid quick() {
+  return Grid{{"cuda-flash:redundant", "cuda-flash:shared", "cuda-hydragen"},
+              product({DType::bf16}, {32, 1024}, {1024, 16384}, {64}, {1}, {8}, {1}, {128})};
+}
+
+const std::vector<Preset>& presets() {
+  static const std::vector<Preset> all = {
+      {"paper-fig4", "the paper's Fig. 4: (B,P) in (512,1024) (1024,2048) (2048,4096) (4096,8192), S = 0..512 step 16; bf16 Hq=8 Hkv=1 D=128", paper_fig4},
+      {"grid", "B = 32..4096 doubling, P in 1024..16384, S in 0,64,128,256,512; bf16 Hq=8 Hkv=1 D=128", full_grid},
+      {"mha", "Hq=Hkv=32 D=128 (a CodeLlama-7B layer): B = 32..256, P = 1024..8192, S = 64; bf16", mha},
+      {"cpu", "cpu-flat vs cpu-hydragen, fp32 D=128 Hq=8 Hkv in 8,1: B in 16,64, P in 1024,4096,16384, S = 64", cpu},
+      {"quick", "B in 32,1024, P in 1024,16384, S = 64; bf16 Hq=8 Hkv=1 D=128: a few points for smoke runs", quick},
+  };
+  return all;
+}
+
+}  // namespace
+
+std::vector<ShapePoint> product(const std::vector<DType>& dtypes, const std::vector<int>& batch,
+                                const std::vector<int>& prefix, const std::vector<int>& suffix,
+                                const std::vector<int>& q_len, const std::vector<int>& q_heads,
+                                const std::vector<int>& kv_heads, const std::vector<int>& head_dim) {
+  std::vector<ShapePoint> out;
+  for (int b : batch)
+    for (int p : prefix)
+      for (int s : suffix)
+        for (DType d : dtypes)
+          for (int ql : q_len)
+            for (int hq : q_heads)
+              for (int hkv : kv_heads)
+                for (int hd : head_dim) out.push_back(ShapePoint{d, b, p, s, ql, hq, hkv, hd});
+  return out;
+}
+
+Grid preset(std::string_view name) {
+  for (const Preset& p : presets()) {
+    if (name == p.name) return p.make();
+  }
+  std::string known;
+  for (const std::string& n : preset_names()) known += (known.empty() ? "" : ", ") + n;
+  throw std::invalid_argument("--preset '" + std::string(name) + "' is not one of " + known);
+}
+
+std::vector<std::string> preset_names() {
+  std::vector<std::string> names;
+  for (const Preset& p : presets()) names.emplace_back(p.name);
+  return names;
+}
+
+std::string preset_description(std::string_view name) {
+  for (const Preset& p : presets()) {
+    if (name == p.name) return p.description;
+  }
+  return {};
+}
+
+Point make_point(const std::string& backend_spec, const ShapePoint& shape) {
+  Point p;
+  const auto colon = backend_spec.find(':');
+  p.backend = backend_spec.substr(0, colon);
+  if (colon != std::string::npos) p.storage = parse_storage(backend_spec.substr(colon + 1));
+  p.shape = shape;
+  return p;
+}
+
+}  // namespace hydragen::sweep

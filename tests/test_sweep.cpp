@@ -1,0 +1,141 @@
+// hydragen-sweep's contract with the plots: the CSV schema of DESIGN.md section 7, the JSON form of
+// the same rows, and the presets the paper's figures need.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <set>
+#include <sstream>
+#include <string>
+#include <utility>
+
+#include "sweep/grid.hpp"
+#include "sweep/point.hpp"
+
+namespace hydragen::sweep {
+namespace {
+
+using ::testing::HasSubstr;
+
+const char* const kHeader =
+    "device,commit,backend,storage,dtype,B,P,S,q_len,Hq,Hkv,D,median_ms,min_ms,max_ms,tflops,gbps,floor_ms,"
+    "time_over_floor,status,detail\n";
+
+Row measured_row() {
+  Row r{"NVIDIA H100 80GB HBM3", "abc1234", make_point("cuda-flash:redundant", ShapePoint{DType::bf16, 1024, 16384, 64}), {}};
+  r.m.median_ms = 2.0;
+  r.m.min_ms = 1.5;
+  r.m.max_ms = 2.5;
+  r.m.flops = 4e12;   // over 2 ms: 2000 TFLOP/s
+  r.m.bytes = 6e9;    // over 2 ms: 3000 GB/s
+  r.m.floor_ms = 0.5;
+  return r;
+}
+
+TEST(SweepCsv, HeaderIsTheDesignSchema) {
+  std::ostringstream out;
+  write_csv_header(out);
+  EXPECT_EQ(out.str(), kHeader);
+}
+
+TEST(SweepCsv, AMeasuredRowCarriesRatesAndTimeOverFloor) {
+  std::ostringstream out;
+  write_csv_row(out, measured_row());
+  EXPECT_EQ(out.str(),
+            "\"NVIDIA H100 80GB HBM3\",abc1234,cuda-flash,redundant,bf16,1024,16384,64,1,8,1,128,2,1.5,2.5,2000,3000,0.5,"
+            "4.000,ok,\"\"\n");
+}
+
+TEST(SweepCsv, AnOomRowLeavesEveryMeasurementEmptyAndQuotesTheDetail) {
+  Row r = measured_row();
+  r.m.status = "oom";
+  r.m.detail = "cuda memory: out of memory allocating 8 bytes (\"free\", 0)";
+  std::ostringstream out;
+  write_csv_row(out, r);
+  EXPECT_EQ(out.str(),
+            "\"NVIDIA H100 80GB HBM3\",abc1234,cuda-flash,redundant,bf16,1024,16384,64,1,8,1,128,,,,,,,,oom,"
+            "\"cuda memory: out of memory allocating 8 bytes (\"\"free\"\", 0)\"\n");
+}
+
+TEST(SweepCsv, NoFloorWithoutPeaks) {
+  Row r = measured_row();
+  r.m.floor_ms = 0;
+  std::ostringstream out;
+  write_csv_row(out, r);
+  EXPECT_THAT(out.str(), HasSubstr(",2000,3000,,,ok,"));
+}
+
+TEST(SweepJson, SameFieldsWithNumbersAndNulls) {
+  const nlohmann::json ok = to_json(measured_row());
+  EXPECT_EQ(ok["backend"], "cuda-flash");
+  EXPECT_EQ(ok["B"], 1024.0);
+  EXPECT_EQ(ok["time_over_floor"], 4.0);
+  Row oom = measured_row();
+  oom.m.status = "oom";
+  EXPECT_TRUE(to_json(oom)["median_ms"].is_null());
+  EXPECT_EQ(ok.size(), 21u);
+}
+
+TEST(SweepPresets, PaperFig4IsFourBatchPrefixPairsBySuffix0To512) {
+  const Grid g = preset("paper-fig4");
+  EXPECT_EQ(g.shapes.size(), 4u * 33u);
+  std::set<std::pair<int, int>> pairs;
+  std::set<int> suffixes;
+  for (const ShapePoint& s : g.shapes) {
+    pairs.insert({s.batch, s.prefix});
+    suffixes.insert(s.suffix);
+    EXPECT_EQ(s.dtype, DType::bf16);
+    EXPECT_EQ(s.q_heads, 8);
+    EXPECT_EQ(s.kv_heads, 1);
+    EXPECT_EQ(s.head_dim, 128);
+  }
+  EXPECT_EQ(pairs, (std::set<std::pair<int, int>>{{512, 1024}, {1024, 2048}, {2048, 4096}, {4096, 8192}}));
+  EXPECT_EQ(*suffixes.begin(), 0);
+  EXPECT_EQ(*suffixes.rbegin(), 512);
+  EXPECT_THAT(g.backends, ::testing::ElementsAre("cuda-flash:redundant", "cuda-flash:shared", "cuda-hydragen"));
+}
+
+TEST(SweepPresets, GridIsEightBatchesFivePrefixesFiveSuffixes) {
+  const Grid g = preset("grid");
+  EXPECT_EQ(g.shapes.size(), 8u * 5u * 5u);
+  EXPECT_EQ(g.shapes.front().batch, 32);
+  EXPECT_EQ(g.shapes.back().batch, 4096);
+  EXPECT_EQ(g.shapes.back().prefix, 16384);
+  EXPECT_EQ(g.shapes.back().suffix, 512);
+}
+
+TEST(SweepPresets, MhaIsACodeLlama7BLayer) {
+  for (const ShapePoint& s : preset("mha").shapes) {
+    EXPECT_EQ(s.q_heads, 32);
+    EXPECT_EQ(s.kv_heads, 32);
+    EXPECT_EQ(s.head_dim, 128);
+  }
+}
+
+TEST(SweepPresets, CpuPresetUsesTheCpuBackendsInFp32) {
+  const Grid g = preset("cpu");
+  EXPECT_THAT(g.backends, ::testing::ElementsAre("cpu-flat:shared", "cpu-hydragen"));
+  for (const ShapePoint& s : g.shapes) EXPECT_EQ(s.dtype, DType::fp32);
+}
+
+TEST(SweepPresets, AnUnknownNameListsThePresets) {
+  EXPECT_THAT([] { preset("fig5"); },
+              ::testing::ThrowsMessage<std::invalid_argument>(HasSubstr("paper-fig4, grid, mha, cpu, quick")));
+}
+
+TEST(SweepGrid, ProductVariesTheLastListFastest) {
+  const std::vector<ShapePoint> p = product({DType::fp32}, {1, 2}, {10}, {0, 5}, {1}, {8}, {1}, {64});
+  ASSERT_EQ(p.size(), 4u);
+  EXPECT_EQ(p[0].batch, 1);
+  EXPECT_EQ(p[0].suffix, 0);
+  EXPECT_EQ(p[1].suffix, 5);
+  EXPECT_EQ(p[2].batch, 2);
+}
+
+TEST(SweepGrid, BackendSpecNamesTheStorage) {
+  EXPECT_EQ(make_point("cpu-flat:redundant", {}).storage, Storage::redundant);
+  EXPECT_EQ(make_point("cpu-flat", {}).storage, Storage::shared);
+  EXPECT_THROW(make_point("cpu-flat:paged", {}), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace hydragen::sweep
