@@ -103,45 +103,62 @@ StagedProblem::StagedProblem(const DeviceMemory& memory, const Problem& problem,
       shape_(problem.shape),
       tree_(storage == Storage::shared ? problem.tree : problem.tree.flattened()) {
   const DType dt = shape_.dtype;
-  auto stage = [&](const std::vector<double>& values) {
-    const std::vector<std::byte> bytes = encode(values, dt);
+  const std::size_t elem = dtype_size(dt);
+  // One allocation per tensor kind, sub-allocated per segment (or per sequence): a batch of
+  // thousands of sequences would otherwise pay thousands of device allocations.
+  auto stage = [&](const std::vector<const std::vector<double>*>& parts, std::vector<ConstTensor>& views) {
+    std::vector<double> all;
+    for (const auto* part : parts) all.insert(all.end(), part->begin(), part->end());
+    const std::vector<std::byte> bytes = encode(all, dt);
     buffers_.emplace_back(memory, bytes.size());
     memory.copy_from_host(buffers_.back().data(), bytes.data(), bytes.size());
-    return ConstTensor{buffers_.back().data(), dt, values.size()};
+    std::size_t offset = 0;
+    for (const auto* part : parts) {
+      views.push_back(ConstTensor{part->empty() ? nullptr : static_cast<std::byte*>(buffers_.back().data()) + offset * elem,
+                                  dt, part->size()});
+      offset += part->size();
+    }
   };
-  inputs_.q = stage(problem.q);
-  for (int s = 0; s < problem.tree.num_segments(); ++s) {
-    inputs_.k.push_back(stage(problem.k[s]));
-    inputs_.v.push_back(stage(problem.v[s]));
+  std::vector<ConstTensor> q;
+  stage({&problem.q}, q);
+  inputs_.q = q.front();
+  std::vector<const std::vector<double>*> k, v;
+  for (int seg = 0; seg < problem.tree.num_segments(); ++seg) {
+    k.push_back(&problem.k[seg]);
+    v.push_back(&problem.v[seg]);
   }
+  stage(k, inputs_.k);
+  stage(v, inputs_.v);
   if (storage == Storage::redundant) {
     // Each sequence gets its own copy of its path, assembled on the device from the staged
     // segments; the shared copies are then freed so the footprint is that of redundant storage.
-    const std::size_t elem = dtype_size(dt);
     const std::size_t row = kv_row(shape_);
+    std::size_t total = 0;
+    for (int s = 0; s < problem.tree.num_seqs(); ++s) total += static_cast<std::size_t>(problem.tree.path_length(s)) * row;
+    const AttentionInputs segments = inputs_;
     std::vector<Buffer> shared = std::move(buffers_);
     buffers_.clear();
     buffers_.push_back(std::move(shared.front()));  // q stays
-    const AttentionInputs segments = inputs_;
     inputs_.k.clear();
     inputs_.v.clear();
-    for (int s = 0; s < problem.tree.num_seqs(); ++s) {
-      const std::size_t n = static_cast<std::size_t>(problem.tree.path_length(s)) * row;
-      for (const auto* source : {&segments.k, &segments.v}) {
-        buffers_.emplace_back(memory, n * elem);
-        std::size_t offset = 0;
+    for (const auto* source : {&segments.k, &segments.v}) {
+      buffers_.emplace_back(memory, total * elem);
+      auto* base = static_cast<std::byte*>(buffers_.back().data());
+      std::size_t offset = 0;  // elements
+      for (int s = 0; s < problem.tree.num_seqs(); ++s) {
+        const std::size_t first = offset;
         for (int seg : problem.tree.path(s)) {
-          const std::size_t bytes = (*source)[seg].numel * elem;
-          memory.copy(static_cast<std::byte*>(buffers_.back().data()) + offset, (*source)[seg].data, bytes);
-          offset += bytes;
+          memory.copy(base + offset * elem, (*source)[seg].data, (*source)[seg].numel * elem);
+          offset += (*source)[seg].numel;
         }
-        (source == &segments.k ? inputs_.k : inputs_.v).push_back(ConstTensor{buffers_.back().data(), dt, n});
+        (source == &segments.k ? inputs_.k : inputs_.v)
+            .push_back(ConstTensor{offset == first ? nullptr : base + first * elem, dt, offset - first});
       }
     }
     memory.synchronize();
   }
   const std::size_t rows = query_rows(shape_);
-  buffers_.emplace_back(memory, rows * shape_.head_dim * dtype_size(dt));
+  buffers_.emplace_back(memory, rows * shape_.head_dim * elem);
   outputs_.o = Tensor{buffers_.back().data(), dt, rows * shape_.head_dim};
   buffers_.emplace_back(memory, rows * dtype_size(lse_dtype(dt)));
   outputs_.lse = Tensor{buffers_.back().data(), lse_dtype(dt), rows};
