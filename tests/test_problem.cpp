@@ -4,6 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -267,6 +269,36 @@ TEST(RunBackend, AnOutputMissingOneElementFailsTheComparison) {
   EXPECT_FALSE(c.pass);
   EXPECT_EQ(c.failed_elements, 1u);
   EXPECT_EQ(c.worst_index, ref.o.size() - 1);
+}
+
+}  // namespace
+}  // namespace hydragen
+
+namespace hydragen {
+namespace {
+
+// The sweep stages problems from a spec without an fp64 copy; the values must be make_problem's.
+TEST(StagedFromSpec, HoldsExactlyTheTensorsOfMakeProblem) {
+  for (DType dtype : {DType::fp32, DType::fp16, DType::bf16}) {
+    for (Storage storage : {Storage::shared, Storage::redundant}) {
+      const ProblemSpec spec{make_shape(3, 2, 8, 2, 64, dtype), SharingTree::two_level(40, {7, 0}, {{1, 5}, {9}}), 99, 3.0};
+      const Problem problem = make_problem(spec.shape, spec.tree, spec.seed, spec.q_scale);
+      const StagedProblem from_problem(host_memory(), problem, storage), from_spec(host_memory(), spec, storage);
+      auto same = [&](const ConstTensor& a, const ConstTensor& b) {
+        ASSERT_EQ(a.numel, b.numel);
+        EXPECT_EQ(a.dtype, b.dtype);
+        if (a.numel > 0) {
+          EXPECT_EQ(std::memcmp(a.data, b.data, a.numel * dtype_size(a.dtype)), 0);
+        }
+      };
+      same(from_problem.inputs().q, from_spec.inputs().q);
+      ASSERT_EQ(from_problem.inputs().k.size(), from_spec.inputs().k.size());
+      for (std::size_t i = 0; i < from_spec.inputs().k.size(); ++i) {
+        same(from_problem.inputs().k[i], from_spec.inputs().k[i]);
+        same(from_problem.inputs().v[i], from_spec.inputs().v[i]);
+      }
+    }
+  }
 }
 
 }  // namespace

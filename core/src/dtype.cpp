@@ -112,28 +112,29 @@ double round_through(double value, DType dtype) {
   throw std::invalid_argument("round_through: unknown dtype");
 }
 
+void encode_one(double value, DType dtype, std::byte* dst) {
+  const float f = static_cast<float>(value);
+  switch (dtype) {
+    case DType::fp64: std::memcpy(dst, &value, 8); break;
+    case DType::fp32: std::memcpy(dst, &f, 4); break;
+    case DType::fp16: {
+      const std::uint16_t h = float_to_half_bits(f);
+      std::memcpy(dst, &h, 2);
+      break;
+    }
+    case DType::bf16: {
+      const std::uint16_t b = float_to_bf16_bits(f);
+      std::memcpy(dst, &b, 2);
+      break;
+    }
+  }
+}
+
 std::vector<std::byte> encode(const std::vector<double>& values, DType dtype) {
   const std::size_t size = dtype_size(dtype);
   std::vector<std::byte> out(values.size() * size);
   detail::parallel_chunks(values.size(), [&](std::size_t first, std::size_t last) {
-    for (std::size_t i = first; i < last; ++i) {
-      std::byte* dst = out.data() + i * size;
-      const float f = static_cast<float>(values[i]);
-      switch (dtype) {
-        case DType::fp64: std::memcpy(dst, &values[i], 8); break;
-        case DType::fp32: std::memcpy(dst, &f, 4); break;
-        case DType::fp16: {
-          const std::uint16_t h = float_to_half_bits(f);
-          std::memcpy(dst, &h, 2);
-          break;
-        }
-        case DType::bf16: {
-          const std::uint16_t b = float_to_bf16_bits(f);
-          std::memcpy(dst, &b, 2);
-          break;
-        }
-      }
-    }
+    for (std::size_t i = first; i < last; ++i) encode_one(values[i], dtype, out.data() + i * size);
   });
   return out;
 }

@@ -28,17 +28,35 @@ double normal_at(std::uint64_t seed, std::uint64_t stream, std::uint64_t i) {
   return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
 }
 
+// Element i of a tensor as make_problem draws it: in fp32, like the data a model would hold, scaled
+// and rounded through the dtype; never an exact zero (zeros hide indexing bugs).
+double drawn_value(std::uint64_t seed, std::uint64_t stream, std::size_t i, std::size_t count, double factor, DType dtype) {
+  float value = static_cast<float>(normal_at(seed, stream, i));
+  for (std::uint64_t retry = 1; value == 0.0f; ++retry) value = static_cast<float>(normal_at(seed, stream, i + retry * count));
+  return round_through(static_cast<double>(value) * factor, dtype);
+}
+
 std::vector<double> draw(std::uint64_t seed, std::uint64_t stream, std::size_t count, double factor, DType dtype) {
   std::vector<double> out(count);
   detail::parallel_chunks(count, [&](std::size_t first, std::size_t last) {
-    for (std::size_t i = first; i < last; ++i) {
-      // Drawn in fp32, like the data a model would hold; never an exact zero (zeros hide indexing bugs).
-      float value = static_cast<float>(normal_at(seed, stream, i));
-      for (std::uint64_t retry = 1; value == 0.0f; ++retry) value = static_cast<float>(normal_at(seed, stream, i + retry * count));
-      out[i] = round_through(static_cast<double>(value) * factor, dtype);
-    }
+    for (std::size_t i = first; i < last; ++i) out[i] = drawn_value(seed, stream, i, count, factor, dtype);
   });
   return out;
+}
+
+// The same values, encoded: 2 bytes an element for bf16 instead of 8.
+std::vector<std::byte> draw_bytes(std::uint64_t seed, std::uint64_t stream, std::size_t count, double factor, DType dtype) {
+  const std::size_t size = dtype_size(dtype);
+  std::vector<std::byte> out(count * size);
+  detail::parallel_chunks(count, [&](std::size_t first, std::size_t last) {
+    for (std::size_t i = first; i < last; ++i) encode_one(drawn_value(seed, stream, i, count, factor, dtype), dtype, out.data() + i * size);
+  });
+  return out;
+}
+
+// The streams of make_problem: Q is stream 0, segment s's K and V are 2s + 1 and 2s + 2.
+std::uint64_t stream_of(int kind, int segment) {
+  return kind == 0 ? 0 : 2 * static_cast<std::uint64_t>(segment) + static_cast<std::uint64_t>(kind);
 }
 
 std::size_t kv_row(const AttentionShape& shape) { return static_cast<std::size_t>(shape.kv_heads) * shape.head_dim; }
@@ -53,11 +71,11 @@ Problem make_problem(const AttentionShape& shape, const SharingTree& tree, std::
     throw std::invalid_argument("make_problem: q_scale must be positive and finite, got " + std::to_string(q_scale));
   }
   Problem p{shape, tree, {}, {}, {}};
-  p.q = draw(seed, 0, query_rows(shape) * shape.head_dim, q_scale, shape.dtype);
+  p.q = draw(seed, stream_of(0, 0), query_rows(shape) * shape.head_dim, q_scale, shape.dtype);
   for (int s = 0; s < tree.num_segments(); ++s) {
     const std::size_t n = static_cast<std::size_t>(tree.length(s)) * kv_row(shape);
-    p.k.push_back(draw(seed, 2 * static_cast<std::uint64_t>(s) + 1, n, 1.0, shape.dtype));
-    p.v.push_back(draw(seed, 2 * static_cast<std::uint64_t>(s) + 2, n, 1.0, shape.dtype));
+    p.k.push_back(draw(seed, stream_of(1, s), n, 1.0, shape.dtype));
+    p.v.push_back(draw(seed, stream_of(2, s), n, 1.0, shape.dtype));
   }
   return p;
 }
@@ -99,59 +117,74 @@ Storage parse_storage(std::string_view text) {
 }
 
 StagedProblem::StagedProblem(const DeviceMemory& memory, const Problem& problem, Storage storage)
-    : memory_(&memory),
-      shape_(problem.shape),
-      tree_(storage == Storage::shared ? problem.tree : problem.tree.flattened()) {
+    : StagedProblem(memory, problem.shape, problem.tree, storage, [&](Kind kind, int segment) {
+        const std::vector<double>& values =
+            kind == Kind::q ? problem.q : kind == Kind::k ? problem.k.at(segment) : problem.v.at(segment);
+        return encode(values, problem.shape.dtype);
+      }) {}
+
+StagedProblem::StagedProblem(const DeviceMemory& memory, const ProblemSpec& spec, Storage storage)
+    : StagedProblem(memory, spec.shape, spec.tree, storage, [&](Kind kind, int segment) {
+        const AttentionShape& shape = spec.shape;
+        const std::size_t count = kind == Kind::q ? query_rows(shape) * shape.head_dim
+                                                  : static_cast<std::size_t>(spec.tree.length(segment)) * kv_row(shape);
+        return draw_bytes(spec.seed, stream_of(static_cast<int>(kind), segment), count,
+                          kind == Kind::q ? spec.q_scale : 1.0, shape.dtype);
+      }) {
+  if (!(spec.q_scale > 0) || !std::isfinite(spec.q_scale)) {
+    throw std::invalid_argument("ProblemSpec.q_scale must be positive and finite, got " + std::to_string(spec.q_scale));
+  }
+}
+
+StagedProblem::StagedProblem(const DeviceMemory& memory, const AttentionShape& shape, const SharingTree& tree,
+                             Storage storage, const Source& source)
+    : memory_(&memory), shape_(shape), tree_(storage == Storage::shared ? tree : tree.flattened()) {
+  validate_problem(shape, tree);
   const DType dt = shape_.dtype;
   const std::size_t elem = dtype_size(dt);
   // One allocation per tensor kind, sub-allocated per segment (or per sequence): a batch of
   // thousands of sequences would otherwise pay thousands of device allocations.
-  auto stage = [&](const std::vector<const std::vector<double>*>& parts, std::vector<ConstTensor>& views) {
-    std::vector<double> all;
-    for (const auto* part : parts) all.insert(all.end(), part->begin(), part->end());
-    const std::vector<std::byte> bytes = encode(all, dt);
-    buffers_.emplace_back(memory, bytes.size());
-    memory.copy_from_host(buffers_.back().data(), bytes.data(), bytes.size());
-    std::size_t offset = 0;
-    for (const auto* part : parts) {
-      views.push_back(ConstTensor{part->empty() ? nullptr : static_cast<std::byte*>(buffers_.back().data()) + offset * elem,
-                                  dt, part->size()});
-      offset += part->size();
+  auto stage = [&](Kind kind, int parts, std::size_t total, std::vector<ConstTensor>& views) {
+    buffers_.emplace_back(memory, total * elem);
+    auto* base = static_cast<std::byte*>(buffers_.back().data());
+    std::size_t offset = 0;  // elements
+    for (int i = 0; i < parts; ++i) {
+      const std::vector<std::byte> bytes = source(kind, i);
+      const std::size_t n = bytes.size() / elem;
+      memory.copy_from_host(base + offset * elem, bytes.data(), bytes.size());
+      views.push_back(ConstTensor{n == 0 ? nullptr : base + offset * elem, dt, n});
+      offset += n;
     }
   };
   std::vector<ConstTensor> q;
-  stage({&problem.q}, q);
+  stage(Kind::q, 1, query_rows(shape_) * shape_.head_dim, q);
   inputs_.q = q.front();
-  std::vector<const std::vector<double>*> k, v;
-  for (int seg = 0; seg < problem.tree.num_segments(); ++seg) {
-    k.push_back(&problem.k[seg]);
-    v.push_back(&problem.v[seg]);
-  }
-  stage(k, inputs_.k);
-  stage(v, inputs_.v);
+  const std::size_t row = kv_row(shape_);
+  const std::size_t kv_total = static_cast<std::size_t>(tree.total_tokens()) * row;
+  stage(Kind::k, tree.num_segments(), kv_total, inputs_.k);
+  stage(Kind::v, tree.num_segments(), kv_total, inputs_.v);
   if (storage == Storage::redundant) {
     // Each sequence gets its own copy of its path, assembled on the device from the staged
     // segments; the shared copies are then freed so the footprint is that of redundant storage.
-    const std::size_t row = kv_row(shape_);
     std::size_t total = 0;
-    for (int s = 0; s < problem.tree.num_seqs(); ++s) total += static_cast<std::size_t>(problem.tree.path_length(s)) * row;
+    for (int s = 0; s < tree.num_seqs(); ++s) total += static_cast<std::size_t>(tree.path_length(s)) * row;
     const AttentionInputs segments = inputs_;
     std::vector<Buffer> shared = std::move(buffers_);
     buffers_.clear();
     buffers_.push_back(std::move(shared.front()));  // q stays
     inputs_.k.clear();
     inputs_.v.clear();
-    for (const auto* source : {&segments.k, &segments.v}) {
+    for (const auto* src : {&segments.k, &segments.v}) {
       buffers_.emplace_back(memory, total * elem);
       auto* base = static_cast<std::byte*>(buffers_.back().data());
       std::size_t offset = 0;  // elements
-      for (int s = 0; s < problem.tree.num_seqs(); ++s) {
+      for (int s = 0; s < tree.num_seqs(); ++s) {
         const std::size_t first = offset;
-        for (int seg : problem.tree.path(s)) {
-          memory.copy(base + offset * elem, (*source)[seg].data, (*source)[seg].numel * elem);
-          offset += (*source)[seg].numel;
+        for (int seg : tree.path(s)) {
+          memory.copy(base + offset * elem, (*src)[seg].data, (*src)[seg].numel * elem);
+          offset += (*src)[seg].numel;
         }
-        (source == &segments.k ? inputs_.k : inputs_.v)
+        (src == &segments.k ? inputs_.k : inputs_.v)
             .push_back(ConstTensor{offset == first ? nullptr : base + first * elem, dt, offset - first});
       }
     }

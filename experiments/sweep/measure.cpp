@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <memory>
 #include <stdexcept>
 
 #include "hydragen/backends.hpp"
@@ -47,7 +46,7 @@ void time_on_gpu([[maybe_unused]] AttentionPlan& plan, [[maybe_unused]] const St
 #endif
 }
 
-Measurement measure_one(const Point& point, const Problem& problem, const Machine& machine, const TimingConfig& config) {
+Measurement measure_one(const Point& point, const ProblemSpec& problem, const Machine& machine, const TimingConfig& config) {
   Measurement m;
   const AttentionBackend& b = backend(point.backend);
   // The floor is the problem's, whatever the storage: each distinct K/V byte once.
@@ -109,20 +108,20 @@ std::vector<Row> measure_shape(const std::vector<Point>& points, const Machine& 
   std::vector<Row> rows;
   if (points.empty()) return rows;
   const ShapePoint& s = points.front().shape;
-  std::unique_ptr<Problem> problem;
+  // Staged straight from the spec: no fp64 copy of a problem that can be gigabytes.
+  const ProblemSpec problem{make_shape(s.batch, s.q_len, s.q_heads, s.kv_heads, s.head_dim, s.dtype),
+                            SharingTree::prefix_suffix(s.prefix, std::vector<int>(s.batch, s.suffix)), config.seed};
   std::string invalid;
   try {
-    problem = std::make_unique<Problem>(make_problem(
-        make_shape(s.batch, s.q_len, s.q_heads, s.kv_heads, s.head_dim, s.dtype),
-        SharingTree::prefix_suffix(s.prefix, std::vector<int>(s.batch, s.suffix)), config.seed));
+    validate_problem(problem.shape, problem.tree);
   } catch (const std::invalid_argument& e) {
     invalid = e.what();
   }
   for (const Point& p : points) {
     const std::string device = on_gpu(backend(p.backend)) ? machine.gpu : machine.host;
     Measurement m;
-    if (problem) {
-      m = measure_one(p, *problem, machine, config);
+    if (invalid.empty()) {
+      m = measure_one(p, problem, machine, config);
     } else {
       m.status = "unsupported";
       m.detail = invalid;

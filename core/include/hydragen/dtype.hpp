@@ -33,6 +33,9 @@ float bf16_bits_to_float(std::uint16_t bits);
 // The value `value` becomes when stored as `dtype` (exact for fp64; fp32 rounding first for 16-bit).
 double round_through(double value, DType dtype);
 
+// Writes `value` as one element of `dtype` (rounding to nearest even) at dst.
+void encode_one(double value, DType dtype, std::byte* dst);
+
 // Packs fp64 values into the byte representation of `dtype`, and back.
 std::vector<std::byte> encode(const std::vector<double>& values, DType dtype);
 std::vector<double> decode(const void* bytes, std::size_t count, DType dtype);

@@ -1,6 +1,7 @@
 #pragma once
 // A concrete attention problem with host data, and how it is staged into a backend's memory.
 #include <cstdint>
+#include <functional>
 #include <string_view>
 #include <vector>
 
@@ -40,11 +41,22 @@ struct Results {
   std::vector<double> lse;  // [B, q_len, Hq]
 };
 
+// What make_problem draws, without drawing it: a StagedProblem built from a spec holds the same
+// values, generated straight into the dtype (a sweep point can be gigabytes in fp64).
+struct ProblemSpec {
+  AttentionShape shape;
+  SharingTree tree;
+  std::uint64_t seed = 0;
+  double q_scale = 1.0;
+};
+
 // A problem's tensors in a backend's memory, laid out for a storage, with outputs allocated.
 // Owns every buffer; nothing leaks if construction throws part-way.
 class StagedProblem {
  public:
   StagedProblem(const DeviceMemory& memory, const Problem& problem, Storage storage);
+  // The tensors of make_problem(spec.shape, spec.tree, spec.seed, spec.q_scale), bit for bit.
+  StagedProblem(const DeviceMemory& memory, const ProblemSpec& spec, Storage storage);
 
   const AttentionShape& shape() const { return shape_; }
   const SharingTree& tree() const { return tree_; }  // flattened for `redundant`
@@ -55,6 +67,12 @@ class StagedProblem {
   Results fetch() const;        // copies O and LSE back and widens them to fp64
 
  private:
+  // The encoded bytes of Q (segment -1), or of segment i's K or V.
+  enum class Kind { q, k, v };
+  using Source = std::function<std::vector<std::byte>(Kind kind, int segment)>;
+  StagedProblem(const DeviceMemory& memory, const AttentionShape& shape, const SharingTree& tree, Storage storage,
+                const Source& source);
+
   const DeviceMemory* memory_;
   AttentionShape shape_;
   SharingTree tree_;
