@@ -147,11 +147,13 @@ StagedProblem::StagedProblem(const DeviceMemory& memory, const AttentionShape& s
   auto stage = [&](Kind kind, int parts, std::size_t total, std::vector<ConstTensor>& views) {
     buffers_.emplace_back(memory, total * elem);
     auto* base = static_cast<std::byte*>(buffers_.back().data());
+    // Thousands of short suffixes: generate them on all threads, then copy in order.
+    std::vector<std::vector<std::byte>> bytes(static_cast<std::size_t>(parts));
+    detail::parallel_items(bytes.size(), [&](std::size_t i) { bytes[i] = source(kind, static_cast<int>(i)); });
     std::size_t offset = 0;  // elements
-    for (int i = 0; i < parts; ++i) {
-      const std::vector<std::byte> bytes = source(kind, i);
-      const std::size_t n = bytes.size() / elem;
-      memory.copy_from_host(base + offset * elem, bytes.data(), bytes.size());
+    for (const std::vector<std::byte>& b : bytes) {
+      const std::size_t n = b.size() / elem;
+      memory.copy_from_host(base + offset * elem, b.data(), b.size());
       views.push_back(ConstTensor{n == 0 ? nullptr : base + offset * elem, dt, n});
       offset += n;
     }

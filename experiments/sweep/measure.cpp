@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
 #include <stdexcept>
 
 #include "hydragen/backends.hpp"
@@ -46,7 +47,31 @@ void time_on_gpu([[maybe_unused]] AttentionPlan& plan, [[maybe_unused]] const St
 #endif
 }
 
-Measurement measure_one(const Point& point, const ProblemSpec& problem, const Machine& machine, const TimingConfig& config) {
+// The staged problems of one shape, shared by the backends that read the same memory with the same
+// storage (generating and copying a large point costs more than timing it).
+class StageCache {
+ public:
+  explicit StageCache(const ProblemSpec& spec) : spec_(spec) {}
+  const StagedProblem& get(const DeviceMemory& memory, Storage storage) {
+    for (const Entry& e : entries_) {
+      if (e.memory == &memory && e.storage == storage) return *e.staged;
+    }
+    entries_.push_back(Entry{&memory, storage, std::make_unique<StagedProblem>(memory, spec_, storage)});
+    return *entries_.back().staged;
+  }
+
+ private:
+  struct Entry {
+    const DeviceMemory* memory;
+    Storage storage;
+    std::unique_ptr<StagedProblem> staged;
+  };
+  const ProblemSpec& spec_;
+  std::vector<Entry> entries_;
+};
+
+Measurement measure_one(const Point& point, const ProblemSpec& problem, StageCache& cache, const Machine& machine,
+                        const TimingConfig& config) {
   Measurement m;
   const AttentionBackend& b = backend(point.backend);
   // The floor is the problem's, whatever the storage: each distinct K/V byte once.
@@ -67,7 +92,7 @@ Measurement measure_one(const Point& point, const ProblemSpec& problem, const Ma
     return m;
   }
   try {
-    const StagedProblem staged(b.memory(), problem, point.storage);
+    const StagedProblem& staged = cache.get(b.memory(), point.storage);
     const auto plan = b.plan(staged.shape(), staged.tree());
     if (on_gpu(b)) {
       time_on_gpu(*plan, staged, config.gpu_replays, m);
@@ -111,6 +136,7 @@ std::vector<Row> measure_shape(const std::vector<Point>& points, const Machine& 
   // Staged straight from the spec: no fp64 copy of a problem that can be gigabytes.
   const ProblemSpec problem{make_shape(s.batch, s.q_len, s.q_heads, s.kv_heads, s.head_dim, s.dtype),
                             SharingTree::prefix_suffix(s.prefix, std::vector<int>(s.batch, s.suffix)), config.seed};
+  StageCache cache(problem);
   std::string invalid;
   try {
     validate_problem(problem.shape, problem.tree);
@@ -121,7 +147,7 @@ std::vector<Row> measure_shape(const std::vector<Point>& points, const Machine& 
     const std::string device = on_gpu(backend(p.backend)) ? machine.gpu : machine.host;
     Measurement m;
     if (invalid.empty()) {
-      m = measure_one(p, problem, machine, config);
+      m = measure_one(p, problem, cache, machine, config);
     } else {
       m.status = "unsupported";
       m.detail = invalid;
