@@ -5,6 +5,7 @@
 #include <string>
 
 #include "diff/diff.hpp"
+#include "diff/npy_mode.hpp"
 #include "diff/options.hpp"
 #include "hydragen/errors.hpp"
 
@@ -30,6 +31,11 @@ int run_cli(int argc, const char* const argv[], const BackendRegistry& registry,
       case Action::help: out << Options::usage(); return exit_pass;
       case Action::list: out << backend_list(registry); return exit_pass;
       case Action::run: break;
+    }
+    if (!options.npy_dir.empty()) {
+      const NpyDiffResult result = run_npy_diff(options, registry);
+      out << npy_summary_line(result) << '\n';
+      return npy_pass(result) ? exit_pass : exit_fail;
     }
     const DiffResult result = run_diff(options, registry);
     out << summary_line(result) << '\n';

@@ -46,21 +46,23 @@ DiffResult run_diff(const Options& options, const BackendRegistry& registry) {
 }
 
 std::string summary_line(const DiffResult& r) {
-  const Comparison& c = r.comparison;
-  const std::size_t lse_count = static_cast<std::size_t>(r.shape.num_seqs) * r.shape.q_len * r.shape.q_heads;
-  const std::size_t o_count = lse_count * r.shape.head_dim;
   return "backend=" + r.backend + " storage=" + std::string(storage_name(r.storage)) + " " + r.shape.describe() +
-         " tree=" + r.tree +                                                                     //
-         " max_abs_err=" + format("%.3e", c.max_abs_error) +                                     //
+         " tree=" + r.tree + " " + comparison_text(r.shape, r.comparison);
+}
+
+std::string comparison_text(const AttentionShape& shape, const Comparison& c) {
+  const std::size_t lse_count = static_cast<std::size_t>(shape.num_seqs) * shape.q_len * shape.q_heads;
+  const std::size_t o_count = lse_count * shape.head_dim;
+  return "max_abs_err=" + format("%.3e", c.max_abs_error) +                                      //
          " rel_l2_err=" + format("%.3e", c.rel_l2_error) +                                       //
          " lse_err=" + format("%.3e", c.lse_max_abs_error) +                                     //
          " tol=(rtol " + format("%.2e", c.tolerance.rtol) + ", atol " + format("%.2e", c.tolerance.atol) +
-         "*rms, l2 " + format("%.2e", c.tolerance.l2) + ", lse " + format("%.2e", c.tolerance.lse_tol) + ")" +                              //
+         "*rms, l2 " + format("%.2e", c.tolerance.l2) + ", lse " + format("%.2e", c.tolerance.lse_tol) + ")" +
          " o_failed=" + std::to_string(c.failed_elements) + "/" + std::to_string(o_count) +      //
          " lse_failed=" + std::to_string(c.lse_failed) + "/" + std::to_string(lse_count) +       //
-         " worst_o=" + index_name(r.shape, c.worst_index, false) +                               //
+         " worst_o=" + index_name(shape, c.worst_index, false) +                                 //
          " (out " + format("%.9g", c.worst_value) + ", ref " + format("%.9g", c.worst_reference) + ")" +
-         " worst_lse=" + index_name(r.shape, c.lse_worst_index, true) + (c.pass ? " PASS" : " FAIL");
+         " worst_lse=" + index_name(shape, c.lse_worst_index, true) + (c.pass ? " PASS" : " FAIL");
 }
 
 std::string backend_list(const BackendRegistry& registry) {

@@ -26,6 +26,9 @@ DiffResult run_diff(const Options& options, const BackendRegistry& registry);
 // LSE error, tolerance, failed counts, worst O and LSE elements, PASS or FAIL.
 std::string summary_line(const DiffResult& result);
 
+// The comparison part of the summary line (errors, tolerance, failed counts, worst elements, PASS/FAIL).
+std::string comparison_text(const AttentionShape& shape, const Comparison& comparison);
+
 // One line per backend: name, memory, availability (or the unavailable reason), summary.
 std::string backend_list(const BackendRegistry& registry);
 

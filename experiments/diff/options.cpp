@@ -21,7 +21,8 @@ constexpr const char* kFooter =
     "  hydragen-diff --backend cpu-hydragen --batch 16 --prefix 1024 --suffix-lens 64,0,17,3,...\n"
     "  hydragen-diff --backend reference-decomposed --dtype fp64 --tree two-level --groups 3 --group-len 32\n"
     "  hydragen-diff --backend reference-decomposed --dtype fp64 --tree custom --parents -1,0,0 "
-    "--lengths 16,4,5 --leaves 1,2";
+    "--lengths 16,4,5 --leaves 1,2\n"
+    "  hydragen-diff --npy-dir DIR [--write-reference OUT]";
 
 // Flags kept as text (or with a CLI-visible default) until CLI11 has split the command line; parse()
 // then converts them with the project's own parsers so every message names the flag and value.
@@ -30,6 +31,7 @@ struct RawFlags {
   double scale = 0;
   std::string dtype = "fp32", storage = "shared", tree = "prefix";
   std::string suffix_lens, parents, lengths, leaves;
+  std::string reference_dtype = "fp64";
 };
 
 void bind(CLI::App& app, Options& o, RawFlags& raw) {
@@ -68,6 +70,16 @@ void bind(CLI::App& app, Options& o, RawFlags& raw) {
   app.add_option("--logit-scale", o.logit_scale, "multiplies Q: scores spread about this much (1e4: extreme logits)")
       ->type_name("X");
   app.add_option("--scale", raw.scale, "score scale")->type_name("X")->default_str("1/sqrt(D)");
+  app.add_option("--npy-dir", o.npy_dir,
+                 "check an external O instead: spec.json, q.npy, k<i>.npy, v<i>.npy, o.npy [, lse.npy] from DIR "
+                 "(no --backend; README: .npy interop)")
+      ->type_name("DIR");
+  app.add_option("--write-reference", o.write_reference,
+                 "with --npy-dir: write our fp64 reference o.npy and lse.npy to OUT (o.npy in DIR then optional)")
+      ->type_name("OUT");
+  app.add_option("--reference-dtype", raw.reference_dtype,
+                 "with --write-reference: dtype of the written O (LSE: fp64 for fp64, else fp32)")
+      ->type_name("DTYPE");
 }
 
 void reject_if_given(const CLI::App& app, std::initializer_list<const char*> flags, const std::string& why) {
@@ -128,6 +140,18 @@ Action Options::parse(int argc, const char* const argv[]) {
     throw std::invalid_argument(std::string(e.what()) + " (see --help)");
   }
   if (list) return Action::list;
+  if (!npy_dir.empty()) {
+    // The problem comes from DIR/spec.json: the generator's flags would be silently ignored.
+    reject_if_given(app, {"--backend", "--batch", "--prefix", "--suffix", "--suffix-lens", "--q-len", "--q-heads",
+                          "--kv-heads", "--head-dim", "--dtype", "--storage", "--tree", "--groups", "--group-len",
+                          "--parents", "--lengths", "--leaves", "--seed", "--logit-scale", "--scale"},
+                    "does not apply with --npy-dir (DIR/spec.json and the .npy files give the problem)");
+    reference_dtype = parse_dtype(raw.reference_dtype);
+    if (write_reference.empty()) reject_if_given(app, {"--reference-dtype"}, "needs --write-reference OUT");
+    return Action::run;
+  }
+  if (!write_reference.empty()) throw std::invalid_argument("--write-reference needs --npy-dir DIR");
+  reject_if_given(app, {"--reference-dtype"}, "needs --npy-dir DIR and --write-reference OUT");
   if (backend.empty()) throw std::invalid_argument("--backend NAME is required (--list shows the registered backends)");
 
   dtype = parse_dtype(raw.dtype);

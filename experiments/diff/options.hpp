@@ -48,6 +48,9 @@ struct Options {
   std::uint64_t seed = 0;                       // --seed of the N(0,1) inputs
   double logit_scale = 1.0;                     // --logit-scale: Q is multiplied by it (1e4: extreme logits)
   std::optional<double> scale;                  // --scale of the scores; unset: 1/sqrt(D)
+  std::string npy_dir;                          // --npy-dir DIR: problem and external O from .npy (npy_mode.hpp)
+  std::string write_reference;                  // --write-reference OUT: our reference O and LSE as .npy (with --npy-dir)
+  DType reference_dtype = DType::fp64;          // --reference-dtype: O's dtype in OUT (LSE: lse_dtype of it)
 
   // Fills the fields from argv (argv[0] is the program). Returns what to do; throws
   // std::invalid_argument on bad usage (unknown flag, bad value, flags that do not fit together).

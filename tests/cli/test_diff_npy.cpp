@@ -1,0 +1,193 @@
+// hydragen-diff --npy-dir end to end, in-process: a generated problem written with our .npy writer,
+// an "external" O (the reference, rounded to the file's dtype) checked against the fp64 reference;
+// a corrupted element fails (exit 1); a wrong shape, a missing file or a bad spec is exit 2, one line.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "diff/cli.hpp"
+#include "diff/npy.hpp"
+#include "hydragen/problem.hpp"
+#include "hydragen/reference/reference.hpp"
+#include "hydragen/registry.hpp"
+
+namespace hydragen::diff {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::EndsWith;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+struct CliRun {
+  int code;
+  std::string out, err;
+};
+
+const BackendRegistry& registry() {
+  static const BackendRegistry r = [] {
+    BackendRegistry made;
+    register_reference_backends(made);
+    return made;
+  }();
+  return r;
+}
+
+CliRun run(std::vector<std::string> args) {
+  std::vector<const char*> argv{"hydragen-diff"};
+  for (const auto& a : args) argv.push_back(a.c_str());
+  std::ostringstream out, err;
+  const int code = run_cli(static_cast<int>(argv.size()), argv.data(), registry(), out, err);
+  return {code, out.str(), err.str()};
+}
+
+std::size_t sz(int v) { return static_cast<std::size_t>(v); }
+
+// Writes spec.json, q, k<i>, v<i> (inputs in `dtype`) and o, lse (the reference rounded to o_dtype).
+class NpyDir : public ::testing::Test {
+ protected:
+  void write(DType dtype, DType o_dtype, bool with_lse = true) {
+    dir = (fs::temp_directory_path() / ("hydragen_npy_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+                                        "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name()))
+              .string();
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const SharingTree tree = SharingTree::from_parents({-1, 0, 0, 1}, {16, 4, 5, 3}, {2, 3});
+    AttentionShape shape = make_shape(tree.num_seqs(), 2, 4, 2, 16, dtype);
+    const Problem problem = make_problem(shape, tree, 7);
+    std::ofstream(dir + "/spec.json") << R"({"q_heads": 4, "kv_heads": 2, "head_dim": 16, "q_len": 2,
+                                           "parents": [-1, 0, 0, 1], "lengths": [16, 4, 5, 3], "leaves": [2, 3]})";
+    write_npy(dir + "/q.npy", dtype, {2, 2, 4, 16}, problem.q);
+    for (int i = 0; i < tree.num_segments(); ++i) {
+      write_npy(dir + "/k" + std::to_string(i) + ".npy", dtype, {sz(tree.length(i)), 2, 16}, problem.k[sz(i)]);
+      write_npy(dir + "/v" + std::to_string(i) + ".npy", dtype, {sz(tree.length(i)), 2, 16}, problem.v[sz(i)]);
+    }
+    ref = run_backend(registry().get("reference"), with_dtype(problem, DType::fp64));
+    write_npy(dir + "/o.npy", o_dtype, {2, 2, 4, 16}, ref.o);
+    if (with_lse) write_npy(dir + "/lse.npy", lse_dtype(o_dtype), {2, 2, 4}, ref.lse);
+  }
+  void TearDown() override {
+    if (!dir.empty()) fs::remove_all(dir);
+  }
+
+  std::string dir;
+  Results ref;
+};
+
+TEST_F(NpyDir, PassesForEachDtype) {
+  for (DType dtype : {DType::fp16, DType::bf16, DType::fp32, DType::fp64}) {
+    write(dtype, dtype);
+    const CliRun r = run({"--npy-dir", dir});
+    EXPECT_EQ(r.code, exit_pass) << r.out << r.err;
+    EXPECT_THAT(r.out, StartsWith("npy=" + dir + " B=2 q_len=2 Hq=4 Hkv=2 D=16 " + std::string(dtype_name(dtype))));
+    EXPECT_THAT(r.out, HasSubstr("o=" + std::string(dtype_name(dtype)) + " lse=given"));
+    EXPECT_THAT(r.out, EndsWith(" PASS\n"));
+    EXPECT_EQ(r.err, "");
+  }
+}
+
+TEST_F(NpyDir, LseIsOptional) {
+  write(DType::fp32, DType::fp32, false);
+  const CliRun r = run({"--npy-dir", dir});
+  EXPECT_EQ(r.code, exit_pass) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("lse=absent"));
+}
+
+TEST_F(NpyDir, CorruptedElementFails) {
+  write(DType::fp32, DType::fp32);
+  std::vector<double> o = ref.o;
+  o[37] += 1.0;
+  write_npy(dir + "/o.npy", DType::fp32, {2, 2, 4, 16}, o);
+  const CliRun r = run({"--npy-dir", dir});
+  EXPECT_EQ(r.code, exit_fail);
+  EXPECT_THAT(r.out, HasSubstr("o_failed=1/256"));
+  EXPECT_THAT(r.out, EndsWith(" FAIL\n"));
+  EXPECT_EQ(r.err, "");
+}
+
+TEST_F(NpyDir, WrongLseFails) {
+  write(DType::fp32, DType::fp32);
+  std::vector<double> lse = ref.lse;
+  lse[3] += 0.5;
+  write_npy(dir + "/lse.npy", DType::fp32, {2, 2, 4}, lse);
+  const CliRun r = run({"--npy-dir", dir});
+  EXPECT_EQ(r.code, exit_fail);
+  EXPECT_THAT(r.out, HasSubstr("lse_failed=1/16"));
+}
+
+void expect_usage_error(const CliRun& r, const std::string& part) {
+  EXPECT_EQ(r.code, exit_usage);
+  EXPECT_EQ(r.out, "");
+  EXPECT_THAT(r.err, StartsWith("hydragen-diff: error: "));
+  EXPECT_THAT(r.err, HasSubstr(part));
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+TEST_F(NpyDir, BadFilesAreUsageErrors) {
+  write(DType::fp32, DType::fp32);
+  write_npy(dir + "/o.npy", DType::fp32, {2, 2, 4, 8}, std::vector<double>(128, 0.0));
+  expect_usage_error(run({"--npy-dir", dir}), "o.npy: shape (2, 2, 4, 8) does not match the spec's (2, 2, 4, 16)");
+
+  write(DType::fp32, DType::fp32);
+  write_npy(dir + "/v1.npy", DType::fp16, {4, 2, 16}, std::vector<double>(128, 0.0));
+  expect_usage_error(run({"--npy-dir", dir}), "v1.npy: dtype fp16 is not q.npy's fp32");
+
+  write(DType::fp32, DType::fp32);
+  fs::resize_file(dir + "/k2.npy", fs::file_size(dir + "/k2.npy") - 3);
+  expect_usage_error(run({"--npy-dir", dir}), "k2.npy: .npy: truncated data");
+
+  write(DType::fp32, DType::fp32);
+  fs::remove(dir + "/k3.npy");
+  expect_usage_error(run({"--npy-dir", dir}), "k3.npy: cannot open");
+
+  write(DType::fp32, DType::fp32);
+  std::ofstream(dir + "/spec.json") << R"({"q_heads": 4, "kv_heads": 2, "head_dim": 16, "parents": [-1, 0], )";
+  expect_usage_error(run({"--npy-dir", dir}), "spec.json: ");
+
+  std::ofstream(dir + "/spec.json") << R"({"q_heads": 4, "kv_heads": 2, "head_dim": 16, "parents": [-1, 0, 0, 1],
+                                          "lengths": [16, 4, 5, 3], "leaves": [2, 3], "qlen": 2})";
+  expect_usage_error(run({"--npy-dir", dir}), "spec.json: unknown key \"qlen\"");
+
+  expect_usage_error(run({"--npy-dir", dir, "--backend", "reference"}), "--backend does not apply with --npy-dir");
+  expect_usage_error(run({"--write-reference", dir}), "--write-reference needs --npy-dir");
+}
+
+TEST_F(NpyDir, WritesTheReference) {
+  write(DType::bf16, DType::bf16);
+  const std::string out_dir = dir + "/ref";
+  fs::create_directories(out_dir);
+  fs::remove(dir + "/o.npy");
+  fs::remove(dir + "/lse.npy");
+  const CliRun r = run({"--npy-dir", dir, "--write-reference", out_dir});
+  EXPECT_EQ(r.code, exit_pass) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("no o.npy: nothing compared"));
+  const NpyArray o = read_npy(out_dir + "/o.npy");
+  EXPECT_EQ(o.dtype, DType::fp64);
+  EXPECT_EQ(o.values(), ref.o);
+  EXPECT_EQ(read_npy(out_dir + "/lse.npy").values(), ref.lse);
+  // Fed back as the external output, it passes at fp64 tolerance.
+  fs::copy_file(out_dir + "/o.npy", dir + "/o.npy");
+  const CliRun back = run({"--npy-dir", dir});
+  EXPECT_EQ(back.code, exit_pass) << back.out;
+  EXPECT_THAT(back.out, HasSubstr("o=fp64"));
+
+  // In the inputs' dtype: O rounded to bf16, LSE in fp32; it passes at bf16 tolerance.
+  const CliRun bf = run({"--npy-dir", dir, "--write-reference", out_dir, "--reference-dtype", "bf16"});
+  EXPECT_EQ(bf.code, exit_pass) << bf.err;
+  EXPECT_EQ(read_npy(out_dir + "/o.npy").dtype, DType::bf16);
+  EXPECT_EQ(read_npy(out_dir + "/lse.npy").dtype, DType::fp32);
+  fs::copy_file(out_dir + "/o.npy", dir + "/o.npy", fs::copy_options::overwrite_existing);
+  const CliRun back_bf = run({"--npy-dir", dir});
+  EXPECT_EQ(back_bf.code, exit_pass) << back_bf.out;
+  EXPECT_THAT(back_bf.out, HasSubstr("o=bf16"));
+  expect_usage_error(run({"--npy-dir", dir, "--reference-dtype", "bf16"}), "--reference-dtype needs --write-reference");
+}
+
+}  // namespace
+}  // namespace hydragen::diff
