@@ -63,13 +63,23 @@ std::size_t kv_row(const AttentionShape& shape) { return static_cast<std::size_t
 std::size_t query_rows(const AttentionShape& shape) {
   return static_cast<std::size_t>(shape.num_seqs) * shape.q_len * shape.q_heads;
 }
+
+// Checked before anything is drawn, by both ways of making a problem.
+void check_q_scale(double q_scale, const char* who) {
+  if (!(q_scale > 0) || !std::isfinite(q_scale)) {
+    throw std::invalid_argument(std::string(who) + ": q_scale must be positive and finite, got " + std::to_string(q_scale));
+  }
+}
+
+const ProblemSpec& checked(const ProblemSpec& spec) {
+  check_q_scale(spec.q_scale, "ProblemSpec");
+  return spec;
+}
 }  // namespace
 
 Problem make_problem(const AttentionShape& shape, const SharingTree& tree, std::uint64_t seed, double q_scale) {
   validate_problem(shape, tree);
-  if (!(q_scale > 0) || !std::isfinite(q_scale)) {
-    throw std::invalid_argument("make_problem: q_scale must be positive and finite, got " + std::to_string(q_scale));
-  }
+  check_q_scale(q_scale, "make_problem");
   Problem p{shape, tree, {}, {}, {}};
   p.q = draw(seed, stream_of(0, 0), query_rows(shape) * shape.head_dim, q_scale, shape.dtype);
   for (int s = 0; s < tree.num_segments(); ++s) {
@@ -116,6 +126,13 @@ Storage parse_storage(std::string_view text) {
   throw std::invalid_argument("storage: '" + std::string(text) + "' is not one of shared, redundant");
 }
 
+BackendChoice parse_backend_choice(std::string_view spec) {
+  const auto colon = spec.find(':');
+  BackendChoice choice{std::string(spec.substr(0, colon))};
+  if (colon != std::string_view::npos) choice.storage = parse_storage(spec.substr(colon + 1));
+  return choice;
+}
+
 StagedProblem::StagedProblem(const DeviceMemory& memory, const Problem& problem, Storage storage)
     : StagedProblem(memory, problem.shape, problem.tree, storage, [&](Kind kind, int segment) {
         const std::vector<double>& values =
@@ -124,17 +141,13 @@ StagedProblem::StagedProblem(const DeviceMemory& memory, const Problem& problem,
       }) {}
 
 StagedProblem::StagedProblem(const DeviceMemory& memory, const ProblemSpec& spec, Storage storage)
-    : StagedProblem(memory, spec.shape, spec.tree, storage, [&](Kind kind, int segment) {
+    : StagedProblem(memory, checked(spec).shape, spec.tree, storage, [&](Kind kind, int segment) {
         const AttentionShape& shape = spec.shape;
         const std::size_t count = kind == Kind::q ? query_rows(shape) * shape.head_dim
                                                   : static_cast<std::size_t>(spec.tree.length(segment)) * kv_row(shape);
         return draw_bytes(spec.seed, stream_of(static_cast<int>(kind), segment), count,
                           kind == Kind::q ? spec.q_scale : 1.0, shape.dtype);
-      }) {
-  if (!(spec.q_scale > 0) || !std::isfinite(spec.q_scale)) {
-    throw std::invalid_argument("ProblemSpec.q_scale must be positive and finite, got " + std::to_string(spec.q_scale));
-  }
-}
+      }) {}
 
 StagedProblem::StagedProblem(const DeviceMemory& memory, const AttentionShape& shape, const SharingTree& tree,
                              Storage storage, const Source& source)

@@ -171,9 +171,9 @@ int main(int argc, char** argv) {
                                         : std::vector<std::string>{"cuda-flash:redundant", "cuda-flash:shared", "cuda-hydragen:shared"};
       }
       for (const std::string& spec : chosen) {
-        const auto colon = spec.find(':');
-        const std::string name_only = spec.substr(0, colon);
-        const Storage storage = colon == std::string::npos ? Storage::shared : parse_storage(spec.substr(colon + 1));
+        const BackendChoice choice = parse_backend_choice(spec);
+        const std::string name_only = choice.backend;
+        const Storage storage = choice.storage;
         const AttentionBackend& b = backend(name_only);  // throws for an unknown name
         auto* bench = benchmark::RegisterBenchmark(
             (s.name + "/" + name_only + ":" + std::string(storage_name(storage))).c_str(),

@@ -114,12 +114,8 @@ std::string preset_description(std::string_view name) {
 }
 
 Point make_point(const std::string& backend_spec, const ShapePoint& shape) {
-  Point p;
-  const auto colon = backend_spec.find(':');
-  p.backend = backend_spec.substr(0, colon);
-  if (colon != std::string::npos) p.storage = parse_storage(backend_spec.substr(colon + 1));
-  p.shape = shape;
-  return p;
+  const BackendChoice choice = parse_backend_choice(backend_spec);
+  return Point{choice.backend, choice.storage, shape};
 }
 
 }  // namespace hydragen::sweep

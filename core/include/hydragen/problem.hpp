@@ -2,6 +2,7 @@
 // A concrete attention problem with host data, and how it is staged into a backend's memory.
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -34,6 +35,13 @@ double logit_bound(const Problem& problem);
 enum class Storage { shared, redundant };
 std::string_view storage_name(Storage storage);
 Storage parse_storage(std::string_view text);  // throws std::invalid_argument naming the text
+
+// "name" or "name:shared|redundant": how the sweep and benchmark CLIs name a backend with a storage.
+struct BackendChoice {
+  std::string backend;
+  Storage storage = Storage::shared;
+};
+BackendChoice parse_backend_choice(std::string_view spec);
 
 // O and LSE in fp64, whatever the backend's dtype.
 struct Results {
