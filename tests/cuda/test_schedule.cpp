@@ -279,8 +279,10 @@ struct Run {
   return ::testing::AssertionSuccess();
 }
 
-const ScheduleOptions kOptions[] = {{1, kNarrowRows}, {1, kWideRows}, {8, kNarrowRows},
-                                    {8, kWideRows},   {528, kNarrowRows}, {528, kWideRows}};
+// {narrow target, max rows, wide target}: the simulator's "no split" rule needs equal targets at 1.
+const ScheduleOptions kOptions[] = {{1, kNarrowRows, 1}, {1, kWideRows, 1},     {1, kWgmmaRows, 1},
+                                    {8, kNarrowRows, 8}, {8, kWideRows, 8},     {8, kWgmmaRows, 8},
+                                    {528, kNarrowRows, 528}, {528, kWideRows, 528}, {1188, kWgmmaRows, 132}};
 
 // Both schedules under every option set; returns how many schedules were replayed.
 long long check_all_options(const AttentionShape& shape, const SharingTree& tree) {
@@ -407,8 +409,8 @@ TEST(BothSchedules, HideTheCausalTailOfTheLeafAndNothingElse) {
   const AttentionShape shape = make_shape(1, 4, 1, 1, 64, DType::bf16);
   for (Kind kind : {Kind::flat, Kind::segment}) {
     SCOPED_TRACE(kind_name(kind));
-    const Schedule s = make_schedule(kind, shape, tree, {1, kWideRows});
-    EXPECT_TRUE(check_schedule(kind, shape, tree, {1, kWideRows}, s));
+    const Schedule s = make_schedule(kind, shape, tree, {1, kWideRows, 1});
+    EXPECT_TRUE(check_schedule(kind, shape, tree, {1, kWideRows, 1}, s));
     ASSERT_EQ(s.num_rows(), kind == Kind::flat ? 4 : 8);
     // flat: one list prefix + leaf (8 tokens); segment: the prefix's 4 rows, then the leaf's 4 rows.
     const std::vector<int> want = kind == Kind::flat ? std::vector<int>{5, 6, 7, 8} : std::vector<int>{5, 5, 5, 5, 0, 1, 2, 3};
@@ -453,7 +455,7 @@ TEST(FlatSchedule, CutsAPathDeeperThanKMaxItemSegmentsIntoSeveralItems) {
   for (int q_len : {1, 4}) {
     const AttentionShape shape = make_shape(2, q_len, 8, 2, 64, DType::bf16);
     check_all_options(shape, tree);
-    const Schedule s = flat_schedule(shape, tree, {1, kWideRows});
+    const Schedule s = flat_schedule(shape, tree, {1, kWideRows, 1});
     // Sequence 0's 70 segments need ceil(70 / 32) = 3 token lists per KV head.
     int lists_of_seq0 = 0;
     for (const auto* items : {&s.narrow_items, &s.wide_items}) {
@@ -488,7 +490,7 @@ TEST(BothSchedules, SplitALongSegmentIntoPartsOfAtLeastKMinSplitTokensWhenTheGri
   const AttentionShape shape = make_shape(2, 1, 8, 1, 128, DType::bf16);
   for (Kind kind : {Kind::flat, Kind::segment}) {
     SCOPED_TRACE(kind_name(kind));
-    const ScheduleOptions options{528, kWideRows};
+    const ScheduleOptions options{528, kWideRows, 528};
     const Schedule s = make_schedule(kind, shape, tree, options);
     EXPECT_TRUE(check_schedule(kind, shape, tree, options, s));
     const std::vector<WorkItem> over_prefix = items_over(s, 0);
@@ -512,7 +514,7 @@ TEST(BothSchedules, DoNotSplitWithTargetBlocks1) {
   const SharingTree tree = SharingTree::prefix_suffix(8192, {64, 64});
   const AttentionShape shape = make_shape(2, 1, 8, 1, 128, DType::bf16);
   for (Kind kind : {Kind::flat, Kind::segment}) {
-    const Schedule s = make_schedule(kind, shape, tree, {1, kWideRows});
+    const Schedule s = make_schedule(kind, shape, tree, {1, kWideRows, 1});
     EXPECT_EQ(items_over(s, 0).size(), kind == Kind::flat ? 2u : 1u) << kind_name(kind);
   }
 }
@@ -537,10 +539,10 @@ TEST(SegmentSchedule, ReadsASharedPrefixOncePerRowBlockOfStackedQueriesNotOncePe
   };
   const int prefix = 1000;
   for (const Row& c : {Row{100, 1, 8, 2, kWideRows}, Row{100, 1, 8, 2, kNarrowRows}, Row{64, 4, 16, 4, kWideRows},
-                       Row{1024, 1, 8, 1, kWideRows}, Row{3, 1, 4, 4, kWideRows}}) {
+                       Row{1024, 1, 8, 1, kWideRows}, Row{3, 1, 4, 4, kWideRows}, Row{1024, 1, 8, 1, kWgmmaRows}}) {
     const SharingTree tree = SharingTree::prefix_suffix(prefix, std::vector<int>(c.batch, 17));
     const AttentionShape shape = make_shape(c.batch, c.q_len, c.q_heads, c.kv_heads, 64, DType::bf16);
-    const ScheduleOptions options{1, c.max_rows};
+    const ScheduleOptions options{1, c.max_rows, 1};
     const long long rows = static_cast<long long>(c.batch) * c.q_len * shape.group_size();
     SCOPED_TRACE(shape.describe() + ", max_rows " + std::to_string(c.max_rows));
     const Schedule hydragen = segment_schedule(shape, tree, options);
@@ -571,7 +573,7 @@ TEST(SegmentSchedule, StacksRowsSequenceBySequenceQueryByQueryHeadByHeadInABlock
   // Rows of a segment's block: sequence-major, then query index, then query head within the KV head.
   const SharingTree tree = SharingTree::prefix_suffix(40, {3, 5});
   const AttentionShape shape = make_shape(2, 2, 4, 2, 64, DType::bf16);
-  const Schedule s = segment_schedule(shape, tree, {1, kWideRows});
+  const Schedule s = segment_schedule(shape, tree, {1, kWideRows, 1});
   const std::vector<WorkItem> over_prefix = items_over(s, 0);
   ASSERT_EQ(over_prefix.size(), 2u);  // one per KV head, 8 rows each
   for (const WorkItem& it : over_prefix) {

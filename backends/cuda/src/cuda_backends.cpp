@@ -29,9 +29,14 @@ void register_cuda_backends(BackendRegistry& registry) {
                              "softmax, tensor cores (fp16/bf16), split-KV + merge when the grid is under-filled" + supported,
                              memory, cuda_supports, cuda::make_flash_plan}));
   registry.add(make_backend({"cuda-hydragen",
-                             "per segment, the queries of every sequence below it in one tensor-core attention (64-row blocks), "
+                             "per segment, the queries of every sequence below it in one tensor-core attention (128-row wgmma blocks on "
+                             "sm_90, 64-row mma.sync elsewhere), "
                              "then one merge kernel along each path" + supported,
                              memory, cuda_supports, cuda::make_hydragen_plan}));
+  registry.add(make_backend({"cuda-hydragen-mma",
+                             "cuda-hydragen with the shared segments on mma.sync 64-row blocks on every GPU (the sm_80 path; "
+                             "cuda-hydragen uses 128-row wgmma blocks on sm_90)" + supported,
+                             memory, cuda_supports, cuda::make_hydragen_mma_plan}));
 }
 
 }  // namespace hydragen

@@ -89,8 +89,9 @@ class CudaPlan : public AttentionPlan {
 
 class SegmentPlan final : public CudaPlan {
  public:
-  SegmentPlan(const AttentionShape& shape, const SharingTree& tree, const Schedule& s)
+  SegmentPlan(const AttentionShape& shape, const SharingTree& tree, const Schedule& s, ItemKernel wide_kernel)
       : CudaPlan(shape, tree),
+        wide_kernel_(wide_kernel),
         narrow_(upload(s.narrow_items)),
         wide_(upload(s.wide_items)),
         item_segments_(upload(s.item_segments)),
@@ -116,9 +117,9 @@ class SegmentPlan final : public CudaPlan {
       CUDA_CHECK(cudaStreamWaitEvent(narrow_stream, fork_.get()));
     }
     p.items = wide_.data();
-    launch_segment_attention(p, static_cast<int>(wide_.size()), true, shape_.dtype, shape_.head_dim, s);
+    launch_segment_attention(p, static_cast<int>(wide_.size()), wide_kernel_, shape_.dtype, shape_.head_dim, s);
     p.items = narrow_.data();
-    launch_segment_attention(p, static_cast<int>(narrow_.size()), false, shape_.dtype, shape_.head_dim, narrow_stream);
+    launch_segment_attention(p, static_cast<int>(narrow_.size()), ItemKernel::narrow, shape_.dtype, shape_.head_dim, narrow_stream);
     if (both) {
       CUDA_CHECK(cudaEventRecord(join_.get(), narrow_stream));
       CUDA_CHECK(cudaStreamWaitEvent(s, join_.get()));
@@ -130,6 +131,7 @@ class SegmentPlan final : public CudaPlan {
   }
 
  private:
+  ItemKernel wide_kernel_;  // runs the wide items
   DeviceArray<WorkItem> narrow_, wide_;
   DeviceArray<int> item_segments_, row_query_, row_limit_, merge_offsets_, merge_rows_;
   DeviceArray<float> partial_o_;    // [rows, D]
@@ -176,10 +178,21 @@ class NaivePlan final : public CudaPlan {
   DeviceArray<float> scores_;  // [B * q_len * Hq, max_path]
 };
 
-ScheduleOptions schedule_options(const AttentionShape& shape) {
-  // Three waves of the resident blocks (3 per SM, see segment_attention_mma): enough blocks that the
-  // last wave's idle SMs cost little, few enough that the merge stays small.
-  return ScheduleOptions{3 * kResidentBlocksPerSm * query_device().multiprocessors, max_item_rows(shape.dtype)};
+ScheduleOptions schedule_options(int multiprocessors, ItemKernel wide) {
+  // Three waves of the resident blocks: enough blocks that the last wave's idle SMs cost little,
+  // few enough that the merge stays small. The wgmma blocks (one per SM, 128 rows, 128-token
+  // tiles) get one wave: each split adds a partial per row to the merge and a pipeline fill.
+  const int narrow = 3 * resident_blocks_per_sm(ItemKernel::narrow) * multiprocessors;
+  return ScheduleOptions{narrow, max_rows(wide),
+                         wide == ItemKernel::wgmma ? multiprocessors : 3 * resident_blocks_per_sm(wide) * multiprocessors};
+}
+
+std::unique_ptr<AttentionPlan> segment_plan(const AttentionShape& shape, const SharingTree& tree, bool flat,
+                                            bool allow_wgmma) {
+  const ItemKernel wide = wide_kernel(shape.dtype, allow_wgmma);
+  const ScheduleOptions options = schedule_options(query_device().multiprocessors, wide);
+  return std::make_unique<SegmentPlan>(shape, tree, flat ? flat_schedule(shape, tree, options) : segment_schedule(shape, tree, options),
+                                       wide);
 }
 
 }  // namespace
@@ -189,11 +202,15 @@ std::unique_ptr<AttentionPlan> make_naive_plan(const AttentionShape& shape, cons
 }
 
 std::unique_ptr<AttentionPlan> make_flash_plan(const AttentionShape& shape, const SharingTree& tree) {
-  return std::make_unique<SegmentPlan>(shape, tree, flat_schedule(shape, tree, schedule_options(shape)));
+  return segment_plan(shape, tree, true, true);
 }
 
 std::unique_ptr<AttentionPlan> make_hydragen_plan(const AttentionShape& shape, const SharingTree& tree) {
-  return std::make_unique<SegmentPlan>(shape, tree, segment_schedule(shape, tree, schedule_options(shape)));
+  return segment_plan(shape, tree, false, true);
+}
+
+std::unique_ptr<AttentionPlan> make_hydragen_mma_plan(const AttentionShape& shape, const SharingTree& tree) {
+  return segment_plan(shape, tree, false, false);
 }
 
 }  // namespace hydragen::cuda

@@ -49,7 +49,9 @@ Schedule build(const AttentionShape& shape, const std::vector<Group>& groups, co
   for (const Block& b : blocks) ++count[b.count > kNarrowRows];
   // Rounded down: target_blocks is a whole number of waves, and overshooting it by a few blocks
   // would cost a nearly empty extra wave (1280 prefix blocks in waves of 396 ran 4 waves, ncu).
-  const auto wanted = [&](bool wide) { return options.target_blocks / std::max<long long>(1, count[wide]); };
+  const auto wanted = [&](bool wide) {
+    return (wide ? options.wide_target_blocks : options.target_blocks) / std::max<long long>(1, count[wide]);
+  };
   Schedule s;
   for (const Block& b : blocks) {
     const Group& grp = *b.group;

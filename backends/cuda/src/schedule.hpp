@@ -5,7 +5,7 @@
 //   shared segment is read once per sequence (cuda-flash).
 // segment_schedule: one item per (segment, KV head, row block) over one segment, the rows being the
 //   stacked queries of every sequence below it: a shared segment is read once per row block of 64
-//   queries (cuda-hydragen).
+//   or 128 queries (cuda-hydragen).
 // Both split an item's tokens (split-KV) while its launch (narrow or wide items) would under-fill
 // the GPU, and list, for every query, the partial rows the merge combines.
 #include <vector>
@@ -17,18 +17,20 @@
 namespace hydragen::cuda {
 
 inline constexpr int kNarrowRows = 16;       // rows of a one-warp block
-inline constexpr int kWideRows = 64;         // rows of a four-warp block
+inline constexpr int kWideRows = 64;         // rows of a four-warp mma.sync block
+inline constexpr int kWgmmaRows = 128;       // rows of a two-warpgroup wgmma block (sm_90a)
 inline constexpr int kMinSplitTokens = 256;  // split-KV never makes an item shorter than this
 inline constexpr int kMaxItemSegments = 32;  // longer paths are cut into several items
 
 struct ScheduleOptions {
-  int target_blocks = 1188;    // blocks each launch should reach (3 waves of 3 blocks per SM on an H100)
-  int max_rows = kWideRows;    // largest row block (kNarrowRows for kernels without wide blocks)
+  int target_blocks = 1188;       // blocks the narrow launch should reach (3 waves of 3 blocks per SM on an H100)
+  int max_rows = kWideRows;       // largest row block: kNarrowRows (no wide kernel), kWideRows or kWgmmaRows
+  int wide_target_blocks = 1188;  // blocks the wide launch should reach
 };
 
 struct Schedule {
   std::vector<WorkItem> narrow_items;  // num_rows <= kNarrowRows
-  std::vector<WorkItem> wide_items;    // kNarrowRows < num_rows <= kWideRows
+  std::vector<WorkItem> wide_items;    // kNarrowRows < num_rows <= max_rows
   std::vector<int> item_segments;
   std::vector<int> row_query;          // [rows]
   std::vector<int> row_limit;          // [rows]

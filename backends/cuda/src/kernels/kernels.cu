@@ -3,12 +3,15 @@
 #include <string>
 #include <type_traits>
 
+#include "../schedule.hpp"
 #include "hydragen/cuda/check.hpp"
+#include "hydragen/cuda/device.hpp"
 #include "launch.hpp"
 #include "merge.cuh"
 #include "naive.cuh"
 #include "segment_attention_mma.cuh"
 #include "segment_attention_simt.cuh"
+#include "segment_attention_wgmma.cuh"
 
 namespace hydragen::cuda {
 
@@ -47,22 +50,52 @@ bool has_kernels(DType dtype, int head_dim) {
   return (dtype == DType::fp32 || dtype == DType::fp16 || dtype == DType::bf16) && (head_dim == 64 || head_dim == 128);
 }
 
-int max_item_rows(DType dtype) { return dtype == DType::fp32 ? kNarrowRows : kWideRows; }
+int max_rows(ItemKernel kernel) {
+  switch (kernel) {
+    case ItemKernel::narrow: return kNarrowRows;
+    case ItemKernel::wide: return kWideRows;
+    case ItemKernel::wgmma: return kWgmmaRows;
+  }
+  throw std::logic_error("max_rows: unknown ItemKernel");
+}
 
-void launch_segment_attention(const SegmentAttentionParams& params, int num_items, bool wide, DType dtype,
+int resident_blocks_per_sm(ItemKernel kernel) { return kernel == ItemKernel::wgmma ? 1 : kResidentBlocksPerSm; }
+
+ItemKernel wide_kernel(DType dtype, bool allow_wgmma) {
+  if (dtype == DType::fp32) return ItemKernel::narrow;
+#ifdef HYDRAGEN_WGMMA
+  // The sm_90a kernels run on compute capability 9.0 only (H100, H200).
+  const DeviceInfo& device = query_device();
+  if (allow_wgmma && device.major == 9 && device.minor == 0) return ItemKernel::wgmma;
+#else
+  (void)allow_wgmma;
+#endif
+  return ItemKernel::wide;
+}
+
+void launch_segment_attention(const SegmentAttentionParams& params, int num_items, ItemKernel kernel, DType dtype,
                               int head_dim, cudaStream_t stream) {
   if (num_items == 0) return;
   dispatch(dtype, head_dim, [&](auto element, auto dim) {
     using T = decltype(element);
     constexpr int D = decltype(dim)::value;
     if constexpr (std::is_same_v<T, float>) {
-      if (wide) throw std::logic_error("segment attention: fp32 has no wide blocks");
+      if (kernel != ItemKernel::narrow) throw std::logic_error("segment attention: fp32 has only narrow blocks");
       segment_attention_simt<T, D><<<num_items, 128, 0, stream>>>(params);
       check_launch("segment_attention_simt");
     } else {
+      // Each kernel raises its shared-memory limit once (statics), on first use.
+      if (kernel == ItemKernel::wgmma) {
+        constexpr int smem = WgmmaTile<D>::kSmemBytes;
+        static const bool ready = allow_smem(segment_attention_wgmma<T, D>, smem);
+        (void)ready;
+        segment_attention_wgmma<T, D><<<num_items, WgmmaTile<D>::kThreads, smem, stream>>>(params);
+        check_launch("segment_attention_wgmma");
+        return;
+      }
       constexpr int smem = MmaTile<D>::template smem_bytes<T>();
       // Wide: 4 row warps (64 rows); narrow: 4 token warps over 16 rows. 128 threads either way.
-      if (wide) {
+      if (kernel == ItemKernel::wide) {
         static const bool wide_ready = allow_smem(segment_attention_mma<T, D, 4, 1>, smem);
         (void)wide_ready;
         segment_attention_mma<T, D, 4, 1><<<num_items, 128, smem, stream>>>(params);

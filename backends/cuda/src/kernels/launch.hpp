@@ -1,6 +1,6 @@
 #pragma once
 // Host entry points of the kernels. Each dispatches on (dtype, head_dim) through one switch
-// (dispatch.cuh) and throws std::invalid_argument for a combination that has no kernel.
+// (kernels.cu) and throws std::invalid_argument for a combination that has no kernel.
 #include <cuda_runtime_api.h>
 
 #include "hydragen/dtype.hpp"
@@ -8,18 +8,29 @@
 
 namespace hydragen::cuda {
 
-// Blocks of the segment-attention kernels resident on one SM: __launch_bounds__ caps the registers
-// for it, and two 64-token K/V stages (70 KB at D = 128) fit three times in 227 KB.
+// The block shapes a launch of segment-attention items can use.
+enum class ItemKernel {
+  narrow,  // <= 16 rows: 1 row warp x 4 token warps (mma.sync; CUDA cores for fp32), 3 blocks per SM
+  wide,    // <= 64 rows: 4 row warps (mma.sync, sm_80+), 3 blocks per SM
+  wgmma,   // <= 128 rows: 2 warpgroups (wgmma, sm_90a), 1 block per SM
+};
+
+// Blocks of the mma.sync kernels resident on one SM: __launch_bounds__ caps the registers for it,
+// and two 64-token K/V stages (70 KB at D = 128) fit three times in 227 KB.
 inline constexpr int kResidentBlocksPerSm = 3;
+
+int max_rows(ItemKernel kernel);
+int resident_blocks_per_sm(ItemKernel kernel);
 
 // True when (dtype, head_dim) has kernels: fp32, fp16, bf16 x D in {64, 128}.
 bool has_kernels(DType dtype, int head_dim);
 
-// Largest row block the segment-attention kernels take for this dtype (fp32 has no wide blocks).
-int max_item_rows(DType dtype);
+// The kernel for items of more than 16 rows on the current device, or narrow when the dtype has
+// none (fp32). `allow_wgmma` false keeps the mma.sync kernel (the cuda-hydragen-mma variant).
+ItemKernel wide_kernel(DType dtype, bool allow_wgmma);
 
-// One block per item; `wide` selects the four-warp, 64-row blocks.
-void launch_segment_attention(const SegmentAttentionParams& params, int num_items, bool wide, DType dtype,
+// One block per item.
+void launch_segment_attention(const SegmentAttentionParams& params, int num_items, ItemKernel kernel, DType dtype,
                               int head_dim, cudaStream_t stream);
 void launch_merge(const MergeParams& params, DType dtype, int head_dim, cudaStream_t stream);
 void launch_naive(const NaiveParams& params, int num_queries, DType dtype, int head_dim, cudaStream_t stream);

@@ -11,13 +11,12 @@
 // Wide items (64 rows, the stacked queries of a shared segment): 4 row warps x 1 token warp.
 // Narrow items (<= 16 rows, one sequence's decode): 1 row warp x 4 token warps, so a block still
 // has four warps to hide latency while it streams a memory-bound path.
-#include <cmath>
-
 #include "element.cuh"
 #include "hydragen/merge.hpp"
 #include "item_segments.cuh"
 #include "launch.hpp"
 #include "mma.cuh"
+#include "online_softmax.cuh"
 #include "params.hpp"
 
 namespace hydragen::cuda {
@@ -59,8 +58,9 @@ __global__ void __launch_bounds__(ROW_WARPS * TOKEN_WARPS * 32, kResidentBlocksP
   const T* const q = static_cast<const T*>(p.q);
   const T* const q0 = has0 ? q + static_cast<long long>(p.row_query[item.first_row + r0]) * D : nullptr;
   const T* const q1 = has1 ? q + static_cast<long long>(p.row_query[item.first_row + r1]) * D : nullptr;
-  const int limit0 = has0 ? p.row_limit[item.first_row + r0] : 0;
-  const int limit1 = has1 ? p.row_limit[item.first_row + r1] : 0;
+  // Positions of the item's token list each row sees: its causal limit, cut at the item's end.
+  const int limit[2] = {has0 ? min(p.row_limit[item.first_row + r0], item.token_end) : 0,
+                        has1 ? min(p.row_limit[item.first_row + r1], item.token_end) : 0};
   unsigned qa[D / 16][4];  // A fragments of Q, one per 16 columns
 #pragma unroll
   for (int ks = 0; ks < D / 16; ++ks) {
@@ -110,9 +110,8 @@ __global__ void __launch_bounds__(ROW_WARPS * TOKEN_WARPS * 32, kResidentBlocksP
     cp_async_commit();
   };
 
-  float m0 = -INFINITY, m1 = -INFINITY;  // running max of the scaled scores, log2 units
-  float l0 = 0.f, l1 = 0.f;              // this lane's share of the running sums
-  float acc[D / 8][4] = {};              // O fragments: 8 columns each
+  RowPairSoftmax<NT, D / 8> softmax;
+  float acc[4 * (D / 8)] = {};  // O fragments: 8 columns each
   const int tiles = (item.token_end - item.token_begin + KT - 1) / KT;
   load_tile(0, 0);
   for (int it = 0; it < tiles; ++it) {
@@ -126,106 +125,43 @@ __global__ void __launch_bounds__(ROW_WARPS * TOKEN_WARPS * 32, kResidentBlocksP
     const T* const ks_tile = sk + (it & 1) * KT * STRIDE;
     const T* const vs_tile = sv + (it & 1) * KT * STRIDE;
 
-    float s[NT][4] = {};  // S = Q K^T: 8 tokens per fragment
+    float s[4 * NT] = {};  // S = Q K^T: 8 tokens per fragment
 #pragma unroll
     for (int ks = 0; ks < D / 16; ks += 2) {
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) {
         unsigned b[4];
         ldmatrix_x4(b, ks_tile + (tok0 + 8 * nt + lane % 8) * STRIDE + 16 * ks + 8 * (lane / 8));
-        mma_16816<T>(s[nt], qa[ks], b[0], b[1]);
-        mma_16816<T>(s[nt], qa[ks + 1], b[2], b[3]);
+        mma_16816<T>(s + 4 * nt, qa[ks], b[0], b[1]);
+        mma_16816<T>(s + 4 * nt, qa[ks + 1], b[2], b[3]);
       }
     }
-
-    // Mask (causal leaf limit, end of the item) and scale into log2 units; row maxima.
     const int p0 = item.token_begin + it * KT + tok0;
-    float max0 = -INFINITY, max1 = -INFINITY;
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt) {
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const int pos = p0 + 8 * nt + 2 * t + e;
-        const bool in_item = pos < item.token_end;
-        s[nt][e] = in_item && pos < limit0 ? s[nt][e] * p.scale_log2 : -INFINITY;
-        s[nt][2 + e] = in_item && pos < limit1 ? s[nt][2 + e] * p.scale_log2 : -INFINITY;
-        max0 = fmaxf(max0, s[nt][e]);
-        max1 = fmaxf(max1, s[nt][2 + e]);
-      }
-    }
-#pragma unroll
-    for (int x = 1; x <= 2; x <<= 1) {  // the 4 lanes of a row group
-      max0 = fmaxf(max0, __shfl_xor_sync(0xffffffffu, max0, x));
-      max1 = fmaxf(max1, __shfl_xor_sync(0xffffffffu, max1, x));
-    }
-    const float new0 = fmaxf(m0, max0), new1 = fmaxf(m1, max1);
-    // A row that has seen nothing yet keeps base 0, so exp2(-inf - 0) = 0 and no NaN appears.
-    const float base0 = new0 == -INFINITY ? 0.f : new0, base1 = new1 == -INFINITY ? 0.f : new1;
-    const float alpha0 = exp2f(m0 - base0), alpha1 = exp2f(m1 - base1);
-    m0 = new0;
-    m1 = new1;
-    l0 *= alpha0;
-    l1 *= alpha1;
-#pragma unroll
-    for (int nt = 0; nt < D / 8; ++nt) {
-      acc[nt][0] *= alpha0;
-      acc[nt][1] *= alpha0;
-      acc[nt][2] *= alpha1;
-      acc[nt][3] *= alpha1;
-    }
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt) {
-      s[nt][0] = exp2f(s[nt][0] - base0);
-      s[nt][1] = exp2f(s[nt][1] - base0);
-      s[nt][2] = exp2f(s[nt][2] - base1);
-      s[nt][3] = exp2f(s[nt][3] - base1);
-      l0 += s[nt][0] + s[nt][1];
-      l1 += s[nt][2] + s[nt][3];
-    }
+    softmax.update(s, acc, p0 + 2 * t, limit, p.scale_log2, p0 + KT / TOKEN_WARPS > min(limit[0], limit[1]));
 
     // O += P V: P's accumulator layout is already the A layout of the next product.
 #pragma unroll
     for (int kc = 0; kc < NT / 2; ++kc) {
-      const unsigned pa[4] = {pack2<T>(s[2 * kc][0], s[2 * kc][1]), pack2<T>(s[2 * kc][2], s[2 * kc][3]),
-                              pack2<T>(s[2 * kc + 1][0], s[2 * kc + 1][1]),
-                              pack2<T>(s[2 * kc + 1][2], s[2 * kc + 1][3])};
+      unsigned pa[4];
+      probabilities_as_a<T, NT>(s, kc, pa);
 #pragma unroll
       for (int np = 0; np < D / 16; ++np) {
         unsigned b[4];
         ldmatrix_x4_trans(b, vs_tile + (tok0 + 16 * kc + lane % 8 + (lane / 8 & 1) * 8) * STRIDE + 16 * np + (lane / 16) * 8);
-        mma_16816<T>(acc[2 * np], pa, b[0], b[1]);
-        mma_16816<T>(acc[2 * np + 1], pa, b[2], b[3]);
+        mma_16816<T>(acc + 8 * np, pa, b[0], b[1]);
+        mma_16816<T>(acc + 8 * np + 4, pa, b[2], b[3]);
       }
     }
     __syncthreads();  // the next iteration's copies overwrite this stage
   }
 
-#pragma unroll
-  for (int x = 1; x <= 2; x <<= 1) {
-    l0 += __shfl_xor_sync(0xffffffffu, l0, x);
-    l1 += __shfl_xor_sync(0xffffffffu, l1, x);
-  }
-  constexpr float kLn2 = 0.6931471805599453f;
-  const float inv0 = l0 > 0.f ? 1.f / l0 : 0.f, inv1 = l1 > 0.f ? 1.f / l1 : 0.f;
-  const float lse0 = l0 > 0.f ? (m0 + log2f(l0)) * kLn2 : -INFINITY;
-  const float lse1 = l1 > 0.f ? (m1 + log2f(l1)) * kLn2 : -INFINITY;
-  // Writes this lane's share of rows r0 and r1: to the partials, or to shared memory for the merge
-  // of the token warps. `row_stride` is the destination's row stride in floats.
+  float inv[2], row_lse[2];
+  softmax.finish(inv, row_lse);
+  // Writes this lane's share of its rows: to the partials, or to shared memory for the merge of the
+  // token warps. `row_stride` is the destination's row stride in floats.
   auto store = [&](float* o_rows, float* lse_rows, int row_stride) {
-    if (has0) {
-#pragma unroll
-      for (int nt = 0; nt < D / 8; ++nt) {
-        *reinterpret_cast<float2*>(o_rows + r0 * row_stride + 8 * nt + 2 * t) = make_float2(acc[nt][0] * inv0, acc[nt][1] * inv0);
-      }
-      if (t == 0) lse_rows[r0] = lse0;
-    }
-    if (has1) {
-#pragma unroll
-      for (int nt = 0; nt < D / 8; ++nt) {
-        *reinterpret_cast<float2*>(o_rows + r1 * row_stride + 8 * nt + 2 * t) = make_float2(acc[nt][2] * inv1, acc[nt][3] * inv1);
-      }
-      if (t == 0) lse_rows[r1] = lse1;
-    }
+    if (has0) store_row<D / 8>(acc, 0, inv[0], row_lse[0], o_rows + r0 * row_stride, lse_rows + r0, t);
+    if (has1) store_row<D / 8>(acc, 1, inv[1], row_lse[1], o_rows + r1 * row_stride, lse_rows + r1, t);
   };
   const long long first = item.first_row;
   if constexpr (TOKEN_WARPS == 1) {

@@ -1,0 +1,100 @@
+#pragma once
+// The online softmax of the two rows a lane holds in a tensor-core accumulator (rows g = lane / 4
+// and g + 8 of its warp's 16; mma.sync m16n8 and wgmma m64nN share the layout): fragment j of a
+// row-pair array holds columns 8j + 2t + {0, 1} (t = lane % 4) as [4j + e] for the first row and
+// [4j + 2 + e] for the second. Used by both tensor-core segment-attention kernels.
+#include <cmath>
+
+#include "element.cuh"
+
+namespace hydragen::cuda {
+
+template <int NS, int NO>  // NS: 8-token fragments of a score tile; NO: 8-column fragments of O
+struct RowPairSoftmax {
+  float m[2] = {-INFINITY, -INFINITY};  // running max of the scaled scores, log2 units
+  float l[2] = {0.f, 0.f};              // this lane's share of the running sums
+
+  // s: raw scores, token of fragment j, element e at position pos0 + 8j + e (pos0 includes 2t).
+  // Positions >= limit[r] are masked when `mask` (a tile past a row's limit); s becomes the tile's
+  // unnormalized probabilities in log2 units, and acc is rescaled by the change of the running max.
+  __device__ __forceinline__ void update(float (&s)[4 * NS], float (&acc)[4 * NO], int pos0, const int (&limit)[2],
+                                         float scale_log2, bool mask) {
+    float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+    for (int j = 0; j < NS; ++j) {
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          float& x = s[4 * j + 2 * r + e];
+          x = !mask || pos0 + 8 * j + e < limit[r] ? x * scale_log2 : -INFINITY;
+          mx[r] = fmaxf(mx[r], x);
+        }
+      }
+    }
+    float base[2], alpha[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));  // the 4 lanes of a row
+      mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+      const float next = fmaxf(m[r], mx[r]);
+      // A row that has seen nothing yet keeps base 0, so exp2(-inf - 0) = 0 and no NaN appears.
+      base[r] = next == -INFINITY ? 0.f : next;
+      alpha[r] = exp2f(m[r] - base[r]);
+      m[r] = next;
+      l[r] *= alpha[r];
+    }
+#pragma unroll
+    for (int j = 0; j < NO; ++j) {
+      acc[4 * j + 0] *= alpha[0];
+      acc[4 * j + 1] *= alpha[0];
+      acc[4 * j + 2] *= alpha[1];
+      acc[4 * j + 3] *= alpha[1];
+    }
+#pragma unroll
+    for (int j = 0; j < NS; ++j) {
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        s[4 * j + 2 * r] = exp2f(s[4 * j + 2 * r] - base[r]);
+        s[4 * j + 2 * r + 1] = exp2f(s[4 * j + 2 * r + 1] - base[r]);
+        l[r] += s[4 * j + 2 * r] + s[4 * j + 2 * r + 1];
+      }
+    }
+  }
+
+  // After the last tile: each row's 1 / sum (0 for a row that saw nothing) and LSE (natural log,
+  // -inf for nothing). Call on all four lanes of a row group.
+  __device__ __forceinline__ void finish(float (&inv)[2], float (&lse)[2]) {
+    constexpr float kLn2 = 0.6931471805599453f;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
+      l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
+      inv[r] = l[r] > 0.f ? 1.f / l[r] : 0.f;
+      lse[r] = l[r] > 0.f ? (m[r] + log2f(l[r])) * kLn2 : -INFINITY;
+    }
+  }
+};
+
+// Writes row r (0 or 1) of a lane's accumulator, normalized by inv, as fp32 at `o_row` (the row's
+// first column), and its LSE once per row group.
+template <int NO>
+__device__ __forceinline__ void store_row(const float (&acc)[4 * NO], int r, float inv, float lse, float* o_row,
+                                          float* lse_out, int t) {
+#pragma unroll
+  for (int j = 0; j < NO; ++j) {
+    *reinterpret_cast<float2*>(o_row + 8 * j + 2 * t) = make_float2(acc[4 * j + 2 * r] * inv, acc[4 * j + 2 * r + 1] * inv);
+  }
+  if (t == 0) *lse_out = lse;
+}
+
+// The mma.sync A fragment of 16 tokens (probabilities of fragments 2k and 2k + 1) as 16-bit pairs.
+template <typename T, int NS>
+__device__ __forceinline__ void probabilities_as_a(const float (&s)[4 * NS], int k, unsigned (&a)[4]) {
+  a[0] = pack2<T>(s[8 * k + 0], s[8 * k + 1]);
+  a[1] = pack2<T>(s[8 * k + 2], s[8 * k + 3]);
+  a[2] = pack2<T>(s[8 * k + 4], s[8 * k + 5]);
+  a[3] = pack2<T>(s[8 * k + 6], s[8 * k + 7]);
+}
+
+}  // namespace hydragen::cuda
