@@ -13,6 +13,7 @@
 #include "handles.hpp"
 #include "kernels/launch.hpp"
 #include "schedule.hpp"
+#include "tensor_maps.hpp"
 
 namespace hydragen::cuda {
 
@@ -68,9 +69,13 @@ class CudaPlan : public AttentionPlan {
     // From pageable memory: the call returns once the source is staged, so `now` may go.
     CUDA_CHECK(cudaMemcpyAsync(k_.data(), now.data() + 3, k_.bytes(), cudaMemcpyHostToDevice, s));
     CUDA_CHECK(cudaMemcpyAsync(v_.data(), now.data() + 3 + n, v_.bytes(), cudaMemcpyHostToDevice, s));
+    rebound(in, s);
     bound_ = std::move(now);
     return s;
   }
+
+  // Called by bind when the input pointers changed, after the segment tables are uploaded.
+  virtual void rebound(const AttentionInputs&, cudaStream_t) {}
 
   AttentionShape shape_;
   SharingTree tree_;
@@ -100,13 +105,24 @@ class SegmentPlan final : public CudaPlan {
         merge_offsets_(upload(s.merge_offsets)),
         merge_rows_(upload(s.merge_rows)),
         partial_o_(static_cast<std::size_t>(s.num_rows()) * shape.head_dim),
-        partial_lse_(static_cast<std::size_t>(s.num_rows())) {}
+        partial_lse_(static_cast<std::size_t>(s.num_rows())) {
+    if (wide_kernel_ == ItemKernel::wgmma) {
+      // TMA descriptors for the segments the wide items read (one segment each in this schedule).
+      for (const WorkItem& item : s.wide_items) {
+        if (item.num_segments != 1) throw std::logic_error("wgmma items read one segment each");
+        map_segments_.push_back(s.item_segments[item.first_segment]);
+      }
+      std::sort(map_segments_.begin(), map_segments_.end());
+      map_segments_.erase(std::unique(map_segments_.begin(), map_segments_.end()), map_segments_.end());
+      kv_maps_ = DeviceArray<CUtensorMap>(2 * static_cast<std::size_t>(tree.num_segments()));
+    }
+  }
 
   void run(const AttentionInputs& in, const AttentionOutputs& out, Stream stream) override {
     const cudaStream_t s = bind(in, out, stream);
     SegmentAttentionParams p{in.q.data, k_.data(), v_.data(), segment_length_.data(), nullptr,
                              item_segments_.data(), row_query_.data(), row_limit_.data(), partial_o_.data(),
-                             partial_lse_.data(), shape_.kv_heads,
+                             partial_lse_.data(), kv_maps_.data(), shape_.kv_heads,
                              shape_.scale * 1.4426950408889634f};
     // The narrow items (leaves: short, latency-bound) run on a side stream beside the wide ones
     // (shared segments), so they fill the SMs the wide launch leaves idle; the merge waits for both.
@@ -131,11 +147,24 @@ class SegmentPlan final : public CudaPlan {
   }
 
  private:
+  void rebound(const AttentionInputs& in, cudaStream_t s) override {
+    if (map_segments_.empty()) return;
+    std::vector<CUtensorMap> maps(kv_maps_.size());
+    for (int segment : map_segments_) {
+      const int length = tree_.length(segment);
+      maps[2 * segment] = kv_tensor_map(in.k[segment].data, shape_.dtype, length, shape_.kv_heads, shape_.head_dim);
+      maps[2 * segment + 1] = kv_tensor_map(in.v[segment].data, shape_.dtype, length, shape_.kv_heads, shape_.head_dim);
+    }
+    CUDA_CHECK(cudaMemcpyAsync(kv_maps_.data(), maps.data(), kv_maps_.bytes(), cudaMemcpyHostToDevice, s));
+  }
+
   ItemKernel wide_kernel_;  // runs the wide items
   DeviceArray<WorkItem> narrow_, wide_;
   DeviceArray<int> item_segments_, row_query_, row_limit_, merge_offsets_, merge_rows_;
   DeviceArray<float> partial_o_;    // [rows, D]
   DeviceArray<float> partial_lse_;  // [rows]
+  std::vector<int> map_segments_;    // segments read by wgmma items
+  DeviceArray<CUtensorMap> kv_maps_;  // [num_segments][2]: K, V descriptors of map_segments_ (wgmma only)
   OwnedStream side_;                // runs the narrow items beside the wide ones
   OwnedEvent fork_{cudaEventDisableTiming}, join_{cudaEventDisableTiming};
 };
@@ -187,9 +216,11 @@ ScheduleOptions schedule_options(int multiprocessors, ItemKernel wide) {
                          wide == ItemKernel::wgmma ? multiprocessors : 3 * resident_blocks_per_sm(wide) * multiprocessors};
 }
 
+// The wgmma kernel reads one segment per item (TMA descriptors per segment): the segment schedule's
+// items, not the flat schedule's paths.
 std::unique_ptr<AttentionPlan> segment_plan(const AttentionShape& shape, const SharingTree& tree, bool flat,
                                             bool allow_wgmma) {
-  const ItemKernel wide = wide_kernel(shape.dtype, allow_wgmma);
+  const ItemKernel wide = wide_kernel(shape.dtype, allow_wgmma && !flat);
   const ScheduleOptions options = schedule_options(query_device().multiprocessors, wide);
   return std::make_unique<SegmentPlan>(shape, tree, flat ? flat_schedule(shape, tree, options) : segment_schedule(shape, tree, options),
                                        wide);
@@ -202,7 +233,7 @@ std::unique_ptr<AttentionPlan> make_naive_plan(const AttentionShape& shape, cons
 }
 
 std::unique_ptr<AttentionPlan> make_flash_plan(const AttentionShape& shape, const SharingTree& tree) {
-  return segment_plan(shape, tree, true, true);
+  return segment_plan(shape, tree, true, false);
 }
 
 std::unique_ptr<AttentionPlan> make_hydragen_plan(const AttentionShape& shape, const SharingTree& tree) {

@@ -16,9 +16,11 @@ struct RowPairSoftmax {
 
   // s: raw scores, token of fragment j, element e at position pos0 + 8j + e (pos0 includes 2t).
   // Positions >= limit[r] are masked when `mask` (a tile past a row's limit); s becomes the tile's
-  // unnormalized probabilities in log2 units, and acc is rescaled by the change of the running max.
-  __device__ __forceinline__ void update(float (&s)[4 * NS], float (&acc)[4 * NO], int pos0, const int (&limit)[2],
-                                         float scale_log2, bool mask) {
+  // unnormalized probabilities in log2 units. Returns in alpha the factor by which the output
+  // accumulated so far must be rescaled (rescale), which the caller may apply later: the wgmma
+  // kernel does so once the previous tile's P V product has landed.
+  __device__ __forceinline__ void update(float (&s)[4 * NS], int pos0, const int (&limit)[2], float scale_log2,
+                                         bool mask, float (&alpha)[2]) {
     float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
     for (int j = 0; j < NS; ++j) {
@@ -32,7 +34,7 @@ struct RowPairSoftmax {
         }
       }
     }
-    float base[2], alpha[2];
+    float base[2];
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));  // the 4 lanes of a row
@@ -45,13 +47,6 @@ struct RowPairSoftmax {
       l[r] *= alpha[r];
     }
 #pragma unroll
-    for (int j = 0; j < NO; ++j) {
-      acc[4 * j + 0] *= alpha[0];
-      acc[4 * j + 1] *= alpha[0];
-      acc[4 * j + 2] *= alpha[1];
-      acc[4 * j + 3] *= alpha[1];
-    }
-#pragma unroll
     for (int j = 0; j < NS; ++j) {
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
@@ -59,6 +54,16 @@ struct RowPairSoftmax {
         s[4 * j + 2 * r + 1] = exp2f(s[4 * j + 2 * r + 1] - base[r]);
         l[r] += s[4 * j + 2 * r] + s[4 * j + 2 * r + 1];
       }
+    }
+  }
+
+  static __device__ __forceinline__ void rescale(float (&acc)[4 * NO], const float (&alpha)[2]) {
+#pragma unroll
+    for (int j = 0; j < NO; ++j) {
+      acc[4 * j + 0] *= alpha[0];
+      acc[4 * j + 1] *= alpha[0];
+      acc[4 * j + 2] *= alpha[1];
+      acc[4 * j + 3] *= alpha[1];
     }
   }
 

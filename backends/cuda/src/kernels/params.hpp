@@ -5,7 +5,7 @@
 
 namespace hydragen::cuda {
 
-// One block of segment attention: up to 16 (narrow) or 64 (wide) query rows attend the tokens
+// One block of segment attention: up to 16 (narrow), 64 (wide) or 128 (wgmma) query rows attend the tokens
 // [token_begin, token_end) of a list of segments laid end to end (the item's token list).
 struct WorkItem {
   int kv_head;
@@ -16,6 +16,9 @@ struct WorkItem {
   int token_begin;    // positions in the item's token list
   int token_end;
 };
+
+// Bytes of one TMA descriptor (CUtensorMap): 128, 64-byte aligned.
+inline constexpr int kTensorMapBytes = 128;
 
 // Segment attention (the flash and hydragen backends): every item writes an fp32 partial per row.
 struct SegmentAttentionParams {
@@ -29,6 +32,8 @@ struct SegmentAttentionParams {
   const int* row_limit;         // [rows] positions of its item's token list the row may see (causal leaf)
   float* partial_o;             // [rows, D]
   float* partial_lse;           // [rows] natural log; -inf for a row that saw no token
+  const void* kv_maps;          // [num_segments][2] TMA descriptors (K, V) of the segments wgmma items
+                                // read (one segment per item); null for the other kernels
   int kv_heads;
   float scale_log2;             // score scale * log2(e): the kernels exponentiate with exp2
 };

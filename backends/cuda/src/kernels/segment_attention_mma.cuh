@@ -137,7 +137,9 @@ __global__ void __launch_bounds__(ROW_WARPS * TOKEN_WARPS * 32, kResidentBlocksP
       }
     }
     const int p0 = item.token_begin + it * KT + tok0;
-    softmax.update(s, acc, p0 + 2 * t, limit, p.scale_log2, p0 + KT / TOKEN_WARPS > min(limit[0], limit[1]));
+    float alpha[2];
+    softmax.update(s, p0 + 2 * t, limit, p.scale_log2, p0 + KT / TOKEN_WARPS > min(limit[0], limit[1]), alpha);
+    softmax.rescale(acc, alpha);
 
     // O += P V: P's accumulator layout is already the A layout of the next product.
 #pragma unroll
