@@ -37,11 +37,14 @@ void dispatch(DType dtype, int head_dim, F&& f) {
   throw std::invalid_argument("CUDA kernels: dtype " + std::string(dtype_name(dtype)) + " has no kernel (fp32, fp16, bf16)");
 }
 
-// Raises a kernel's dynamic shared-memory limit (above 48 KB needs the opt-in); callers keep the
-// result in a static so it happens once per kernel.
-bool allow_smem(void (*kernel)(SegmentAttentionParams), int bytes) {
-  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
-  return true;
+// Raises a kernel's dynamic shared-memory limit (above 48 KB needs the opt-in), once per kernel.
+template <void (*Kernel)(SegmentAttentionParams)>
+void allow_smem(int bytes) {
+  static const bool done = [bytes] {
+    CUDA_CHECK(cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+    return true;
+  }();
+  (void)done;
 }
 
 }  // namespace
@@ -84,11 +87,9 @@ void launch_segment_attention(const SegmentAttentionParams& params, int num_item
       segment_attention_simt<T, D><<<num_items, 128, 0, stream>>>(params);
       check_launch("segment_attention_simt");
     } else {
-      // Each kernel raises its shared-memory limit once (statics), on first use.
       if (kernel == ItemKernel::wgmma) {
         constexpr int smem = WgmmaTile<D>::kSmemBytes;
-        static const bool ready = allow_smem(segment_attention_wgmma<T, D>, smem);
-        (void)ready;
+        allow_smem<segment_attention_wgmma<T, D>>(smem);
         segment_attention_wgmma<T, D><<<num_items, WgmmaTile<D>::kThreads, smem, stream>>>(params);
         check_launch("segment_attention_wgmma");
         return;
@@ -96,12 +97,10 @@ void launch_segment_attention(const SegmentAttentionParams& params, int num_item
       constexpr int smem = MmaTile<D>::template smem_bytes<T>();
       // Wide: 4 row warps (64 rows); narrow: 4 token warps over 16 rows. 128 threads either way.
       if (kernel == ItemKernel::wide) {
-        static const bool wide_ready = allow_smem(segment_attention_mma<T, D, 4, 1>, smem);
-        (void)wide_ready;
+        allow_smem<segment_attention_mma<T, D, 4, 1>>(smem);
         segment_attention_mma<T, D, 4, 1><<<num_items, 128, smem, stream>>>(params);
       } else {
-        static const bool narrow_ready = allow_smem(segment_attention_mma<T, D, 1, 4>, smem);
-        (void)narrow_ready;
+        allow_smem<segment_attention_mma<T, D, 1, 4>>(smem);
         segment_attention_mma<T, D, 1, 4><<<num_items, 128, smem, stream>>>(params);
       }
       check_launch("segment_attention_mma");

@@ -165,11 +165,7 @@ __global__ void __launch_bounds__(WgmmaTile<D>::kThreads, 1) segment_attention_w
     if (has_pv) {
       wgmma_wait<0>();
       wgmma_hold(o);
-#pragma unroll
-      for (int kc = 0; kc < KT / 16; ++kc) {
-#pragma unroll
-        for (int x = 0; x < 4; ++x) asm volatile("" : "+r"(pa[kc][x])::"memory");
-      }
+      wgmma_hold(pa);
       __syncwarp();
       if (lane == 0) mbarrier_arrive(empty_v((i - 1) & 1));
     }
