@@ -9,6 +9,14 @@
 
 namespace hydragen::cuda {
 
+// 2^x in one MUFU instruction (exp2f adds range fix-ups for subnormal results, which probabilities
+// below 2^-126 do not need); exp2_approx(-inf) = 0.
+__device__ __forceinline__ float exp2_approx(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
 template <int NS, int NO>  // NS: 8-token fragments of a score tile; NO: 8-column fragments of O
 struct RowPairSoftmax {
   float m[2] = {-INFINITY, -INFINITY};  // running max of the scaled scores, log2 units
@@ -16,48 +24,58 @@ struct RowPairSoftmax {
 
   // s: raw scores, token of fragment j, element e at position pos0 + 8j + e (pos0 includes 2t).
   // Positions >= limit[r] are masked when `mask` (a tile past a row's limit); s becomes the tile's
-  // unnormalized probabilities in log2 units. Returns in alpha the factor by which the output
-  // accumulated so far must be rescaled (rescale), which the caller may apply later: the wgmma
-  // kernel does so once the previous tile's P V product has landed.
+  // unnormalized probabilities (relative to the running max). Returns in alpha the factor by which
+  // the output accumulated so far must be rescaled (rescale), which the caller may apply later: the
+  // wgmma kernel does so once the previous tile's P V product has landed.
+  //
+  // Issue slots are the budget here: in the wgmma kernel one warpgroup's softmax must fit in the
+  // time the other's matrix products take. Per score: one max, one FFMA (scale and max subtracted
+  // together; the max is taken on raw scores, the scale being positive), one MUFU ex2, one add to
+  // the row sum; masking only on the tiles that need it.
   __device__ __forceinline__ void update(float (&s)[4 * NS], int pos0, const int (&limit)[2], float scale_log2,
                                          bool mask, float (&alpha)[2]) {
+    if (mask) {
+#pragma unroll
+      for (int j = 0; j < NS; ++j) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          if (pos0 + 8 * j + i % 2 >= limit[i / 2]) s[4 * j + i] = -INFINITY;
+        }
+      }
+    }
     float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
     for (int j = 0; j < NS; ++j) {
 #pragma unroll
-      for (int r = 0; r < 2; ++r) {
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          float& x = s[4 * j + 2 * r + e];
-          x = !mask || pos0 + 8 * j + e < limit[r] ? x * scale_log2 : -INFINITY;
-          mx[r] = fmaxf(mx[r], x);
-        }
-      }
+      for (int i = 0; i < 4; ++i) mx[i / 2] = fmaxf(mx[i / 2], s[4 * j + i]);
     }
     float base[2];
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));  // the 4 lanes of a row
       mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-      const float next = fmaxf(m[r], mx[r]);
+      const float next = fmaxf(m[r], mx[r] * scale_log2);
       // A row that has seen nothing yet keeps base 0, so exp2(-inf - 0) = 0 and no NaN appears.
       base[r] = next == -INFINITY ? 0.f : next;
-      alpha[r] = exp2f(m[r] - base[r]);
+      alpha[r] = exp2_approx(m[r] - base[r]);
       m[r] = next;
       l[r] *= alpha[r];
     }
 #pragma unroll
     for (int j = 0; j < NS; ++j) {
 #pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        s[4 * j + 2 * r] = exp2f(s[4 * j + 2 * r] - base[r]);
-        s[4 * j + 2 * r + 1] = exp2f(s[4 * j + 2 * r + 1] - base[r]);
-        l[r] += s[4 * j + 2 * r] + s[4 * j + 2 * r + 1];
+      for (int i = 0; i < 4; ++i) {
+        float& x = s[4 * j + i];
+        x = exp2_approx(fmaf(x, scale_log2, -base[i / 2]));
+        l[i / 2] += x;
       }
     }
   }
 
+  // Skipped when no row of the warp moved its max (most tiles once the max has settled): the
+  // multiplies would cost a quarter as many issue slots as the softmax itself. Call on all lanes.
   static __device__ __forceinline__ void rescale(float (&acc)[4 * NO], const float (&alpha)[2]) {
+    if (!__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) return;
 #pragma unroll
     for (int j = 0; j < NO; ++j) {
       acc[4 * j + 0] *= alpha[0];

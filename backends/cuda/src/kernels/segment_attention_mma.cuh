@@ -170,24 +170,37 @@ __global__ void __launch_bounds__(ROW_WARPS * TOKEN_WARPS * 32, kResidentBlocksP
     store(p.partial_o + first * D, p.partial_lse + first, D);
   } else {
     // Each token warp saw a quarter of every tile: merge their states (the K/V stages are free now;
-    // the loop ended on a barrier).
+    // the loop ended on a barrier). The weights come from the core merge once per row, not per
+    // column (per column, its exp and log1p were most of a one-tile leaf block's instructions).
     constexpr int ROWS = 16 * ROW_WARPS;
     float* const o_states = reinterpret_cast<float*>(smem_raw);  // [TOKEN_WARPS][ROWS][D]
     float* const lse_states = o_states + TOKEN_WARPS * ROWS * D;  // [TOKEN_WARPS][ROWS]
-    static_assert(TOKEN_WARPS * ROWS * (D + 1) * 4 <= Tile::template smem_bytes<T>(), "states fit in the K/V stages");
+    float* const weights = lse_states + TOKEN_WARPS * ROWS;       // [ROWS][TOKEN_WARPS]
+    static_assert(TOKEN_WARPS * ROWS * (D + 2) * 4 <= Tile::template smem_bytes<T>(), "states fit in the K/V stages");
     store(o_states + token_warp * ROWS * D, lse_states + token_warp * ROWS, D);
+    __syncthreads();
+    if (threadIdx.x < item.num_rows) {
+      const int r = threadIdx.x;
+      float w[TOKEN_WARPS], lse = -INFINITY;
+#pragma unroll
+      for (int k = 0; k < TOKEN_WARPS; ++k) {  // fold state k in: the earlier weights scale by a
+        const MergeWeights<float> mw = merge_weights(lse, lse_states[k * ROWS + r]);
+#pragma unroll
+        for (int j = 0; j < k; ++j) w[j] *= mw.a;
+        w[k] = mw.b;
+        lse = mw.lse;
+      }
+#pragma unroll
+      for (int k = 0; k < TOKEN_WARPS; ++k) weights[r * TOKEN_WARPS + k] = w[k];
+      p.partial_lse[first + r] = lse;
+    }
     __syncthreads();
     for (int i = threadIdx.x; i < item.num_rows * D; i += THREADS) {
       const int r = i / D, d = i % D;
-      float o = 0.f, lse = -INFINITY;
+      float o = 0.f;
 #pragma unroll
-      for (int w = 0; w < TOKEN_WARPS; ++w) {
-        const MergeWeights<float> mw = merge_weights(lse, lse_states[w * ROWS + r]);
-        o = mw.a * o + mw.b * o_states[(w * ROWS + r) * D + d];
-        lse = mw.lse;
-      }
+      for (int k = 0; k < TOKEN_WARPS; ++k) o += weights[r * TOKEN_WARPS + k] * o_states[(k * ROWS + r) * D + d];
       p.partial_o[(first + r) * D + d] = o;
-      if (d == 0) p.partial_lse[first + r] = lse;
     }
   }
 }

@@ -10,6 +10,8 @@
 // tensor cores: the two take turns through a pair of named barriers (ping-pong), so the exp2 of one
 // overlaps the matrix products of the other. K stages are released when S is done, V stages when
 // the product that read them is, so each stage is refilled as early as possible.
+#include <type_traits>
+
 #include "async_copy.cuh"
 #include "element.cuh"
 #include "mma.cuh"
@@ -67,7 +69,11 @@ __global__ void __launch_bounds__(WgmmaTile<D>::kThreads, 1) segment_attention_w
   }
   __syncthreads();  // the last block-wide barrier: the producer leaves the consumers' path here
 
-  if (threadIdx.x >= Tile::kConsumers) {  // the producer warpgroup: one thread issues every copy
+  // The warpgroup index through a shuffle, so the compiler sees a warp-uniform value: a branch on
+  // threadIdx.x looks divergent to it, and ptxas then serializes every wgmma after that branch
+  // (C7520: each one waited for before the next issues).
+  const int wg = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x / 128), 0);
+  if (wg == 2) {  // the producer warpgroup: one thread issues every copy
     setmaxnreg_dec<Tile::kProducerRegisters>();
     if (threadIdx.x == Tile::kConsumers) {
       // Use u of a stage waits for the consumers' release of use u - 1 (parity of u - 1; a fresh
@@ -95,7 +101,7 @@ __global__ void __launch_bounds__(WgmmaTile<D>::kThreads, 1) segment_attention_w
   }
 
   setmaxnreg_inc<Tile::kConsumerRegisters>();
-  const int wg = threadIdx.x / 128, warp = threadIdx.x / 32 % 4, lane = threadIdx.x % 32;
+  const int warp = threadIdx.x / 32 % 4, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;
   // Q: row r of the block is query row row_query[first_row + r]; rows past num_rows are zeros.
   const T* const q = static_cast<const T*>(p.q);
@@ -123,14 +129,16 @@ __global__ void __launch_bounds__(WgmmaTile<D>::kThreads, 1) segment_attention_w
   float o[D / 2] = {};  // O: 8-column fragments, wgmma accumulator layout
   float s[KT / 2];      // S of the current tile, then its probabilities
   unsigned pa[KT / 16][4];  // P of the previous tile as A fragments: live until its product lands
-  // Step i issues S_i (i < tiles) and P_{i-1} V_{i-1} (i > 0).
-  for (int i = 0; i <= tiles; ++i) {
-    const bool has_s = i < tiles, has_pv = i > 0;
-    if (has_s) mbarrier_wait(full_k(i & 1), (i >> 1) & 1);
-    if (has_pv) mbarrier_wait(full_v((i - 1) & 1), ((i - 1) >> 1) & 1);
+  // Step i issues S_i (i < tiles) and P_{i-1} V_{i-1} (i > 0). The first and last steps are
+  // separate instantiations, so no wgmma or wait sits under a runtime condition: ptxas serializes
+  // the wgmmas (C7514) when it cannot prove an accumulator is complete where it is read.
+  auto step = [&](int i, auto issue_s, auto issue_pv) {
+    constexpr bool has_s = decltype(issue_s)::value, has_pv = decltype(issue_pv)::value;
+    if constexpr (has_s) mbarrier_wait(full_k(i & 1), (i >> 1) & 1);
+    if constexpr (has_pv) mbarrier_wait(full_v((i - 1) & 1), ((i - 1) >> 1) & 1);
     named_sync(kTurn + wg, Tile::kConsumers);
     wgmma_fence();
-    if (has_s) {
+    if constexpr (has_s) {
 #pragma unroll
       for (int ks = 0; ks < D / 16; ++ks) {  // 16 columns at a time: chunk pairs of a swizzled row
         const unsigned column = (ks % 4) * 32;  // the hardware applies the swizzle to the address
@@ -139,7 +147,7 @@ __global__ void __launch_bounds__(WgmmaTile<D>::kThreads, 1) segment_attention_w
       }
       wgmma_commit();
     }
-    if (has_pv) {
+    if constexpr (has_pv) {
 #pragma unroll
       for (int kc = 0; kc < KT / 16; ++kc) {  // 16 tokens at a time
         wgmma_rs<T, D>(o, pa[kc],
@@ -147,34 +155,35 @@ __global__ void __launch_bounds__(WgmmaTile<D>::kThreads, 1) segment_attention_w
       }
       wgmma_commit();
     }
-    if (wg == 0 || i < tiles) named_arrive(kTurn + 1 - wg, Tile::kConsumers);  // the other's turn
+    if (has_s || wg == 0) named_arrive(kTurn + 1 - wg, Tile::kConsumers);  // the other's turn
 
-    float alpha[2] = {1.f, 1.f};
-    if (has_s) {
-      if (has_pv) {
-        wgmma_wait<1>();
-      } else {
-        wgmma_wait<0>();
-      }
+    float alpha[2];
+    if constexpr (has_s) {
+      wgmma_wait<has_pv ? 1 : 0>();
       wgmma_hold(s);
       __syncwarp();
       if (lane == 0) mbarrier_arrive(empty_k(i & 1));
       const int p0 = item.token_begin + i * KT;
       softmax.update(s, p0 + 2 * t, limit, p.scale_log2, p0 + KT > min(limit[0], limit[1]), alpha);
     }
-    if (has_pv) {
+    if constexpr (has_pv) {
       wgmma_wait<0>();
       wgmma_hold(o);
       wgmma_hold(pa);
       __syncwarp();
       if (lane == 0) mbarrier_arrive(empty_v((i - 1) & 1));
     }
-    if (has_s) {
-      softmax.rescale(o, alpha);  // O holds P V up to tile i - 1 now
+    if constexpr (has_s) {
+      if constexpr (has_pv) softmax.rescale(o, alpha);  // O holds P V up to tile i - 1 now (zero before)
 #pragma unroll
       for (int kc = 0; kc < KT / 16; ++kc) probabilities_as_a<T, NS>(s, kc, pa[kc]);
     }
-  }
+  };
+  using yes = std::true_type;
+  using no = std::false_type;
+  step(0, yes{}, no{});  // items have at least one token (the schedules never make an empty one)
+  for (int i = 1; i < tiles; ++i) step(i, yes{}, yes{});
+  step(tiles, no{}, yes{});
 
   float inv[2], lse[2];
   softmax.finish(inv, lse);
