@@ -47,6 +47,9 @@ const std::vector<LargeCase>& large_cases() {
       {"paper_B1024_P16384_S64_mqa_hq8_d128", 1, 8, 1, 128, 16384, std::vector<int>(1024, 64), 16384},
       {"mha_B64_P8192_S64_h32_d128", 1, 32, 32, 128, 8192, std::vector<int>(64, 64), 8192},
       {"causal_q4_B256_P4096_S3to67_gqa4_d64", 4, 8, 2, 64, 4096, ragged_suffixes(256), 4096},
+      // Two sequences: a few blocks cut into ~32 split parts each, so the merge kernel folds 32
+      // partial rows per query (the other cases have 1 to 4).
+      {"split_B2_P8192_S64_mqa_hq8_d128", 1, 8, 1, 128, 8192, std::vector<int>(2, 64), 2},
   };
   return cases;
 }

@@ -122,6 +122,21 @@ struct Run {
         return fail() << name << ": a wide item needs 17.." << options.max_rows << " rows";
       }
       if (it.first_row < 0 || it.first_row + it.num_rows > rows) return fail() << name << ": rows outside [0, " << rows << ")";
+      if (it.num_segments == 0) {
+        // An item of no tokens: rows for queries that attend nothing, so that their blocks write the
+        // merge identity. Any other query must get its rows from real items.
+        if (wide || it.token_begin != 0 || it.token_end != 0) return fail() << name << ": an item of no segments must be narrow, tokens [0, 0)";
+        for (int r = it.first_row; r < it.first_row + it.num_rows; ++r) {
+          if (row_owner[r] != -1) return fail() << name << ": row " << r << " also belongs to item " << row_owner[r];
+          row_owner[r] = item_number;
+          const int q = s.row_query[r];
+          if (q < 0 || q >= queries) return fail() << name << ": row " << r << " has row_query " << q;
+          const int qi = q / shape.q_heads % shape.q_len, seq = q / shape.q_heads / shape.q_len;
+          const long long visible = tree.path_length(seq) - (shape.q_len - 1 - qi);
+          if (visible > 0) return fail() << name << ": " << query_text(shape, q) << " sees " << visible << " tokens but has an empty item";
+        }
+        continue;
+      }
       if (it.num_segments < 1 || it.num_segments > kMaxItemSegments) {
         return fail() << name << ": needs 1.." << kMaxItemSegments << " segments";
       }
@@ -233,7 +248,7 @@ struct Run {
   for (int r = 0; r < rows; ++r) rows_of[s.row_query[r]].push_back(r);
   for (int q = 0; q < queries; ++q) {
     const int b = s.merge_offsets[q], e = s.merge_offsets[q + 1];
-    if (b > e) return fail() << "merge_offsets decrease at " << query_text(shape, q);
+    if (b >= e) return fail() << query_text(shape, q) << " has no partial row (every query needs one: its block writes it)";
     const std::vector<int> listed(s.merge_rows.begin() + b, s.merge_rows.begin() + e);
     if (listed != rows_of[q]) {
       return fail() << query_text(shape, q) << " merges rows " << list_text(listed) << " but its rows are " << list_text(rows_of[q]);
@@ -418,15 +433,23 @@ TEST(BothSchedules, HideTheCausalTailOfTheLeafAndNothingElse) {
   }
 }
 
-TEST(BothSchedules, GiveAQueryWhosePathIsEmptyNoRowsAndAnEmptyMergeList) {
+TEST(BothSchedules, GiveAQueryWhosePathIsEmptyOneRowOfAnItemOfNoTokens) {
   // Sequence 0's path is two empty segments; sequence 1 has 5 tokens.
   const SharingTree tree = SharingTree::from_parents({-1, 0, -1}, {0, 0, 5}, {1, 2});
   const AttentionShape shape = make_shape(2, 1, 4, 1, 64, DType::bf16);
   check_all_options(shape, tree);
   for (Kind kind : {Kind::flat, Kind::segment}) {
     const Schedule s = make_schedule(kind, shape, tree, {});
-    for (int q = 0; q < 4; ++q) EXPECT_EQ(s.merge_offsets[q + 1], s.merge_offsets[q]) << kind_name(kind) << " query " << q;
-    for (int q : s.row_query) EXPECT_GE(q, 4) << kind_name(kind) << ": a row for a query of sequence 0";
+    for (int q = 0; q < 4; ++q) {
+      ASSERT_EQ(s.merge_offsets[q + 1] - s.merge_offsets[q], 1) << kind_name(kind) << " query " << q;
+      const int row = s.merge_rows[s.merge_offsets[q]];
+      const auto owner = std::find_if(s.narrow_items.begin(), s.narrow_items.end(), [&](const WorkItem& it) {
+        return it.first_row <= row && row < it.first_row + it.num_rows;
+      });
+      ASSERT_NE(owner, s.narrow_items.end()) << kind_name(kind) << " query " << q;
+      EXPECT_EQ(owner->num_segments, 0) << kind_name(kind) << " query " << q;
+      EXPECT_EQ(owner->token_end, 0) << kind_name(kind) << " query " << q;
+    }
   }
 }
 

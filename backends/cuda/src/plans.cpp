@@ -104,8 +104,10 @@ class SegmentPlan final : public CudaPlan {
         row_limit_(upload(s.row_limit)),
         merge_offsets_(upload(s.merge_offsets)),
         merge_rows_(upload(s.merge_rows)),
+        needs_merge_(s.max_partials() > 1),
         partial_o_(static_cast<std::size_t>(s.num_rows()) * shape.head_dim),
         partial_lse_(static_cast<std::size_t>(s.num_rows())) {
+
     if (wide_kernel_ == ItemKernel::wgmma) {
       // TMA descriptors for the segments the wide items read (one segment each in this schedule).
       for (const WorkItem& item : s.wide_items) {
@@ -120,12 +122,15 @@ class SegmentPlan final : public CudaPlan {
 
   void run(const AttentionInputs& in, const AttentionOutputs& out, Stream stream) override {
     const cudaStream_t s = bind(in, out, stream);
-    SegmentAttentionParams p{in.q.data, k_.data(), v_.data(), segment_length_.data(), nullptr,
-                             item_segments_.data(), row_query_.data(), row_limit_.data(), partial_o_.data(),
-                             partial_lse_.data(), kv_maps_.data(), shape_.kv_heads,
-                             shape_.scale * 1.4426950408889634f};
+    const MergeParams m{partial_o_.data(), partial_lse_.data(), merge_offsets_.data(), merge_rows_.data(),
+                        out.o.data, static_cast<float*>(out.lse.data),
+                        shape_.num_seqs * shape_.q_len * shape_.q_heads};
+    SegmentAttentionParams p{in.q.data, k_.data(), v_.data(), segment_length_.data(), nullptr, item_segments_.data(),
+                             row_query_.data(), row_limit_.data(), m, kv_maps_.data(),
+                             shape_.kv_heads, shape_.scale * 1.4426950408889634f};
     // The narrow items (leaves: short, latency-bound) run on a side stream beside the wide ones
-    // (shared segments), so they fill the SMs the wide launch leaves idle; the merge waits for both.
+    // (shared segments), so they fill the SMs the wide launch leaves idle. The merge, after both,
+    // runs only when some query has several partial rows (a single one is written by its block).
     const bool both = narrow_.size() > 0 && wide_.size() > 0;
     const cudaStream_t narrow_stream = both ? side_.get() : s;
     if (both) {
@@ -140,10 +145,7 @@ class SegmentPlan final : public CudaPlan {
       CUDA_CHECK(cudaEventRecord(join_.get(), narrow_stream));
       CUDA_CHECK(cudaStreamWaitEvent(s, join_.get()));
     }
-    const MergeParams m{partial_o_.data(), partial_lse_.data(), merge_offsets_.data(), merge_rows_.data(),
-                        out.o.data, static_cast<float*>(out.lse.data),
-                        shape_.num_seqs * shape_.q_len * shape_.q_heads};
-    launch_merge(m, shape_.dtype, shape_.head_dim, s);
+    if (needs_merge_) launch_merge(m, shape_.dtype, shape_.head_dim, s);
   }
 
  private:
@@ -161,6 +163,7 @@ class SegmentPlan final : public CudaPlan {
   ItemKernel wide_kernel_;  // runs the wide items
   DeviceArray<WorkItem> narrow_, wide_;
   DeviceArray<int> item_segments_, row_query_, row_limit_, merge_offsets_, merge_rows_;
+  bool needs_merge_;                // some query has several partial rows
   DeviceArray<float> partial_o_;    // [rows, D]
   DeviceArray<float> partial_lse_;  // [rows]
   std::vector<int> map_segments_;    // segments read by wgmma items

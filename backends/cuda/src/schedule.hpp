@@ -7,7 +7,8 @@
 //   stacked queries of every sequence below it: a shared segment is read once per row block of 64
 //   or 128 queries (cuda-hydragen).
 // Both split an item's tokens (split-KV) while its launch (narrow or wide items) would under-fill
-// the GPU, and list, for every query, the partial rows the merge combines.
+// the GPU, and list, for every query, the partial rows the merge combines: at least one each (a
+// query that attends nothing gets a row of an item of no tokens).
 #include <vector>
 
 #include "hydragen/shape.hpp"
@@ -37,6 +38,7 @@ struct Schedule {
   std::vector<int> merge_offsets;      // [B * q_len * Hq + 1]
   std::vector<int> merge_rows;         // partial rows per query, ascending
   int num_rows() const { return static_cast<int>(row_query.size()); }
+  int max_partials() const;            // the most partial rows of one query
 };
 
 Schedule flat_schedule(const AttentionShape& shape, const SharingTree& tree, const ScheduleOptions& options);

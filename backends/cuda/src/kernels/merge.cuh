@@ -1,5 +1,6 @@
 #pragma once
-// Combines each query's partial rows into O and LSE with the core merge (hydragen/merge.hpp).
+// Combines each query's partial rows into O and LSE with the core merge (hydragen/merge.hpp), for
+// plans whose queries have more partials than a block merges itself (row_output.cuh).
 // One warp per query; lane owns columns lane + 32e.
 #include <cmath>
 
@@ -21,6 +22,7 @@ __global__ void __launch_bounds__(kMergeWarps * 32) merge_partials(const MergePa
   // fold then takes them from the lanes (a query's 16 split partials, loaded one after the other,
   // cost 32 dependent memory latencies: 18 us at B = 128, ncu).
   const int begin = p.offsets[query], end = p.offsets[query + 1];
+  if (end - begin == 1) return;  // its block wrote it (row_output.cuh)
   for (int base = begin; base < end; base += 32) {
     const int mine = base + lane < end ? p.rows[base + lane] : 0;
     const float mine_lse = base + lane < end ? p.partial_lse[mine] : -INFINITY;

@@ -20,7 +20,20 @@ struct WorkItem {
 // Bytes of one TMA descriptor (CUtensorMap): 128, 64-byte aligned.
 inline constexpr int kTensorMapBytes = 128;
 
-// Segment attention (the flash and hydragen backends): every item writes an fp32 partial per row.
+// Where a query's partial rows go and how they become its O and LSE: the block of a query's only
+// row writes them (row_output.cuh); the merge kernel folds a query's several rows (merge.cuh).
+struct MergeParams {
+  float* partial_o;    // [rows, D]
+  float* partial_lse;  // [rows] natural log; -inf for a row that saw no token
+  const int* offsets;  // [num_queries + 1] into rows
+  const int* rows;     // partial rows of each query, ascending
+  void* o;             // [B, q_len, Hq, D] storage dtype
+  float* lse;          // [B, q_len, Hq]
+  int num_queries;     // B * q_len * Hq
+};
+
+// Segment attention (the flash and hydragen backends): every item attends its rows to a token range
+// and hands each row, one partial result of its query, to row_output.cuh.
 struct SegmentAttentionParams {
   const void* q;                // [B, q_len, Hq, D] storage dtype
   const void* const* k;         // [num_segments] -> [length, Hkv, D]
@@ -30,23 +43,11 @@ struct SegmentAttentionParams {
   const int* item_segments;     // segment ids, WorkItem::first_segment indexes here
   const int* row_query;         // [rows] query row (b * q_len + qi) * Hq + h
   const int* row_limit;         // [rows] positions of its item's token list the row may see (causal leaf)
-  float* partial_o;             // [rows, D]
-  float* partial_lse;           // [rows] natural log; -inf for a row that saw no token
+  MergeParams merge;
   const void* kv_maps;          // [num_segments][2] TMA descriptors (K, V) of the segments wgmma items
                                 // read (one segment per item); null for the other kernels
   int kv_heads;
   float scale_log2;             // score scale * log2(e): the kernels exponentiate with exp2
-};
-
-// The merge: each query combines its partial rows (CSR) into O and LSE.
-struct MergeParams {
-  const float* partial_o;    // [rows, D]
-  const float* partial_lse;  // [rows]
-  const int* offsets;        // [num_queries + 1] into rows
-  const int* rows;           // partial rows of each query
-  void* o;                   // [B, q_len, Hq, D] storage dtype
-  float* lse;                // [B, q_len, Hq]
-  int num_queries;           // B * q_len * Hq
 };
 
 // The naive kernel: one block per query row, scores materialized in `scores`.

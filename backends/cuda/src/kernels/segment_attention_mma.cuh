@@ -5,8 +5,7 @@
 // fragments held in registers for the whole item; token warp tw takes its share of every tile. K/V
 // tiles of 64 tokens stream through shared memory in two stages (cp.async); each warp, per tile:
 // S = Q K^T (fp32), causal/length mask, online softmax in exp2, O += P V. Token warps then merge
-// their states through shared memory with the core merge. The item's rows end as fp32 partials
-// (O normalized, LSE natural log) for the merge kernel.
+// their states through shared memory with the core merge. Each row then goes to row_output.cuh.
 //
 // Wide items (64 rows, the stacked queries of a shared segment): 4 row warps x 1 token warp.
 // Narrow items (<= 16 rows, one sequence's decode): 1 row warp x 4 token warps, so a block still
@@ -18,6 +17,7 @@
 #include "mma.cuh"
 #include "online_softmax.cuh"
 #include "params.hpp"
+#include "row_output.cuh"
 
 namespace hydragen::cuda {
 
@@ -61,6 +61,17 @@ __global__ void __launch_bounds__(ROW_WARPS * TOKEN_WARPS * 32, kResidentBlocksP
   // Positions of the item's token list each row sees: its causal limit, cut at the item's end.
   const int limit[2] = {has0 ? min(p.row_limit[item.first_row + r0], item.token_end) : 0,
                         has1 ? min(p.row_limit[item.first_row + r1], item.token_end) : 0};
+  // Where the rows go (row_output.cuh): this lane's fragment rows, or, when the token warps merge
+  // first, row threadIdx.x / GROUP of the merged states (GROUP lanes per row).
+  constexpr int GROUP = THREADS / (16 * ROW_WARPS);
+  RowOutput out[2];
+  if constexpr (TOKEN_WARPS == 1) {
+    out[0] = row_output(p, has0 ? item.first_row + r0 : -1);
+    out[1] = row_output(p, has1 ? item.first_row + r1 : -1);
+  } else {
+    const int r = threadIdx.x / GROUP;
+    out[0] = row_output(p, r < item.num_rows ? item.first_row + r : -1);
+  }
   unsigned qa[D / 16][4];  // A fragments of Q, one per 16 columns
 #pragma unroll
   for (int ks = 0; ks < D / 16; ++ks) {
@@ -113,7 +124,7 @@ __global__ void __launch_bounds__(ROW_WARPS * TOKEN_WARPS * 32, kResidentBlocksP
   RowPairSoftmax<NT, D / 8> softmax;
   float acc[4 * (D / 8)] = {};  // O fragments: 8 columns each
   const int tiles = (item.token_end - item.token_begin + KT - 1) / KT;
-  load_tile(0, 0);
+  if (tiles > 0) load_tile(0, 0);  // an item of no token: a query that attends nothing
   for (int it = 0; it < tiles; ++it) {
     if (it + 1 < tiles) {
       load_tile(it + 1, (it + 1) & 1);
@@ -159,15 +170,9 @@ __global__ void __launch_bounds__(ROW_WARPS * TOKEN_WARPS * 32, kResidentBlocksP
 
   float inv[2], row_lse[2];
   softmax.finish(inv, row_lse);
-  // Writes this lane's share of its rows: to the partials, or to shared memory for the merge of the
-  // token warps. `row_stride` is the destination's row stride in floats.
-  auto store = [&](float* o_rows, float* lse_rows, int row_stride) {
-    if (has0) store_row<D / 8>(acc, 0, inv[0], row_lse[0], o_rows + r0 * row_stride, lse_rows + r0, t);
-    if (has1) store_row<D / 8>(acc, 1, inv[1], row_lse[1], o_rows + r1 * row_stride, lse_rows + r1, t);
-  };
-  const long long first = item.first_row;
   if constexpr (TOKEN_WARPS == 1) {
-    store(p.partial_o + first * D, p.partial_lse + first, D);
+    finish_row_pair<T, D>(p, acc, 0, out[0], inv[0], row_lse[0], t);
+    finish_row_pair<T, D>(p, acc, 1, out[1], inv[1], row_lse[1], t);
   } else {
     // Each token warp saw a quarter of every tile: merge their states (the K/V stages are free now;
     // the loop ended on a barrier). The weights come from the core merge once per row, not per
@@ -176,8 +181,10 @@ __global__ void __launch_bounds__(ROW_WARPS * TOKEN_WARPS * 32, kResidentBlocksP
     float* const o_states = reinterpret_cast<float*>(smem_raw);  // [TOKEN_WARPS][ROWS][D]
     float* const lse_states = o_states + TOKEN_WARPS * ROWS * D;  // [TOKEN_WARPS][ROWS]
     float* const weights = lse_states + TOKEN_WARPS * ROWS;       // [ROWS][TOKEN_WARPS]
-    static_assert(TOKEN_WARPS * ROWS * (D + 2) * 4 <= Tile::template smem_bytes<T>(), "states fit in the K/V stages");
-    store(o_states + token_warp * ROWS * D, lse_states + token_warp * ROWS, D);
+    float* const merged_lse = weights + ROWS * TOKEN_WARPS;       // [ROWS]
+    static_assert((TOKEN_WARPS * ROWS * (D + 2) + ROWS) * 4 <= Tile::template smem_bytes<T>(), "states fit in the K/V stages");
+    if (has0) store_row<D / 8>(acc, 0, inv[0], row_lse[0], o_states + (token_warp * ROWS + r0) * D, lse_states + token_warp * ROWS + r0, t);
+    if (has1) store_row<D / 8>(acc, 1, inv[1], row_lse[1], o_states + (token_warp * ROWS + r1) * D, lse_states + token_warp * ROWS + r1, t);
     __syncthreads();
     if (threadIdx.x < item.num_rows) {
       const int r = threadIdx.x;
@@ -192,16 +199,22 @@ __global__ void __launch_bounds__(ROW_WARPS * TOKEN_WARPS * 32, kResidentBlocksP
       }
 #pragma unroll
       for (int k = 0; k < TOKEN_WARPS; ++k) weights[r * TOKEN_WARPS + k] = w[k];
-      p.partial_lse[first + r] = lse;
+      merged_lse[r] = lse;
     }
     __syncthreads();
-    for (int i = threadIdx.x; i < item.num_rows * D; i += THREADS) {
-      const int r = i / D, d = i % D;
-      float o = 0.f;
+    // GROUP lanes per row, all rows at once: lane sub of a row holds columns sub + GROUP v.
+    const int r = threadIdx.x / GROUP, sub = threadIdx.x % GROUP;
+    const bool real = r < item.num_rows;
+    float o[D / GROUP];
 #pragma unroll
-      for (int k = 0; k < TOKEN_WARPS; ++k) o += weights[r * TOKEN_WARPS + k] * o_states[(k * ROWS + r) * D + d];
-      p.partial_o[(first + r) * D + d] = o;
+    for (int v = 0; v < D / GROUP; ++v) {
+      o[v] = 0.f;
+#pragma unroll
+      for (int k = 0; k < TOKEN_WARPS; ++k) {
+        o[v] += real ? weights[r * TOKEN_WARPS + k] * o_states[(k * ROWS + r) * D + sub + GROUP * v] : 0.f;
+      }
     }
+    finish_row<T, D, GROUP>(p, out[0], o, real ? merged_lse[r] : -INFINITY, StridedColumns<GROUP>{sub});
   }
 }
 

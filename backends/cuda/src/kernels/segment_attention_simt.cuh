@@ -7,6 +7,7 @@
 #include "element.cuh"
 #include "item_segments.cuh"
 #include "params.hpp"
+#include "row_output.cuh"
 
 namespace hydragen::cuda {
 
@@ -29,6 +30,7 @@ __global__ void __launch_bounds__(128) segment_attention_simt(const SegmentAtten
     for (int d = lane; d < D; d += 32) sq[r][d] = src != nullptr ? to_float(src[d]) : 0.f;
   }
   const int limit = row < item.num_rows ? p.row_limit[item.first_row + row] : 0;
+  const RowOutput out = row_output(p, row < item.num_rows ? item.first_row + row : -1);
 
   float m = -INFINITY, l = 0.f;  // running max (log2 units) and sum of this row
   float o[D / LANES] = {};       // columns sub + 8i
@@ -81,14 +83,12 @@ __global__ void __launch_bounds__(128) segment_attention_simt(const SegmentAtten
       for (int i = 0; i < D / LANES; ++i) o[i] += pv * sv[token][sub + LANES * i];
     }
   }
-  if (row < item.num_rows) {
-    float* const out = p.partial_o + static_cast<long long>(item.first_row + row) * D;
-    const float inv = l > 0.f ? 1.f / l : 0.f;
+  const float inv = l > 0.f ? 1.f / l : 0.f;
 #pragma unroll
-    for (int i = 0; i < D / LANES; ++i) out[sub + LANES * i] = o[i] * inv;
-    constexpr float kLn2 = 0.6931471805599453f;
-    if (sub == 0) p.partial_lse[item.first_row + row] = l > 0.f ? (m + log2f(l)) * kLn2 : -INFINITY;
-  }
+  for (int i = 0; i < D / LANES; ++i) o[i] *= inv;
+  constexpr float kLn2 = 0.6931471805599453f;
+  finish_row<T, D, LANES>(p, out, o,
+                          l > 0.f ? (m + log2f(l)) * kLn2 : -INFINITY, StridedColumns<LANES>{sub});
 }
 
 }  // namespace hydragen::cuda

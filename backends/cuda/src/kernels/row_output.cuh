@@ -1,0 +1,97 @@
+#pragma once
+// How a segment-attention block hands over its rows. Each row is one partial result of a query
+// (O normalized, LSE natural log) over the tokens its item saw. A query with a single partial row
+// has its O and LSE written at once (no merge kernel runs when every query has one); otherwise the
+// row goes to the fp32 workspace for the merge kernel.
+//
+// Tried and measured slower (H100, 2026-11-21): the block writing a query's last partial merging
+// them itself (a counter per query, fence and atomic), to save the merge launch. Its epilogue, a
+// fence and three rounds of dependent loads, cost each leaf block more than the merge kernel costs
+// in all: (1024, 4096, 64) 0.073 -> 0.079 ms, (32, 1024, 64) 0.018 -> 0.023 ms.
+#include <cmath>
+#include <type_traits>
+
+#include "element.cuh"
+#include "params.hpp"
+
+namespace hydragen::cuda {
+
+// Columns of a row held by lane `sub` of the GROUP consecutive lanes sharing it, value v:
+// tensor-core accumulators (GROUP 4) hold column pairs 8j + 2 sub + {0, 1}; the others stride.
+struct FragmentColumns {
+  static constexpr bool kPairs = true;  // values 2j and 2j + 1 are adjacent columns
+  int sub;
+  __device__ int operator()(int v) const { return 8 * (v / 2) + 2 * sub + v % 2; }
+};
+template <int GROUP>
+struct StridedColumns {
+  static constexpr bool kPairs = false;
+  int sub;
+  __device__ int operator()(int v) const { return sub + GROUP * v; }
+};
+
+// Writes a lane's N values of a row at `dst` (the row's first column): pairs in one store where
+// the layout has them.
+template <typename T, int N, typename Columns>
+__device__ __forceinline__ void store_values(T* dst, const float (&o)[N], Columns columns) {
+  if constexpr (Columns::kPairs && std::is_same_v<T, float>) {
+#pragma unroll
+    for (int v = 0; v < N; v += 2) *reinterpret_cast<float2*>(dst + columns(v)) = make_float2(o[v], o[v + 1]);
+  } else if constexpr (Columns::kPairs) {
+#pragma unroll
+    for (int v = 0; v < N; v += 2) *reinterpret_cast<unsigned*>(dst + columns(v)) = pack2<T>(o[v], o[v + 1]);
+  } else {
+#pragma unroll
+    for (int v = 0; v < N; ++v) dst[columns(v)] = from_float<T>(o[v]);
+  }
+}
+
+// Where one row of a block goes: its query and the query's list of partial rows. Loaded when the
+// block starts, so the epilogue does not begin with a chain of dependent loads.
+struct RowOutput {
+  int row = -1;  // -1: none (a lane past the item's rows)
+  int query = 0;
+  int count = 0;  // partial rows of the query
+};
+
+__device__ __forceinline__ RowOutput row_output(const SegmentAttentionParams& p, int row) {
+  RowOutput out;
+  if (row >= 0) {
+    out.row = row;
+    out.query = p.row_query[row];
+    out.count = p.merge.offsets[out.query + 1] - p.merge.offsets[out.query];
+  }
+  return out;
+}
+
+// Hands over a row of which this lane holds the N values o[v] at columns(v), GROUP consecutive
+// lanes per row (the first writes the LSE).
+template <typename T, int D, int GROUP, int N, typename Columns>
+__device__ __forceinline__ void finish_row(const SegmentAttentionParams& p, const RowOutput& out, const float (&o)[N],
+                                           float lse, Columns columns) {
+  const MergeParams& m = p.merge;
+  const bool leader = threadIdx.x % GROUP == 0;
+  if (out.count == 1) {
+    store_values(static_cast<T*>(m.o) + static_cast<long long>(out.query) * D, o, columns);
+    if (leader) m.lse[out.query] = lse;
+  } else if (out.count > 1) {
+    store_values(m.partial_o + static_cast<long long>(out.row) * D, o, columns);
+    if (leader) m.partial_lse[out.row] = lse;
+  }
+}
+
+// finish_row for the two rows of a tensor-core accumulator (online_softmax.cuh's layout): row r
+// (0 or 1) of `acc`, normalized by inv.
+template <typename T, int D>
+__device__ __forceinline__ void finish_row_pair(const SegmentAttentionParams& p, const float (&acc)[D / 2], int r,
+                                                const RowOutput& out, float inv, float lse, int t) {
+  float o[D / 4];
+#pragma unroll
+  for (int j = 0; j < D / 8; ++j) {
+    o[2 * j] = acc[4 * j + 2 * r] * inv;
+    o[2 * j + 1] = acc[4 * j + 2 * r + 1] * inv;
+  }
+  finish_row<T, D, 4>(p, out, o, lse, FragmentColumns{t});
+}
+
+}  // namespace hydragen::cuda
