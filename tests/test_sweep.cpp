@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "sweep/grid.hpp"
@@ -111,6 +112,12 @@ TEST(SweepPresets, MhaIsACodeLlama7BLayer) {
   }
 }
 
+TEST(SweepPresets, ModelsAreCodeLlama13BGqa4AndHeadDim64) {
+  std::set<std::tuple<int, int, int>> configs;
+  for (const ShapePoint& s : preset("models").shapes) configs.insert({s.q_heads, s.kv_heads, s.head_dim});
+  EXPECT_EQ(configs, (std::set<std::tuple<int, int, int>>{{40, 40, 128}, {32, 8, 128}, {32, 32, 64}}));
+}
+
 TEST(SweepPresets, CpuPresetUsesTheCpuBackendsInFp32) {
   const Grid g = preset("cpu");
   EXPECT_THAT(g.backends, ::testing::ElementsAre("cpu-flat:shared", "cpu-hydragen"));
@@ -119,7 +126,7 @@ TEST(SweepPresets, CpuPresetUsesTheCpuBackendsInFp32) {
 
 TEST(SweepPresets, AnUnknownNameListsThePresets) {
   EXPECT_THAT([] { preset("fig5"); },
-              ::testing::ThrowsMessage<std::invalid_argument>(HasSubstr("paper-fig4, grid, mha, cpu, quick")));
+              ::testing::ThrowsMessage<std::invalid_argument>(HasSubstr("paper-fig4, grid, mha, models, cpu, quick")));
 }
 
 TEST(SweepGrid, ProductVariesTheLastListFastest) {

@@ -1,6 +1,7 @@
 #include "grid.hpp"
 
 #include <stdexcept>
+#include <tuple>
 
 namespace hydragen::sweep {
 
@@ -45,6 +46,18 @@ Grid mha() {
               product({DType::bf16}, doubling(32, 256), {1024, 2048, 4096, 8192}, {64}, {1}, {32}, {32}, {128})};
 }
 
+// The other layers the performance issue tracks beside the CodeLlama-7B one: CodeLlama-13B
+// (Hq = Hkv = 40), GQA g = 4 (Hq = 32, Hkv = 8) and D = 64 (Hq = Hkv = 32).
+Grid models() {
+  Grid g{{"cuda-flash:redundant", "cuda-flash:shared", "cuda-hydragen"}, {}};
+  for (const auto& [hq, hkv, d] : std::vector<std::tuple<int, int, int>>{{40, 40, 128}, {32, 8, 128}, {32, 32, 64}}) {
+    for (const ShapePoint& s : product({DType::bf16}, {64, 256}, {2048, 8192}, {64}, {1}, {hq}, {hkv}, {d})) {
+      g.shapes.push_back(s);
+    }
+  }
+  return g;
+}
+
 // The CPU backends, sized to finish in about a minute on 2 cores: MHA (the prefix re-read from
 // memory by flat) and GQA g = 8 (flat already packs the heads).
 Grid cpu() {
@@ -67,6 +80,7 @@ const std::vector<Preset>& presets() {
       {"paper-fig4", "the paper's Fig. 4: (B,P) in (512,1024) (1024,2048) (2048,4096) (4096,8192), S = 0..512 step 16; bf16 Hq=8 Hkv=1 D=128", paper_fig4},
       {"grid", "B = 32..4096 doubling, P in 1024..16384, S in 0,64,128,256,512; bf16 Hq=8 Hkv=1 D=128", full_grid},
       {"mha", "Hq=Hkv=32 D=128 (a CodeLlama-7B layer): B = 32..256, P = 1024..8192, S = 64; bf16", mha},
+      {"models", "Hq=Hkv=40 D=128, Hq=32 Hkv=8 D=128, Hq=Hkv=32 D=64: B in 64,256, P in 2048,8192, S = 64; bf16", models},
       {"cpu", "cpu-flat vs cpu-hydragen, fp32 D=128 Hq=8 Hkv in 8,1: B in 16,64, P in 1024,4096,16384, S = 64", cpu},
       {"quick", "B in 32,1024, P in 1024,16384, S = 64; bf16 Hq=8 Hkv=1 D=128: a few points for smoke runs", quick},
   };
