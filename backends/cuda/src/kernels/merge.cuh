@@ -1,6 +1,6 @@
 #pragma once
-// Combines each query's partial rows into O and LSE with the core merge (hydragen/merge.hpp), for
-// plans whose queries have more partials than a block merges itself (row_output.cuh).
+// Combines each query's partial rows into O and LSE with the core merge (hydragen/merge.hpp); a
+// query of one partial row was written by its block (row_output.cuh).
 // One warp per query; lane owns columns lane + 32e.
 #include <cmath>
 

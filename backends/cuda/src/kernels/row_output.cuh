@@ -46,8 +46,8 @@ __device__ __forceinline__ void store_values(T* dst, const float (&o)[N], Column
   }
 }
 
-// Where one row of a block goes: its query and the query's list of partial rows. Loaded when the
-// block starts, so the epilogue does not begin with a chain of dependent loads.
+// Where one row of a block goes: its query and how many partial rows that query has. Loaded when
+// the block starts, so the epilogue does not begin with a chain of dependent loads.
 struct RowOutput {
   int row = -1;  // -1: none (a lane past the item's rows)
   int query = 0;
