@@ -107,7 +107,6 @@ class SegmentPlan final : public CudaPlan {
         needs_merge_(s.max_partials() > 1),
         partial_o_(static_cast<std::size_t>(s.num_rows()) * shape.head_dim),
         partial_lse_(static_cast<std::size_t>(s.num_rows())) {
-
     if (wide_kernel_ == ItemKernel::wgmma) {
       // TMA descriptors for the segments the wide items read (one segment each in this schedule).
       for (const WorkItem& item : s.wide_items) {

@@ -8,7 +8,6 @@
 // them itself (a counter per query, fence and atomic), to save the merge launch. Its epilogue, a
 // fence and three rounds of dependent loads, cost each leaf block more than the merge kernel costs
 // in all: (1024, 4096, 64) 0.073 -> 0.079 ms, (32, 1024, 64) 0.018 -> 0.023 ms.
-#include <cmath>
 #include <type_traits>
 
 #include "element.cuh"
