@@ -122,21 +122,6 @@ struct Run {
         return fail() << name << ": a wide item needs 17.." << options.max_rows << " rows";
       }
       if (it.first_row < 0 || it.first_row + it.num_rows > rows) return fail() << name << ": rows outside [0, " << rows << ")";
-      if (it.num_segments == 0) {
-        // An item of no tokens: rows for queries that attend nothing, so that their blocks write the
-        // merge identity. Any other query must get its rows from real items.
-        if (wide || it.token_begin != 0 || it.token_end != 0) return fail() << name << ": an item of no segments must be narrow, tokens [0, 0)";
-        for (int r = it.first_row; r < it.first_row + it.num_rows; ++r) {
-          if (row_owner[r] != -1) return fail() << name << ": row " << r << " also belongs to item " << row_owner[r];
-          row_owner[r] = item_number;
-          const int q = s.row_query[r];
-          if (q < 0 || q >= queries) return fail() << name << ": row " << r << " has row_query " << q;
-          const int qi = q / shape.q_heads % shape.q_len, seq = q / shape.q_heads / shape.q_len;
-          const long long visible = tree.path_length(seq) - (shape.q_len - 1 - qi);
-          if (visible > 0) return fail() << name << ": " << query_text(shape, q) << " sees " << visible << " tokens but has an empty item";
-        }
-        continue;
-      }
       if (it.num_segments < 1 || it.num_segments > kMaxItemSegments) {
         return fail() << name << ": needs 1.." << kMaxItemSegments << " segments";
       }
@@ -205,7 +190,8 @@ struct Run {
 
   // Row blocks: all rows of a token list go into ceil(rows / max_rows) blocks per KV head, and each
   // block's split parts tile its whole token list (no split at all with target_blocks 1; otherwise
-  // no part shorter than kMinSplitTokens unless the block is not split).
+  // no part shorter than kMinSplitTokens, or wide_min_split_tokens for a wide block, unless the block
+  // is not split).
   for (const auto& [key, by_block] : blocks) {
     const auto& [kv_head, list, seq] = key;
     const long long list_rows =
@@ -222,13 +208,14 @@ struct Run {
                     << options.max_rows << ") = " << ceil_div(list_rows, options.max_rows);
     }
     for (auto [first_query, parts] : by_block) {
+      const long long shortest = block_rows.at(key).at(first_query) > kNarrowRows ? options.wide_min_split_tokens : kMinSplitTokens;
       std::sort(parts.begin(), parts.end());
       long long end = 0;
       for (const auto& [b, e] : parts) {
         if (b != end) return fail() << name << ", block from " << query_text(shape, first_query) << ": split parts do not tile the list at token " << end;
         end = e;
-        if (parts.size() > 1 && e - b < kMinSplitTokens) {
-          return fail() << name << ": split part [" << b << ", " << e << ") is shorter than kMinSplitTokens = " << kMinSplitTokens;
+        if (parts.size() > 1 && e - b < shortest) {
+          return fail() << name << ": split part [" << b << ", " << e << ") is shorter than the " << shortest << " tokens a split part needs";
         }
       }
       if (end != list_tokens) return fail() << name << ": split parts end at " << end << " of " << list_tokens << " tokens";
@@ -238,7 +225,9 @@ struct Run {
     }
   }
 
-  // Merge lists: each query combines exactly its own rows, ascending.
+  // Merge lists: each query combines exactly its own rows, ascending; a query whose path is empty has
+  // none (its causal limit alone may leave a query no token: its rows then say LSE = -inf). The merge
+  // kernel runs when some query has other than one.
   if (s.merge_offsets.size() != static_cast<std::size_t>(queries) + 1 || s.merge_offsets.front() != 0 ||
       s.merge_offsets.back() != static_cast<int>(s.merge_rows.size())) {
     return fail() << "merge_offsets has " << s.merge_offsets.size() << " entries (expected " << queries + 1
@@ -248,12 +237,17 @@ struct Run {
   for (int r = 0; r < rows; ++r) rows_of[s.row_query[r]].push_back(r);
   for (int q = 0; q < queries; ++q) {
     const int b = s.merge_offsets[q], e = s.merge_offsets[q + 1];
-    if (b >= e) return fail() << query_text(shape, q) << " has no partial row (every query needs one: its block writes it)";
+    const bool empty_path = tree.path_length(q / shape.q_heads / shape.q_len) == 0;
+    if (empty_path != (b == e)) {
+      return fail() << query_text(shape, q) << (empty_path ? " has an empty path but partial rows (the merge writes its identity)" : " has no partial row");
+    }
     const std::vector<int> listed(s.merge_rows.begin() + b, s.merge_rows.begin() + e);
     if (listed != rows_of[q]) {
       return fail() << query_text(shape, q) << " merges rows " << list_text(listed) << " but its rows are " << list_text(rows_of[q]);
     }
   }
+  const bool single = std::all_of(rows_of.begin(), rows_of.end(), [](const std::vector<int>& r) { return r.size() == 1; });
+  if (s.needs_merge() == single) return fail() << "needs_merge() is " << s.needs_merge() << " but every query has one row: " << single;
 
   // Coverage: every token of the query's path, except the causal tail of its leaf, exactly once.
   for (int q = 0; q < queries; ++q) {
@@ -297,7 +291,7 @@ struct Run {
 // {narrow target, max rows, wide target}: the simulator's "no split" rule needs equal targets at 1.
 const ScheduleOptions kOptions[] = {{1, kNarrowRows, 1}, {1, kWideRows, 1},     {1, kWgmmaRows, 1},
                                     {8, kNarrowRows, 8}, {8, kWideRows, 8},     {8, kWgmmaRows, 8},
-                                    {528, kNarrowRows, 528}, {528, kWideRows, 528}, {1188, kWgmmaRows, 132}};
+                                    {528, kNarrowRows, 528}, {528, kWideRows, 528}, {1188, kWgmmaRows, 132, 512}};
 
 // Both schedules under every option set; returns how many schedules were replayed.
 long long check_all_options(const AttentionShape& shape, const SharingTree& tree) {
@@ -433,24 +427,26 @@ TEST(BothSchedules, HideTheCausalTailOfTheLeafAndNothingElse) {
   }
 }
 
-TEST(BothSchedules, GiveAQueryWhosePathIsEmptyOneRowOfAnItemOfNoTokens) {
-  // Sequence 0's path is two empty segments; sequence 1 has 5 tokens.
+TEST(BothSchedules, LeaveAQueryWhosePathIsEmptyToTheMerge) {
+  // Sequence 0's path is two empty segments; sequence 1 has 5 tokens. Items all have tokens, so
+  // sequence 0's queries get no row, and the merge (which must run) writes their identity.
   const SharingTree tree = SharingTree::from_parents({-1, 0, -1}, {0, 0, 5}, {1, 2});
   const AttentionShape shape = make_shape(2, 1, 4, 1, 64, DType::bf16);
   check_all_options(shape, tree);
   for (Kind kind : {Kind::flat, Kind::segment}) {
     const Schedule s = make_schedule(kind, shape, tree, {});
-    for (int q = 0; q < 4; ++q) {
-      ASSERT_EQ(s.merge_offsets[q + 1] - s.merge_offsets[q], 1) << kind_name(kind) << " query " << q;
-      const int row = s.merge_rows[s.merge_offsets[q]];
-      const auto owner = std::find_if(s.narrow_items.begin(), s.narrow_items.end(), [&](const WorkItem& it) {
-        return it.first_row <= row && row < it.first_row + it.num_rows;
-      });
-      ASSERT_NE(owner, s.narrow_items.end()) << kind_name(kind) << " query " << q;
-      EXPECT_EQ(owner->num_segments, 0) << kind_name(kind) << " query " << q;
-      EXPECT_EQ(owner->token_end, 0) << kind_name(kind) << " query " << q;
+    for (int q = 0; q < 8; ++q) {
+      EXPECT_EQ(s.merge_offsets[q + 1] - s.merge_offsets[q], q < 4 ? 0 : 1) << kind_name(kind) << " query " << q;
     }
+    EXPECT_TRUE(s.needs_merge()) << kind_name(kind);
   }
+}
+
+TEST(BothSchedules, SkipTheMergeWhenEveryQueryHasOneRow) {
+  const SharingTree tree = SharingTree::prefix_suffix(300, {40, 40});
+  const AttentionShape shape = make_shape(2, 1, 8, 1, 64, DType::bf16);
+  EXPECT_FALSE(flat_schedule(shape, tree, {1, kNarrowRows, 1}).needs_merge()) << "one item per sequence";
+  EXPECT_TRUE(segment_schedule(shape, tree, {1, kNarrowRows, 1}).needs_merge()) << "prefix and suffix partials";
 }
 
 TEST(BothSchedules, RefuseALeafTooShortForTheCausalQueries) {
@@ -506,6 +502,18 @@ std::vector<WorkItem> items_over(const Schedule& s, int segment) {
     }
   }
   return out;
+}
+
+TEST(SegmentSchedule, SplitAWgmmaBlockIntoPartsOfAtLeastWideMinSplitTokens) {
+  // B = 32, g = 8: two 128-row blocks over the prefix; 132 blocks wanted, but 512-token parts at least.
+  const SharingTree tree = SharingTree::prefix_suffix(16384, std::vector<int>(32, 64));
+  const AttentionShape shape = make_shape(32, 1, 8, 1, 128, DType::bf16);
+  const ScheduleOptions options{1188, kWgmmaRows, 132, 512};
+  const Schedule s = segment_schedule(shape, tree, options);
+  EXPECT_TRUE(check_schedule(Kind::segment, shape, tree, options, s));
+  const std::vector<WorkItem> over_prefix = items_over(s, 0);
+  EXPECT_EQ(over_prefix.size(), 2u * 32u) << "two row blocks of 16384 / 512 parts each";
+  for (const WorkItem& it : over_prefix) EXPECT_EQ(it.token_end - it.token_begin, 512);
 }
 
 TEST(BothSchedules, SplitALongSegmentIntoPartsOfAtLeastKMinSplitTokensWhenTheGridIsUnderFilled) {

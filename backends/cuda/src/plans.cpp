@@ -104,7 +104,7 @@ class SegmentPlan final : public CudaPlan {
         row_limit_(upload(s.row_limit)),
         merge_offsets_(upload(s.merge_offsets)),
         merge_rows_(upload(s.merge_rows)),
-        needs_merge_(s.max_partials() > 1),
+        needs_merge_(s.needs_merge()),
         partial_o_(static_cast<std::size_t>(s.num_rows()) * shape.head_dim),
         partial_lse_(static_cast<std::size_t>(s.num_rows())) {
     if (wide_kernel_ == ItemKernel::wgmma) {
@@ -124,8 +124,8 @@ class SegmentPlan final : public CudaPlan {
     const MergeParams m{partial_o_.data(), partial_lse_.data(), merge_offsets_.data(), merge_rows_.data(),
                         out.o.data, static_cast<float*>(out.lse.data),
                         shape_.num_seqs * shape_.q_len * shape_.q_heads};
-    SegmentAttentionParams p{in.q.data, k_.data(), v_.data(), segment_length_.data(), nullptr, item_segments_.data(),
-                             row_query_.data(), row_limit_.data(), m, kv_maps_.data(),
+    SegmentAttentionParams p{in.q.data, k_.data(), v_.data(), segment_length_.data(), nullptr, 0,
+                             item_segments_.data(), row_query_.data(), row_limit_.data(), m, kv_maps_.data(),
                              shape_.kv_heads, shape_.scale * 1.4426950408889634f};
     // The narrow items (leaves: short, latency-bound) run on a side stream beside the wide ones
     // (shared segments), so they fill the SMs the wide launch leaves idle. The merge, after both,
@@ -162,7 +162,7 @@ class SegmentPlan final : public CudaPlan {
   ItemKernel wide_kernel_;  // runs the wide items
   DeviceArray<WorkItem> narrow_, wide_;
   DeviceArray<int> item_segments_, row_query_, row_limit_, merge_offsets_, merge_rows_;
-  bool needs_merge_;                // some query has several partial rows
+  bool needs_merge_;                // some query has no partial row or several
   DeviceArray<float> partial_o_;    // [rows, D]
   DeviceArray<float> partial_lse_;  // [rows]
   std::vector<int> map_segments_;    // segments read by wgmma items
@@ -212,10 +212,12 @@ class NaivePlan final : public CudaPlan {
 ScheduleOptions schedule_options(int multiprocessors, ItemKernel wide) {
   // Three waves of the resident blocks: enough blocks that the last wave's idle SMs cost little,
   // few enough that the merge stays small. The wgmma blocks (one per SM, 128 rows, 128-token
-  // tiles) get one wave: each split adds a partial per row to the merge and a pipeline fill.
+  // tiles) get one wave: each split adds a partial per row to the merge and a pipeline fill, so
+  // none is shorter than four tiles (at B = 32, P = 16384, S = 0, 66 splits of two tiles each made
+  // the merge fold 66 partials per query).
   const int narrow = 3 * resident_blocks_per_sm(ItemKernel::narrow) * multiprocessors;
-  return ScheduleOptions{narrow, max_rows(wide),
-                         wide == ItemKernel::wgmma ? multiprocessors : 3 * resident_blocks_per_sm(wide) * multiprocessors};
+  if (wide == ItemKernel::wgmma) return ScheduleOptions{narrow, max_rows(wide), multiprocessors, 512};
+  return ScheduleOptions{narrow, max_rows(wide), 3 * resident_blocks_per_sm(wide) * multiprocessors};
 }
 
 // The wgmma kernel reads one segment per item (TMA descriptors per segment): the segment schedule's

@@ -35,7 +35,7 @@ Schedule build(const AttentionShape& shape, const std::vector<Group>& groups, co
   };
   std::vector<Block> blocks;
   for (const Group& grp : groups) {
-    if (grp.tokens == 0) continue;  // attends nothing: the merge identity
+    if (grp.tokens == 0) continue;  // attends nothing: no rows, the merge writes the identity
     const int rows = checked_int(static_cast<long long>(grp.seqs.size()) * rows_per_seq, "query rows of a segment");
     const int block_rows = rows <= kNarrowRows ? kNarrowRows : options.max_rows;
     for (int kv_head = 0; kv_head < shape.kv_heads; ++kv_head) {
@@ -55,8 +55,9 @@ Schedule build(const AttentionShape& shape, const std::vector<Group>& groups, co
   Schedule s;
   for (const Block& b : blocks) {
     const Group& grp = *b.group;
-    const long long splits =
-        std::clamp<long long>(std::min(wanted(b.count > kNarrowRows), grp.tokens / kMinSplitTokens), 1, grp.tokens);
+    const bool wide = b.count > kNarrowRows;
+    const long long shortest = wide ? options.wide_min_split_tokens : kMinSplitTokens;
+    const long long splits = std::clamp<long long>(std::min(wanted(wide), grp.tokens / shortest), 1, grp.tokens);
     for (long long part = 0; part < splits; ++part) {
       const WorkItem item{b.kv_head, s.num_rows(), b.count, static_cast<int>(s.item_segments.size()),
                           static_cast<int>(grp.segments.size()), checked_int(grp.tokens * part / splits, "token"),
@@ -76,21 +77,6 @@ Schedule build(const AttentionShape& shape, const std::vector<Group>& groups, co
   const int queries = shape.num_seqs * shape.q_len * shape.q_heads;
   std::vector<std::vector<int>> lists(queries);
   for (int r = 0; r < s.num_rows(); ++r) lists[s.row_query[r]].push_back(r);
-  // A query that attends no token (its whole path is empty) still gets a row, from an item of no
-  // tokens: its block writes O = 0 and LSE = -inf, the merge identity, like any other row.
-  std::vector<int> unattended;
-  for (int q = 0; q < queries; ++q) {
-    if (lists[q].empty()) unattended.push_back(q);
-  }
-  for (std::size_t i = 0; i < unattended.size(); i += kNarrowRows) {
-    const int n = static_cast<int>(std::min<std::size_t>(kNarrowRows, unattended.size() - i));
-    s.narrow_items.push_back({0, s.num_rows(), n, static_cast<int>(s.item_segments.size()), 0, 0, 0});
-    for (int k = 0; k < n; ++k) {
-      lists[unattended[i + k]].push_back(s.num_rows());
-      s.row_query.push_back(unattended[i + k]);
-      s.row_limit.push_back(0);
-    }
-  }
   s.merge_offsets.push_back(0);
   for (const auto& l : lists) {
     s.merge_rows.insert(s.merge_rows.end(), l.begin(), l.end());
@@ -101,10 +87,11 @@ Schedule build(const AttentionShape& shape, const std::vector<Group>& groups, co
 
 }  // namespace
 
-int Schedule::max_partials() const {
-  int most = 0;
-  for (std::size_t q = 0; q + 1 < merge_offsets.size(); ++q) most = std::max(most, merge_offsets[q + 1] - merge_offsets[q]);
-  return most;
+bool Schedule::needs_merge() const {
+  for (std::size_t q = 0; q + 1 < merge_offsets.size(); ++q) {
+    if (merge_offsets[q + 1] - merge_offsets[q] != 1) return true;
+  }
+  return false;
 }
 
 Schedule flat_schedule(const AttentionShape& shape, const SharingTree& tree, const ScheduleOptions& options) {

@@ -7,8 +7,8 @@
 //   stacked queries of every sequence below it: a shared segment is read once per row block of 64
 //   or 128 queries (cuda-hydragen).
 // Both split an item's tokens (split-KV) while its launch (narrow or wide items) would under-fill
-// the GPU, and list, for every query, the partial rows the merge combines: at least one each (a
-// query that attends nothing gets a row of an item of no tokens).
+// the GPU, and list, for every query, the partial rows the merge combines. Every item has tokens; a
+// query that attends nothing has no rows, and the merge kernel writes its identity (O = 0, LSE = -inf).
 #include <vector>
 
 #include "hydragen/shape.hpp"
@@ -27,6 +27,7 @@ struct ScheduleOptions {
   int target_blocks = 1188;       // blocks the narrow launch should reach (3 waves of 3 blocks per SM on an H100)
   int max_rows = kWideRows;       // largest row block: kNarrowRows (no wide kernel), kWideRows or kWgmmaRows
   int wide_target_blocks = 1188;  // blocks the wide launch should reach
+  int wide_min_split_tokens = kMinSplitTokens;  // split-KV never makes a wide item shorter than this
 };
 
 struct Schedule {
@@ -38,7 +39,7 @@ struct Schedule {
   std::vector<int> merge_offsets;      // [B * q_len * Hq + 1]
   std::vector<int> merge_rows;         // partial rows per query, ascending
   int num_rows() const { return static_cast<int>(row_query.size()); }
-  int max_partials() const;            // the most partial rows of one query
+  bool needs_merge() const;            // some query has no partial row or several (one is written by its block)
 };
 
 Schedule flat_schedule(const AttentionShape& shape, const SharingTree& tree, const ScheduleOptions& options);

@@ -13,20 +13,23 @@ struct ItemSegments {
   const T* k[kMaxItemSegments];     // [length, Hkv, D] of each segment
   const T* v[kMaxItemSegments];
 
+  // Called by one thread; the block must synchronize before the others read.
+  __device__ void fill(const SegmentAttentionParams& p, const WorkItem& item) {
+    count = item.num_segments;
+    int total = 0;
+    for (int i = 0; i < count; ++i) {
+      const int segment = p.item_segments[item.first_segment + i];
+      start[i] = total;
+      total += p.segment_length[segment];
+      k[i] = static_cast<const T*>(p.k[segment]);
+      v[i] = static_cast<const T*>(p.v[segment]);
+    }
+    start[count] = total;
+  }
+
   // Called by every thread of the block; thread 0 fills, then all wait.
   __device__ void load(const SegmentAttentionParams& p, const WorkItem& item) {
-    if (threadIdx.x == 0) {
-      count = item.num_segments;
-      int total = 0;
-      for (int i = 0; i < count; ++i) {
-        const int segment = p.item_segments[item.first_segment + i];
-        start[i] = total;
-        total += p.segment_length[segment];
-        k[i] = static_cast<const T*>(p.k[segment]);
-        v[i] = static_cast<const T*>(p.v[segment]);
-      }
-      start[count] = total;
-    }
+    if (threadIdx.x == 0) fill(p, item);
     __syncthreads();
   }
 

@@ -1,4 +1,5 @@
 // Instantiates every kernel for the supported (dtype, head_dim) pairs and launches them.
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -76,9 +77,10 @@ ItemKernel wide_kernel(DType dtype, bool allow_wgmma) {
   return ItemKernel::wide;
 }
 
-void launch_segment_attention(const SegmentAttentionParams& params, int num_items, ItemKernel kernel, DType dtype,
+void launch_segment_attention(SegmentAttentionParams params, int num_items, ItemKernel kernel, DType dtype,
                               int head_dim, cudaStream_t stream) {
   if (num_items == 0) return;
+  params.num_items = num_items;
   dispatch(dtype, head_dim, [&](auto element, auto dim) {
     using T = decltype(element);
     constexpr int D = decltype(dim)::value;
@@ -95,13 +97,15 @@ void launch_segment_attention(const SegmentAttentionParams& params, int num_item
         return;
       }
       constexpr int smem = MmaTile<D>::template smem_bytes<T>();
+      // Persistent blocks: as many as are resident at once, each taking a contiguous run of items.
+      const int blocks = std::min(num_items, kResidentBlocksPerSm * query_device().multiprocessors);
       // Wide: 4 row warps (64 rows); narrow: 4 token warps over 16 rows. 128 threads either way.
       if (kernel == ItemKernel::wide) {
         allow_smem<segment_attention_mma<T, D, 4, 1>>(smem);
-        segment_attention_mma<T, D, 4, 1><<<num_items, 128, smem, stream>>>(params);
+        segment_attention_mma<T, D, 4, 1><<<blocks, 128, smem, stream>>>(params);
       } else {
         allow_smem<segment_attention_mma<T, D, 1, 4>>(smem);
-        segment_attention_mma<T, D, 1, 4><<<num_items, 128, smem, stream>>>(params);
+        segment_attention_mma<T, D, 1, 4><<<blocks, 128, smem, stream>>>(params);
       }
       check_launch("segment_attention_mma");
     }

@@ -29,8 +29,9 @@ bool has_kernels(DType dtype, int head_dim);
 // none (fp32). `allow_wgmma` false keeps the mma.sync kernel (the cuda-hydragen-mma variant).
 ItemKernel wide_kernel(DType dtype, bool allow_wgmma);
 
-// One block per item.
-void launch_segment_attention(const SegmentAttentionParams& params, int num_items, ItemKernel kernel, DType dtype,
+// The items of `params.items`: one block each (simt, wgmma), or persistent blocks taking a
+// contiguous run each (mma).
+void launch_segment_attention(SegmentAttentionParams params, int num_items, ItemKernel kernel, DType dtype,
                               int head_dim, cudaStream_t stream);
 void launch_merge(const MergeParams& params, DType dtype, int head_dim, cudaStream_t stream);
 void launch_naive(const NaiveParams& params, int num_queries, DType dtype, int head_dim, cudaStream_t stream);

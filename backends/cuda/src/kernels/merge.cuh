@@ -1,45 +1,71 @@
 #pragma once
 // Combines each query's partial rows into O and LSE with the core merge (hydragen/merge.hpp); a
-// query of one partial row was written by its block (row_output.cuh).
-// One warp per query; lane owns columns lane + 32e.
+// query of one partial row was written by its block (row_output.cuh), a query of none gets the
+// identity (O = 0, LSE = -inf).
+//
+// One warp per query; lane owns D / 32 adjacent columns (one vector load per partial). The
+// partials' row ids and LSEs come 32 at a time, one per lane; their outputs 4 at a time, all loads
+// issued before the core merge folds them in order, so no load waits on another. (Loads inside the
+// fold put a memory latency per partial on the critical path: 14.5 us for 16 partials per query at
+// B = 64, ncu.)
 #include <cmath>
 
 #include "element.cuh"
 #include "hydragen/merge.hpp"
 #include "params.hpp"
+#include "row_output.cuh"
 
 namespace hydragen::cuda {
 
 inline constexpr int kMergeWarps = 4;  // queries per block
 
+// N adjacent floats from `src` (16- or 8-byte aligned) in one load.
+template <int N>
+__device__ __forceinline__ void load_floats(const float* src, float (&dst)[N]) {
+  static_assert(N == 2 || N == 4, "vector loads of 2 or 4 floats");
+  if constexpr (N == 4) {
+    const float4 v = *reinterpret_cast<const float4*>(src);
+    dst[0] = v.x, dst[1] = v.y, dst[2] = v.z, dst[3] = v.w;
+  } else {
+    const float2 v = *reinterpret_cast<const float2*>(src);
+    dst[0] = v.x, dst[1] = v.y;
+  }
+}
+
 template <typename T, int D>
-__global__ void __launch_bounds__(kMergeWarps * 32) merge_partials(const MergeParams p) {
+__global__ void __launch_bounds__(kMergeWarps * 32, 12) merge_partials(const MergeParams p) {
+  constexpr int V = D / 32;  // columns per lane: lane * V + v
+  constexpr int kBatch = 4;  // partial rows loaded together (more registers cost occupancy)
   const int query = blockIdx.x * kMergeWarps + threadIdx.x / 32, lane = threadIdx.x % 32;
   if (query >= p.num_queries) return;
-  float o[D / 32] = {};
-  float lse = -INFINITY;  // empty: the merge identity
-  // The partials' row ids and LSEs, 32 at a time, one per lane, so no load waits on another; the
-  // fold then takes them from the lanes (a query's 16 split partials, loaded one after the other,
-  // cost 32 dependent memory latencies: 18 us at B = 128, ncu).
   const int begin = p.offsets[query], end = p.offsets[query + 1];
-  if (end - begin == 1) return;  // its block wrote it (row_output.cuh)
+  if (end - begin == 1) return;  // its block wrote it
+  float o[V] = {};
+  float lse = -INFINITY;  // no partial: the merge identity
   for (int base = begin; base < end; base += 32) {
-    const int mine = base + lane < end ? p.rows[base + lane] : 0;
-    const float mine_lse = base + lane < end ? p.partial_lse[mine] : -INFINITY;
     const int count = min(32, end - base);
-#pragma unroll 8
-    for (int k = 0; k < count; ++k) {
-      const int row = __shfl_sync(0xffffffffu, mine, k);
-      const float* const part = p.partial_o + static_cast<long long>(row) * D;
-      const MergeWeights<float> w = merge_weights(lse, __shfl_sync(0xffffffffu, mine_lse, k));
+    const int mine = lane < count ? p.rows[base + lane] : 0;
+    const float mine_lse = lane < count ? p.partial_lse[mine] : -INFINITY;
+    for (int k0 = 0; k0 < count; k0 += kBatch) {
+      float part[kBatch][V];  // loaded together, then folded in order
 #pragma unroll
-      for (int e = 0; e < D / 32; ++e) o[e] = w.a * o[e] + w.b * part[lane + 32 * e];
-      lse = w.lse;
+      for (int j = 0; j < kBatch; ++j) {
+        const int row = __shfl_sync(0xffffffffu, mine, (k0 + j) % 32);
+        if (k0 + j < count) load_floats(p.partial_o + static_cast<long long>(row) * D + lane * V, part[j]);
+      }
+#pragma unroll
+      for (int j = 0; j < kBatch; ++j) {
+        const float part_lse = __shfl_sync(0xffffffffu, mine_lse, (k0 + j) % 32);
+        if (k0 + j < count) {
+          const MergeWeights<float> w = merge_weights(lse, part_lse);
+#pragma unroll
+          for (int v = 0; v < V; ++v) o[v] = w.a * o[v] + w.b * part[j][v];
+          lse = w.lse;
+        }
+      }
     }
   }
-  T* const out = static_cast<T*>(p.o) + static_cast<long long>(query) * D;
-#pragma unroll
-  for (int e = 0; e < D / 32; ++e) out[lane + 32 * e] = from_float<T>(o[e]);
+  store_values(static_cast<T*>(p.o) + static_cast<long long>(query) * D, o, AdjacentColumns<V>{lane});
   if (lane == 0) p.lse[query] = lse;
 }
 

@@ -22,6 +22,18 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
 
+// Pulls the 128-byte line holding `global` into L1 (and L2) without waiting for it.
+__device__ __forceinline__ void prefetch_l1(const void* global) {
+  asm volatile("prefetch.global.L1 [%0];\n" ::"l"(global));
+}
+// Every line of [begin, begin + bytes), the block's threads taking every THREADS-th.
+template <int THREADS>
+__device__ __forceinline__ void prefetch_range_l1(const void* begin, long long bytes) {
+  const char* const b = static_cast<const char*>(begin) - reinterpret_cast<unsigned long long>(begin) % 128;
+  const long long span = bytes + (static_cast<const char*>(begin) - b);
+  for (long long at = 128LL * threadIdx.x; at < span; at += 128LL * THREADS) prefetch_l1(b + at);
+}
+
 // Four 8x8 16-bit matrices; lanes 8m..8m+7 give the row addresses of matrix m.
 __device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const void* smem) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"

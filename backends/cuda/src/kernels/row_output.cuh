@@ -16,11 +16,18 @@
 namespace hydragen::cuda {
 
 // Columns of a row held by lane `sub` of the GROUP consecutive lanes sharing it, value v:
-// tensor-core accumulators (GROUP 4) hold column pairs 8j + 2 sub + {0, 1}; the others stride.
+// tensor-core accumulators (GROUP 4) hold column pairs 8j + 2 sub + {0, 1}; the merge kernel's
+// lanes hold adjacent columns; the others stride.
 struct FragmentColumns {
   static constexpr bool kPairs = true;  // values 2j and 2j + 1 are adjacent columns
   int sub;
   __device__ int operator()(int v) const { return 8 * (v / 2) + 2 * sub + v % 2; }
+};
+template <int N>
+struct AdjacentColumns {  // N adjacent columns per lane (N even)
+  static constexpr bool kPairs = true;
+  int sub;
+  __device__ int operator()(int v) const { return N * sub + v; }
 };
 template <int GROUP>
 struct StridedColumns {
