@@ -190,8 +190,7 @@ struct Run {
 
   // Row blocks: all rows of a token list go into ceil(rows / max_rows) blocks per KV head, and each
   // block's split parts tile its whole token list (no split at all with target_blocks 1; otherwise
-  // no part shorter than kMinSplitTokens, or wide_min_split_tokens for a wide block, unless the block
-  // is not split).
+  // no part shorter than kMinSplitTokens unless the block is not split, and at most kMaxSplits).
   for (const auto& [key, by_block] : blocks) {
     const auto& [kv_head, list, seq] = key;
     const long long list_rows =
@@ -208,17 +207,17 @@ struct Run {
                     << options.max_rows << ") = " << ceil_div(list_rows, options.max_rows);
     }
     for (auto [first_query, parts] : by_block) {
-      const long long shortest = block_rows.at(key).at(first_query) > kNarrowRows ? options.wide_min_split_tokens : kMinSplitTokens;
       std::sort(parts.begin(), parts.end());
       long long end = 0;
       for (const auto& [b, e] : parts) {
         if (b != end) return fail() << name << ", block from " << query_text(shape, first_query) << ": split parts do not tile the list at token " << end;
         end = e;
-        if (parts.size() > 1 && e - b < shortest) {
-          return fail() << name << ": split part [" << b << ", " << e << ") is shorter than the " << shortest << " tokens a split part needs";
+        if (parts.size() > 1 && e - b < kMinSplitTokens) {
+          return fail() << name << ": split part [" << b << ", " << e << ") is shorter than kMinSplitTokens = " << kMinSplitTokens;
         }
       }
       if (end != list_tokens) return fail() << name << ": split parts end at " << end << " of " << list_tokens << " tokens";
+      if (parts.size() > kMaxSplits) return fail() << name << ": split into " << parts.size() << " parts, more than kMaxSplits";
       if (options.target_blocks == 1 && parts.size() != 1) {
         return fail() << name << ": split into " << parts.size() << " parts although target_blocks is 1";
       }
@@ -291,7 +290,7 @@ struct Run {
 // {narrow target, max rows, wide target}: the simulator's "no split" rule needs equal targets at 1.
 const ScheduleOptions kOptions[] = {{1, kNarrowRows, 1}, {1, kWideRows, 1},     {1, kWgmmaRows, 1},
                                     {8, kNarrowRows, 8}, {8, kWideRows, 8},     {8, kWgmmaRows, 8},
-                                    {528, kNarrowRows, 528}, {528, kWideRows, 528}, {1188, kWgmmaRows, 132, 512}};
+                                    {528, kNarrowRows, 528}, {528, kWideRows, 528}, {1188, kWgmmaRows, 132}};
 
 // Both schedules under every option set; returns how many schedules were replayed.
 long long check_all_options(const AttentionShape& shape, const SharingTree& tree) {
@@ -504,16 +503,17 @@ std::vector<WorkItem> items_over(const Schedule& s, int segment) {
   return out;
 }
 
-TEST(SegmentSchedule, SplitAWgmmaBlockIntoPartsOfAtLeastWideMinSplitTokens) {
-  // B = 32, g = 8: two 128-row blocks over the prefix; 132 blocks wanted, but 512-token parts at least.
+TEST(SegmentSchedule, SplitABlockIntoAtMostKMaxSplitsParts) {
+  // B = 32, g = 8: two 128-row blocks over the prefix; 66 parts each would fill 132 SMs, but the
+  // merge folds 32 partials per round.
   const SharingTree tree = SharingTree::prefix_suffix(16384, std::vector<int>(32, 64));
   const AttentionShape shape = make_shape(32, 1, 8, 1, 128, DType::bf16);
-  const ScheduleOptions options{1188, kWgmmaRows, 132, 512};
+  const ScheduleOptions options{1188, kWgmmaRows, 132};
   const Schedule s = segment_schedule(shape, tree, options);
   EXPECT_TRUE(check_schedule(Kind::segment, shape, tree, options, s));
   const std::vector<WorkItem> over_prefix = items_over(s, 0);
-  EXPECT_EQ(over_prefix.size(), 2u * 32u) << "two row blocks of 16384 / 512 parts each";
-  for (const WorkItem& it : over_prefix) EXPECT_EQ(it.token_end - it.token_begin, 512);
+  EXPECT_EQ(over_prefix.size(), 2u * kMaxSplits);
+  for (const WorkItem& it : over_prefix) EXPECT_EQ(it.token_end - it.token_begin, 16384 / kMaxSplits);
 }
 
 TEST(BothSchedules, SplitALongSegmentIntoPartsOfAtLeastKMinSplitTokensWhenTheGridIsUnderFilled) {

@@ -212,12 +212,10 @@ class NaivePlan final : public CudaPlan {
 ScheduleOptions schedule_options(int multiprocessors, ItemKernel wide) {
   // Three waves of the resident blocks: enough blocks that the last wave's idle SMs cost little,
   // few enough that the merge stays small. The wgmma blocks (one per SM, 128 rows, 128-token
-  // tiles) get one wave: each split adds a partial per row to the merge and a pipeline fill, so
-  // none is shorter than four tiles (at B = 32, P = 16384, S = 0, 66 splits of two tiles each made
-  // the merge fold 66 partials per query).
+  // tiles) get one wave: each split adds a partial per row to the merge and a pipeline fill.
   const int narrow = 3 * resident_blocks_per_sm(ItemKernel::narrow) * multiprocessors;
-  if (wide == ItemKernel::wgmma) return ScheduleOptions{narrow, max_rows(wide), multiprocessors, 512};
-  return ScheduleOptions{narrow, max_rows(wide), 3 * resident_blocks_per_sm(wide) * multiprocessors};
+  return ScheduleOptions{narrow, max_rows(wide),
+                         wide == ItemKernel::wgmma ? multiprocessors : 3 * resident_blocks_per_sm(wide) * multiprocessors};
 }
 
 // The wgmma kernel reads one segment per item (TMA descriptors per segment): the segment schedule's

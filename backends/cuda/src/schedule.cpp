@@ -55,9 +55,9 @@ Schedule build(const AttentionShape& shape, const std::vector<Group>& groups, co
   Schedule s;
   for (const Block& b : blocks) {
     const Group& grp = *b.group;
-    const bool wide = b.count > kNarrowRows;
-    const long long shortest = wide ? options.wide_min_split_tokens : kMinSplitTokens;
-    const long long splits = std::clamp<long long>(std::min(wanted(wide), grp.tokens / shortest), 1, grp.tokens);
+    const long long splits = std::clamp<long long>(
+        std::min({wanted(b.count > kNarrowRows), grp.tokens / kMinSplitTokens, static_cast<long long>(kMaxSplits)}), 1,
+        grp.tokens);
     for (long long part = 0; part < splits; ++part) {
       const WorkItem item{b.kv_head, s.num_rows(), b.count, static_cast<int>(s.item_segments.size()),
                           static_cast<int>(grp.segments.size()), checked_int(grp.tokens * part / splits, "token"),

@@ -21,13 +21,13 @@ inline constexpr int kNarrowRows = 16;       // rows of a one-warp block
 inline constexpr int kWideRows = 64;         // rows of a four-warp mma.sync block
 inline constexpr int kWgmmaRows = 128;       // rows of a two-warpgroup wgmma block (sm_90a)
 inline constexpr int kMinSplitTokens = 256;  // split-KV never makes an item shorter than this
+inline constexpr int kMaxSplits = 32;        // nor more parts of one block than the merge folds in one round
 inline constexpr int kMaxItemSegments = 32;  // longer paths are cut into several items
 
 struct ScheduleOptions {
   int target_blocks = 1188;       // blocks the narrow launch should reach (3 waves of 3 blocks per SM on an H100)
   int max_rows = kWideRows;       // largest row block: kNarrowRows (no wide kernel), kWideRows or kWgmmaRows
   int wide_target_blocks = 1188;  // blocks the wide launch should reach
-  int wide_min_split_tokens = kMinSplitTokens;  // split-KV never makes a wide item shorter than this
 };
 
 struct Schedule {
