@@ -1,6 +1,7 @@
 // Paper-scale problems against the fp64 reference, on every element of O and LSE (DESIGN.md
 // section 5's rules at the sizes of section 6): the headline point B = 1024, P = 16384, S = 64 (bf16,
-// Hq = 8, Hkv = 1, D = 128), a large MHA case and a large causal q_len = 4 case with ragged suffixes.
+// Hq = 8, Hkv = 1, D = 128), two large MHA cases (one with enough leaves for persistent blocks) and
+// a large causal q_len = 4 case with ragged suffixes.
 // Each case's problem and reference are computed once and shared by its backends: cuda-naive,
 // cuda-flash with shared and with redundant storage (1024 copies of a 16448-token path: 8.6 GB on
 // the GPU), and cuda-hydragen. GPU only: without one every test skips with the reason.
@@ -46,6 +47,8 @@ const std::vector<LargeCase>& large_cases() {
   static const std::vector<LargeCase> cases = {
       {"paper_B1024_P16384_S64_mqa_hq8_d128", 1, 8, 1, 128, 16384, std::vector<int>(1024, 64), 16384},
       {"mha_B64_P8192_S64_h32_d128", 1, 32, 32, 128, 8192, std::vector<int>(64, 64), 8192},
+      // 128 x 32 one-tile leaves: enough that cuda-hydragen runs them on persistent blocks.
+      {"mha_B128_P2048_S64_h32_d128", 1, 32, 32, 128, 2048, std::vector<int>(128, 64), 2048},
       {"causal_q4_B256_P4096_S3to67_gqa4_d64", 4, 8, 2, 64, 4096, ragged_suffixes(256), 4096},
       // Two sequences: a few blocks cut into ~32 split parts each, so the merge kernel folds 32
       // partial rows per query (the other cases have 1 to 4).

@@ -503,6 +503,19 @@ std::vector<WorkItem> items_over(const Schedule& s, int segment) {
   return out;
 }
 
+TEST(PersistentBlocks, OnlyForManyShortItems) {
+  const int slots = 396;  // 3 blocks on each of 132 SMs
+  auto leaves = [](int n, int tokens) {
+    return std::vector<WorkItem>(static_cast<std::size_t>(n), WorkItem{0, 0, 1, 0, 1, 0, tokens});
+  };
+  EXPECT_TRUE(persistent_blocks(leaves(8192, 64), slots)) << "MHA (256, 8192, 64): 8192 one-tile leaves";
+  EXPECT_FALSE(persistent_blocks(leaves(1024, 64), slots)) << "(1024, 16384, 64): under 8 blocks' worth per slot";
+  EXPECT_FALSE(persistent_blocks(leaves(4096, 1088), slots)) << "cuda-flash B = 4096: long paths";
+  EXPECT_TRUE(persistent_blocks(leaves(8 * slots, 128), slots)) << "the limits themselves";
+  EXPECT_FALSE(persistent_blocks(leaves(8 * slots - 1, 64), slots));
+  EXPECT_FALSE(persistent_blocks(leaves(8 * slots, 129), slots));
+}
+
 TEST(SegmentSchedule, SplitABlockIntoAtMostKMaxSplitsParts) {
   // B = 32, g = 8: two 128-row blocks over the prefix; 66 parts each would fill 132 SMs, but the
   // merge folds 32 partials per round.

@@ -92,6 +92,8 @@ class CudaPlan : public AttentionPlan {
   std::vector<const void*> bound_;  // q, o, lse, k[...], v[...] as last bound
 };
 
+int resident_slots(ItemKernel kernel) { return resident_blocks_per_sm(kernel) * query_device().multiprocessors; }
+
 class SegmentPlan final : public CudaPlan {
  public:
   SegmentPlan(const AttentionShape& shape, const SharingTree& tree, const Schedule& s, ItemKernel wide_kernel)
@@ -105,6 +107,8 @@ class SegmentPlan final : public CudaPlan {
         merge_offsets_(upload(s.merge_offsets)),
         merge_rows_(upload(s.merge_rows)),
         needs_merge_(s.needs_merge()),
+        persistent_narrow_(persistent_blocks(s.narrow_items, resident_slots(ItemKernel::narrow))),
+        persistent_wide_(wide_kernel != ItemKernel::wgmma && persistent_blocks(s.wide_items, resident_slots(wide_kernel))),
         partial_o_(static_cast<std::size_t>(s.num_rows()) * shape.head_dim),
         partial_lse_(static_cast<std::size_t>(s.num_rows())) {
     if (wide_kernel_ == ItemKernel::wgmma) {
@@ -137,9 +141,10 @@ class SegmentPlan final : public CudaPlan {
       CUDA_CHECK(cudaStreamWaitEvent(narrow_stream, fork_.get()));
     }
     p.items = wide_.data();
-    launch_segment_attention(p, static_cast<int>(wide_.size()), wide_kernel_, shape_.dtype, shape_.head_dim, s);
+    launch_segment_attention(p, static_cast<int>(wide_.size()), wide_kernel_, persistent_wide_, shape_.dtype, shape_.head_dim, s);
     p.items = narrow_.data();
-    launch_segment_attention(p, static_cast<int>(narrow_.size()), ItemKernel::narrow, shape_.dtype, shape_.head_dim, narrow_stream);
+    launch_segment_attention(p, static_cast<int>(narrow_.size()), ItemKernel::narrow, persistent_narrow_, shape_.dtype,
+                             shape_.head_dim, narrow_stream);
     if (both) {
       CUDA_CHECK(cudaEventRecord(join_.get(), narrow_stream));
       CUDA_CHECK(cudaStreamWaitEvent(s, join_.get()));
@@ -163,6 +168,7 @@ class SegmentPlan final : public CudaPlan {
   DeviceArray<WorkItem> narrow_, wide_;
   DeviceArray<int> item_segments_, row_query_, row_limit_, merge_offsets_, merge_rows_;
   bool needs_merge_;                // some query has no partial row or several
+  bool persistent_narrow_, persistent_wide_;  // launch persistent mma blocks (schedule.hpp)
   DeviceArray<float> partial_o_;    // [rows, D]
   DeviceArray<float> partial_lse_;  // [rows]
   std::vector<int> map_segments_;    // segments read by wgmma items

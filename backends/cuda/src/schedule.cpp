@@ -94,6 +94,13 @@ bool Schedule::needs_merge() const {
   return false;
 }
 
+bool persistent_blocks(const std::vector<WorkItem>& items, int slots) {
+  if (static_cast<long long>(items.size()) < 8LL * slots) return false;
+  long long tokens = 0;
+  for (const WorkItem& item : items) tokens += item.token_end - item.token_begin;
+  return tokens <= 128LL * static_cast<long long>(items.size());  // two 64-token tiles per item on average
+}
+
 Schedule flat_schedule(const AttentionShape& shape, const SharingTree& tree, const ScheduleOptions& options) {
   validate_problem(shape, tree);
   std::vector<Group> groups;

@@ -77,8 +77,8 @@ ItemKernel wide_kernel(DType dtype, bool allow_wgmma) {
   return ItemKernel::wide;
 }
 
-void launch_segment_attention(SegmentAttentionParams params, int num_items, ItemKernel kernel, DType dtype,
-                              int head_dim, cudaStream_t stream) {
+void launch_segment_attention(SegmentAttentionParams params, int num_items, ItemKernel kernel, bool persistent,
+                              DType dtype, int head_dim, cudaStream_t stream) {
   if (num_items == 0) return;
   params.num_items = num_items;
   dispatch(dtype, head_dim, [&](auto element, auto dim) {
@@ -97,8 +97,7 @@ void launch_segment_attention(SegmentAttentionParams params, int num_items, Item
         return;
       }
       constexpr int smem = MmaTile<D>::template smem_bytes<T>();
-      // Persistent blocks: as many as are resident at once, each taking a contiguous run of items.
-      const int blocks = std::min(num_items, kResidentBlocksPerSm * query_device().multiprocessors);
+      const int blocks = persistent ? std::min(num_items, kResidentBlocksPerSm * query_device().multiprocessors) : num_items;
       // Wide: 4 row warps (64 rows); narrow: 4 token warps over 16 rows. 128 threads either way.
       if (kernel == ItemKernel::wide) {
         allow_smem<segment_attention_mma<T, D, 4, 1>>(smem);

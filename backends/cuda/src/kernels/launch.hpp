@@ -29,10 +29,10 @@ bool has_kernels(DType dtype, int head_dim);
 // none (fp32). `allow_wgmma` false keeps the mma.sync kernel (the cuda-hydragen-mma variant).
 ItemKernel wide_kernel(DType dtype, bool allow_wgmma);
 
-// The items of `params.items`: one block each (simt, wgmma), or persistent blocks taking a
-// contiguous run each (mma).
-void launch_segment_attention(SegmentAttentionParams params, int num_items, ItemKernel kernel, DType dtype,
-                              int head_dim, cudaStream_t stream);
+// The items of `params.items`: one block each, or (mma kernels, `persistent`) as many blocks as are
+// resident at once, each taking a contiguous run of items.
+void launch_segment_attention(SegmentAttentionParams params, int num_items, ItemKernel kernel, bool persistent,
+                              DType dtype, int head_dim, cudaStream_t stream);
 void launch_merge(const MergeParams& params, DType dtype, int head_dim, cudaStream_t stream);
 void launch_naive(const NaiveParams& params, int num_queries, DType dtype, int head_dim, cudaStream_t stream);
 

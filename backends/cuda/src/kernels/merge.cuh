@@ -33,9 +33,9 @@ __device__ __forceinline__ void load_floats(const float* src, float (&dst)[N]) {
 }
 
 template <typename T, int D>
-__global__ void __launch_bounds__(kMergeWarps * 32, 12) merge_partials(const MergeParams p) {
+__global__ void __launch_bounds__(kMergeWarps * 32, 16) merge_partials(const MergeParams p) {
   constexpr int V = D / 32;  // columns per lane: lane * V + v
-  constexpr int kBatch = 4;  // partial rows loaded together (more registers cost occupancy)
+  constexpr int kBatch = 2;  // partial rows loaded together (more registers cost occupancy)
   const int query = blockIdx.x * kMergeWarps + threadIdx.x / 32, lane = threadIdx.x % 32;
   if (query >= p.num_queries) return;
   const int begin = p.offsets[query], end = p.offsets[query + 1];
