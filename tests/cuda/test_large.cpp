@@ -50,8 +50,8 @@ const std::vector<LargeCase>& large_cases() {
       // 128 x 32 one-tile leaves: enough that cuda-hydragen runs them on persistent blocks.
       {"mha_B128_P2048_S64_h32_d128", 1, 32, 32, 128, 2048, std::vector<int>(128, 64), 2048},
       {"causal_q4_B256_P4096_S3to67_gqa4_d64", 4, 8, 2, 64, 4096, ragged_suffixes(256), 4096},
-      // Two sequences: a few blocks cut into ~32 split parts each, so the merge kernel folds 32
-      // partial rows per query (the other cases have 1 to 4).
+      // Two sequences: a few blocks cut into 32 split parts each, so the merge kernel folds 32 or 33
+      // partial rows per query, four warps to a query (the other cases have 1 to 5).
       {"split_B2_P8192_S64_mqa_hq8_d128", 1, 8, 1, 128, 8192, std::vector<int>(2, 64), 2},
   };
   return cases;

@@ -107,6 +107,7 @@ class SegmentPlan final : public CudaPlan {
         merge_offsets_(upload(s.merge_offsets)),
         merge_rows_(upload(s.merge_rows)),
         needs_merge_(s.needs_merge()),
+        max_partials_(s.max_partials()),
         persistent_narrow_(persistent_blocks(s.narrow_items, resident_slots(ItemKernel::narrow))),
         persistent_wide_(wide_kernel != ItemKernel::wgmma && persistent_blocks(s.wide_items, resident_slots(wide_kernel))),
         partial_o_(static_cast<std::size_t>(s.num_rows()) * shape.head_dim),
@@ -149,7 +150,7 @@ class SegmentPlan final : public CudaPlan {
       CUDA_CHECK(cudaEventRecord(join_.get(), narrow_stream));
       CUDA_CHECK(cudaStreamWaitEvent(s, join_.get()));
     }
-    if (needs_merge_) launch_merge(m, shape_.dtype, shape_.head_dim, s);
+    if (needs_merge_) launch_merge(m, max_partials_, shape_.dtype, shape_.head_dim, s);
   }
 
  private:
@@ -168,6 +169,7 @@ class SegmentPlan final : public CudaPlan {
   DeviceArray<WorkItem> narrow_, wide_;
   DeviceArray<int> item_segments_, row_query_, row_limit_, merge_offsets_, merge_rows_;
   bool needs_merge_;                // some query has no partial row or several
+  int max_partials_;                // the most partial rows of one query
   bool persistent_narrow_, persistent_wide_;  // launch persistent mma blocks (schedule.hpp)
   DeviceArray<float> partial_o_;    // [rows, D]
   DeviceArray<float> partial_lse_;  // [rows]

@@ -87,6 +87,12 @@ Schedule build(const AttentionShape& shape, const std::vector<Group>& groups, co
 
 }  // namespace
 
+int Schedule::max_partials() const {
+  int most = 0;
+  for (std::size_t q = 0; q + 1 < merge_offsets.size(); ++q) most = std::max(most, merge_offsets[q + 1] - merge_offsets[q]);
+  return most;
+}
+
 bool Schedule::needs_merge() const {
   for (std::size_t q = 0; q + 1 < merge_offsets.size(); ++q) {
     if (merge_offsets[q + 1] - merge_offsets[q] != 1) return true;

@@ -40,6 +40,7 @@ struct Schedule {
   std::vector<int> merge_rows;         // partial rows per query, ascending
   int num_rows() const { return static_cast<int>(row_query.size()); }
   bool needs_merge() const;            // some query has no partial row or several (one is written by its block)
+  int max_partials() const;            // the most partial rows of one query
 };
 
 // Whether a launch of the mma kernels should run persistent blocks (`slots` of them, those resident

@@ -111,11 +111,17 @@ void launch_segment_attention(SegmentAttentionParams params, int num_items, Item
   });
 }
 
-void launch_merge(const MergeParams& params, DType dtype, int head_dim, cudaStream_t stream) {
+void launch_merge(const MergeParams& params, int max_partials, DType dtype, int head_dim, cudaStream_t stream) {
   if (params.num_queries == 0) return;
   dispatch(dtype, head_dim, [&](auto element, auto dim) {
-    const int blocks = (params.num_queries + kMergeWarps - 1) / kMergeWarps;
-    merge_partials<decltype(element), decltype(dim)::value><<<blocks, kMergeWarps * 32, 0, stream>>>(params);
+    using T = decltype(element);
+    constexpr int D = decltype(dim)::value;
+    if (max_partials > kMergeSplitAbove) {
+      merge_partials<T, D, kMergeWarps><<<params.num_queries, kMergeWarps * 32, 0, stream>>>(params);
+    } else {
+      const int blocks = (params.num_queries + kMergeWarps - 1) / kMergeWarps;
+      merge_partials<T, D, 1><<<blocks, kMergeWarps * 32, 0, stream>>>(params);
+    }
     check_launch("merge_partials");
   });
 }

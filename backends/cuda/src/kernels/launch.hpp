@@ -33,7 +33,8 @@ ItemKernel wide_kernel(DType dtype, bool allow_wgmma);
 // resident at once, each taking a contiguous run of items.
 void launch_segment_attention(SegmentAttentionParams params, int num_items, ItemKernel kernel, bool persistent,
                               DType dtype, int head_dim, cudaStream_t stream);
-void launch_merge(const MergeParams& params, DType dtype, int head_dim, cudaStream_t stream);
+// `max_partials`: the most partial rows of one query (a block's warps share a query above 8).
+void launch_merge(const MergeParams& params, int max_partials, DType dtype, int head_dim, cudaStream_t stream);
 void launch_naive(const NaiveParams& params, int num_queries, DType dtype, int head_dim, cudaStream_t stream);
 
 }  // namespace hydragen::cuda

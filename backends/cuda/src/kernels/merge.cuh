@@ -3,7 +3,9 @@
 // query of one partial row was written by its block (row_output.cuh), a query of none gets the
 // identity (O = 0, LSE = -inf).
 //
-// One warp per query; lane owns D / 32 adjacent columns (one vector load per partial). The
+// One warp per query, or four for a query of many partials (each folds a quarter, then the first
+// the other three: 32 partials in two rounds of loads each would otherwise be 16 rounds in a
+// row); lane owns D / 32 adjacent columns (one vector load per partial). The
 // partials' row ids and LSEs come 32 at a time, one per lane; their outputs 4 at a time, all loads
 // issued before the core merge folds them in order, so no load waits on another. (Loads inside the
 // fold put a memory latency per partial on the critical path: 14.5 us for 16 partials per query at
@@ -17,7 +19,8 @@
 
 namespace hydragen::cuda {
 
-inline constexpr int kMergeWarps = 4;  // queries per block
+inline constexpr int kMergeWarps = 4;        // warps per block
+inline constexpr int kMergeSplitAbove = 8;   // queries of more partials take all kMergeWarps
 
 // N adjacent floats from `src` (16- or 8-byte aligned) in one load.
 template <int N>
@@ -32,14 +35,19 @@ __device__ __forceinline__ void load_floats(const float* src, float (&dst)[N]) {
   }
 }
 
-template <typename T, int D>
+// WARPS warps per query (1, or kMergeWarps for queries of many partials): each folds a contiguous
+// share of the query's partials, then the first folds the others' states in order.
+template <typename T, int D, int WARPS>
 __global__ void __launch_bounds__(kMergeWarps * 32, 16) merge_partials(const MergeParams p) {
+  static_assert(kMergeWarps % WARPS == 0, "a block holds whole queries");
   constexpr int V = D / 32;  // columns per lane: lane * V + v
   constexpr int kBatch = 2;  // partial rows loaded together (more registers cost occupancy)
-  const int query = blockIdx.x * kMergeWarps + threadIdx.x / 32, lane = threadIdx.x % 32;
-  if (query >= p.num_queries) return;
-  const int begin = p.offsets[query], end = p.offsets[query + 1];
-  if (end - begin == 1) return;  // its block wrote it
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int query = blockIdx.x * (kMergeWarps / WARPS) + warp / WARPS, share = warp % WARPS;
+  if (query >= p.num_queries) return;  // uniform across a query's warps, as is the next return
+  const int first = p.offsets[query], last = p.offsets[query + 1];
+  if (last - first == 1) return;  // its block wrote it
+  const int begin = first + (last - first) * share / WARPS, end = first + (last - first) * (share + 1) / WARPS;
   float o[V] = {};
   float lse = -INFINITY;  // no partial: the merge identity
   for (int base = begin; base < end; base += 32) {
@@ -63,6 +71,20 @@ __global__ void __launch_bounds__(kMergeWarps * 32, 16) merge_partials(const Mer
           lse = w.lse;
         }
       }
+    }
+  }
+  if constexpr (WARPS > 1) {
+    __shared__ float states[kMergeWarps][D + 1];  // each warp's O, then its LSE
+#pragma unroll
+    for (int v = 0; v < V; ++v) states[warp][lane * V + v] = o[v];
+    if (lane == 0) states[warp][D] = lse;
+    __syncthreads();
+    if (share != 0) return;
+    for (int w = 1; w < WARPS; ++w) {
+      const MergeWeights<float> mw = merge_weights(lse, states[warp + w][D]);
+#pragma unroll
+      for (int v = 0; v < V; ++v) o[v] = mw.a * o[v] + mw.b * states[warp + w][lane * V + v];
+      lse = mw.lse;
     }
   }
   store_values(static_cast<T*>(p.o) + static_cast<long long>(query) * D, o, AdjacentColumns<V>{lane});
