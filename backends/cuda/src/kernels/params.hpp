@@ -40,7 +40,7 @@ struct SegmentAttentionParams {
   const void* const* v;         // [num_segments] -> [length, Hkv, D]
   const int* segment_length;    // [num_segments]
   const WorkItem* items;        // [num_items]
-  int num_items;
+  int num_items;                // set by launch_segment_attention
   const int* item_segments;     // segment ids, WorkItem::first_segment indexes here
   const int* row_query;         // [rows] query row (b * q_len + qi) * Hq + h
   const int* row_limit;         // [rows] positions of its item's token list the row may see (causal leaf)
