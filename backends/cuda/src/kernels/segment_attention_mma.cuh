@@ -11,9 +11,10 @@
 // Narrow items (<= 16 rows, one sequence's decode): 1 row warp x 4 token warps, so a block still
 // has four warps to hide latency while it streams a memory-bound path.
 //
-// Blocks may be persistent (the host chooses so for many short items, plans.cpp): as many as fit
-// on the GPU at once, each taking a contiguous run of items, with an item's first tile loaded while
-// the previous item's last one is computed; otherwise a block per item. A one-tile leaf item as a
+// Blocks may be persistent (the host chooses, for many short items: schedule.hpp's
+// persistent_blocks): as many as fit on the GPU at once, each taking a contiguous run of items,
+// with an item's first tile loaded while the previous item's last one is computed; otherwise a
+// block per item. A one-tile leaf item as a
 // block of its own is a chain of dependent latencies (item, segment table, tile, merge) with its
 // tile never in flight while anything else happens: MHA leaves ran at 1.7 TB/s (ncu, H100). The
 // block first pulls its items' tables (items, segment ids, rows) into L1, so the loads that find
