@@ -14,11 +14,11 @@
 // Blocks may be persistent (the host chooses, for many short items: schedule.hpp's
 // persistent_blocks): as many as fit on the GPU at once, each taking a contiguous run of items,
 // with an item's first tile loaded while the previous item's last one is computed; otherwise a
-// block per item. A one-tile leaf item as a
-// block of its own is a chain of dependent latencies (item, segment table, tile, merge) with its
-// tile never in flight while anything else happens: MHA leaves ran at 1.7 TB/s (ncu, H100). The
-// block first pulls its items' tables (items, segment ids, rows) into L1, so the loads that find
-// the next item's tokens and queries do not wait on DRAM behind the K/V stream. (Handing items out
+// block per item. A one-tile leaf item as a block of its own is a chain of dependent latencies
+// (item, segment table, tile, merge) with its tile never in flight while anything else happens:
+// MHA leaves ran at 1.7 TB/s (ncu, H100). The block first pulls its items' tables (items, segment
+// ids, rows) into L1, so the loads that find the next item's tokens and queries do not wait on
+// DRAM behind the K/V stream. (Handing items out
 // from an atomic counter instead, so that blocks starting beside the wide launch take more,
 // measured slower: MHA (256, 8192, 64) 0.214 against 0.200 ms. Pulling each next item's Q rows and
 // segment tables into L1 as well changed nothing measurable.)
