@@ -99,18 +99,6 @@ struct RowPairSoftmax {
   }
 };
 
-// Writes row r (0 or 1) of a lane's accumulator, normalized by inv, as fp32 at `o_row` (the row's
-// first column), and its LSE once per row group.
-template <int NO>
-__device__ __forceinline__ void store_row(const float (&acc)[4 * NO], int r, float inv, float lse, float* o_row,
-                                          float* lse_out, int t) {
-#pragma unroll
-  for (int j = 0; j < NO; ++j) {
-    *reinterpret_cast<float2*>(o_row + 8 * j + 2 * t) = make_float2(acc[4 * j + 2 * r] * inv, acc[4 * j + 2 * r + 1] * inv);
-  }
-  if (t == 0) *lse_out = lse;
-}
-
 // The mma.sync A fragment of 16 tokens (probabilities of fragments 2k and 2k + 1) as 16-bit pairs.
 template <typename T, int NS>
 __device__ __forceinline__ void probabilities_as_a(const float (&s)[4 * NS], int k, unsigned (&a)[4]) {

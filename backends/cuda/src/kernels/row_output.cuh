@@ -86,17 +86,23 @@ __device__ __forceinline__ void finish_row(const SegmentAttentionParams& p, cons
   }
 }
 
-// finish_row for the two rows of a tensor-core accumulator (online_softmax.cuh's layout): row r
-// (0 or 1) of `acc`, normalized by inv.
-template <typename T, int D>
-__device__ __forceinline__ void finish_row_pair(const SegmentAttentionParams& p, const float (&acc)[D / 2], int r,
-                                                const RowOutput& out, float inv, float lse, int t) {
-  float o[D / 4];
+// Row r (0 or 1) of a lane's tensor-core accumulator (online_softmax.cuh's layout), normalized by
+// inv: the lane's D / 4 values, at FragmentColumns{t}.
+template <int D>
+__device__ __forceinline__ void fragment_row(const float (&acc)[D / 2], int r, float inv, float (&o)[D / 4]) {
 #pragma unroll
   for (int j = 0; j < D / 8; ++j) {
     o[2 * j] = acc[4 * j + 2 * r] * inv;
     o[2 * j + 1] = acc[4 * j + 2 * r + 1] * inv;
   }
+}
+
+// finish_row for row r of a tensor-core accumulator.
+template <typename T, int D>
+__device__ __forceinline__ void finish_row_pair(const SegmentAttentionParams& p, const float (&acc)[D / 2], int r,
+                                                const RowOutput& out, float inv, float lse, int t) {
+  float o[D / 4];
+  fragment_row<D>(acc, r, inv, o);
   finish_row<T, D, 4>(p, out, o, lse, FragmentColumns{t});
 }
 

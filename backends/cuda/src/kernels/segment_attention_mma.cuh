@@ -231,8 +231,15 @@ __global__ void __launch_bounds__(ROW_WARPS * TOKEN_WARPS * 32, kResidentBlocksP
       float* const weights = lse_states + TOKEN_WARPS * ROWS;                 // [ROWS][TOKEN_WARPS]
       float* const merged_lse = weights + ROWS * TOKEN_WARPS;                 // [ROWS]
       static_assert((TOKEN_WARPS * ROWS * (D + 2) + ROWS) * 4 <= Tile::template smem_bytes<T>() / 2, "states fit in one stage");
-      if (has0) store_row<D / 8>(acc, 0, inv[0], row_lse[0], o_states + (token_warp * ROWS + r0) * D, lse_states + token_warp * ROWS + r0, t);
-      if (has1) store_row<D / 8>(acc, 1, inv[1], row_lse[1], o_states + (token_warp * ROWS + r1) * D, lse_states + token_warp * ROWS + r1, t);
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {  // this lane's two fragment rows, as fp32 states
+        const int row = r == 0 ? r0 : r1;
+        if (row >= item.num_rows) continue;
+        float o[D / 4];
+        fragment_row<D>(acc, r, inv[r], o);
+        store_values(o_states + (token_warp * ROWS + row) * D, o, FragmentColumns{t});
+        if (t == 0) lse_states[token_warp * ROWS + row] = row_lse[r];
+      }
       __syncthreads();
       if (threadIdx.x < item.num_rows) {
         const int r = threadIdx.x;
