@@ -134,7 +134,8 @@ class SegmentPlan final : public CudaPlan {
                              shape_.kv_heads, shape_.scale * 1.4426950408889634f};
     // The narrow items (leaves: short, latency-bound) run on a side stream beside the wide ones
     // (shared segments), so they fill the SMs the wide launch leaves idle. The merge, after both,
-    // runs only when some query has several partial rows (a single one is written by its block).
+    // runs only when some query has other than one partial row (a single one is written by its
+    // block; a query with none needs the merge to write its identity).
     const bool both = narrow_.size() > 0 && wide_.size() > 0;
     const cudaStream_t narrow_stream = both ? side_.get() : s;
     if (both) {
