@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "hydragen/cuda/check.hpp"
-#include "hydragen/cuda/device.hpp"
 #include "hydragen/cuda/device_array.hpp"
 #include "handles.hpp"
 #include "kernels/launch.hpp"
@@ -92,8 +91,6 @@ class CudaPlan : public AttentionPlan {
   std::vector<const void*> bound_;  // q, o, lse, k[...], v[...] as last bound
 };
 
-int resident_slots(ItemKernel kernel) { return resident_blocks_per_sm(kernel) * query_device().multiprocessors; }
-
 class SegmentPlan final : public CudaPlan {
  public:
   SegmentPlan(const AttentionShape& shape, const SharingTree& tree, const Schedule& s, ItemKernel wide_kernel)
@@ -108,8 +105,8 @@ class SegmentPlan final : public CudaPlan {
         merge_rows_(upload(s.merge_rows)),
         needs_merge_(s.needs_merge()),
         max_partials_(s.max_partials()),
-        persistent_narrow_(persistent_blocks(s.narrow_items, resident_slots(ItemKernel::narrow))),
-        persistent_wide_(wide_kernel != ItemKernel::wgmma && persistent_blocks(s.wide_items, resident_slots(wide_kernel))),
+        persistent_narrow_(persistent_blocks(s.narrow_items, resident_blocks(ItemKernel::narrow))),
+        persistent_wide_(wide_kernel != ItemKernel::wgmma && persistent_blocks(s.wide_items, resident_blocks(wide_kernel))),
         partial_o_(static_cast<std::size_t>(s.num_rows()) * shape.head_dim),
         partial_lse_(static_cast<std::size_t>(s.num_rows())) {
     if (wide_kernel_ == ItemKernel::wgmma) {
@@ -218,13 +215,12 @@ class NaivePlan final : public CudaPlan {
   DeviceArray<float> scores_;  // [B * q_len * Hq, max_path]
 };
 
-ScheduleOptions schedule_options(int multiprocessors, ItemKernel wide) {
+ScheduleOptions schedule_options(ItemKernel wide) {
   // Three waves of the resident blocks: enough blocks that the last wave's idle SMs cost little,
   // few enough that the merge stays small. The wgmma blocks (one per SM, 128 rows, 128-token
   // tiles) get one wave: each split adds a partial per row to the merge and a pipeline fill.
-  const int narrow = 3 * resident_blocks_per_sm(ItemKernel::narrow) * multiprocessors;
-  return ScheduleOptions{narrow, max_rows(wide),
-                         wide == ItemKernel::wgmma ? multiprocessors : 3 * resident_blocks_per_sm(wide) * multiprocessors};
+  return ScheduleOptions{3 * resident_blocks(ItemKernel::narrow), max_rows(wide),
+                         (wide == ItemKernel::wgmma ? 1 : 3) * resident_blocks(wide)};
 }
 
 // The wgmma kernel reads one segment per item (TMA descriptors per segment): the segment schedule's
@@ -232,7 +228,7 @@ ScheduleOptions schedule_options(int multiprocessors, ItemKernel wide) {
 std::unique_ptr<AttentionPlan> segment_plan(const AttentionShape& shape, const SharingTree& tree, bool flat,
                                             bool allow_wgmma) {
   const ItemKernel wide = wide_kernel(shape.dtype, allow_wgmma && !flat);
-  const ScheduleOptions options = schedule_options(query_device().multiprocessors, wide);
+  const ScheduleOptions options = schedule_options(wide);
   return std::make_unique<SegmentPlan>(shape, tree, flat ? flat_schedule(shape, tree, options) : segment_schedule(shape, tree, options),
                                        wide);
 }

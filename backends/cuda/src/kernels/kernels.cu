@@ -63,7 +63,9 @@ int max_rows(ItemKernel kernel) {
   throw std::logic_error("max_rows: unknown ItemKernel");
 }
 
-int resident_blocks_per_sm(ItemKernel kernel) { return kernel == ItemKernel::wgmma ? 1 : kResidentBlocksPerSm; }
+int resident_blocks(ItemKernel kernel) {
+  return (kernel == ItemKernel::wgmma ? 1 : kResidentBlocksPerSm) * query_device().multiprocessors;
+}
 
 ItemKernel wide_kernel(DType dtype, bool allow_wgmma) {
   if (dtype == DType::fp32) return ItemKernel::narrow;
@@ -97,7 +99,7 @@ void launch_segment_attention(SegmentAttentionParams params, int num_items, Item
         return;
       }
       constexpr int smem = MmaTile<D>::template smem_bytes<T>();
-      const int blocks = persistent ? std::min(num_items, kResidentBlocksPerSm * query_device().multiprocessors) : num_items;
+      const int blocks = persistent ? std::min(num_items, resident_blocks(kernel)) : num_items;
       // Wide: 4 row warps (64 rows); narrow: 4 token warps over 16 rows. 128 threads either way.
       if (kernel == ItemKernel::wide) {
         allow_smem<segment_attention_mma<T, D, 4, 1>>(smem);

@@ -20,7 +20,7 @@ enum class ItemKernel {
 inline constexpr int kResidentBlocksPerSm = 3;
 
 int max_rows(ItemKernel kernel);
-int resident_blocks_per_sm(ItemKernel kernel);
+int resident_blocks(ItemKernel kernel);  // blocks resident on the whole current device at once
 
 // True when (dtype, head_dim) has kernels: fp32, fp16, bf16 x D in {64, 128}.
 bool has_kernels(DType dtype, int head_dim);
