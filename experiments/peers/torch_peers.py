@@ -129,7 +129,8 @@ class Peers:
         self.args = args
         props = torch.cuda.get_device_properties(0)
         # A memset of this buffer evicts L2 and, at tens of microseconds, keeps the CPU's launches ahead
-        # of the GPU so replays do not time launch latency.
+        # of the GPU so replays do not time launch latency; reading it back then evicts the memset's
+        # dirty lines, so their write-backs stay out of the timed region (as in hydragen-sweep).
         self.flush = torch.empty(max(2 * props.L2_cache_size, 128 << 20), dtype=torch.uint8, device="cuda")
 
     # -- machine -----------------------------------------------------------------------------------
@@ -296,6 +297,7 @@ class Peers:
                   for _ in range(self.args.replays)]
         for start, stop in events:
             self.flush.zero_()
+            self.flush.max()
             start.record()
             launch()
             stop.record()

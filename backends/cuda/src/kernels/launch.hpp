@@ -34,7 +34,10 @@ ItemKernel wide_kernel(DType dtype, bool allow_wgmma);
 void launch_segment_attention(SegmentAttentionParams params, int num_items, ItemKernel kernel, bool persistent,
                               DType dtype, int head_dim, cudaStream_t stream);
 // `max_partials`: the most partial rows of one query (a block's warps share a query above 8).
-void launch_merge(const MergeParams& params, int max_partials, DType dtype, int head_dim, cudaStream_t stream);
+// `after_attention`: the stream's last work is the one segment-attention launch that writes the
+// partials; the merge then starts while it finishes (dependent_launch.cuh; sm_90 and later).
+void launch_merge(const MergeParams& params, int max_partials, bool after_attention, DType dtype, int head_dim,
+                  cudaStream_t stream);
 void launch_naive(const NaiveParams& params, int num_queries, DType dtype, int head_dim, cudaStream_t stream);
 
 }  // namespace hydragen::cuda

@@ -12,6 +12,7 @@
 // B = 64, ncu.)
 #include <cmath>
 
+#include "dependent_launch.cuh"
 #include "element.cuh"
 #include "hydragen/merge.hpp"
 #include "params.hpp"
@@ -50,9 +51,12 @@ __global__ void __launch_bounds__(kMergeWarps * 32, 16) merge_partials(const Mer
   const int begin = first + (last - first) * share / WARPS, end = first + (last - first) * (share + 1) / WARPS;
   float o[V] = {};
   float lse = -INFINITY;  // no partial: the merge identity
+  // The row ids are the plan's; the partial rows are the attention kernel's, ready after the wait.
+  int mine = begin + lane < end ? p.rows[begin + lane] : 0;
+  wait_for_primary();
   for (int base = begin; base < end; base += 32) {
     const int count = min(32, end - base);
-    const int mine = lane < count ? p.rows[base + lane] : 0;
+    if (base != begin) mine = lane < count ? p.rows[base + lane] : 0;
     const float mine_lse = lane < count ? p.partial_lse[mine] : -INFINITY;
     for (int k0 = 0; k0 < count; k0 += kBatch) {
       float part[kBatch][V];  // loaded together, then folded in order

@@ -4,6 +4,7 @@
 // 8 lanes per row). Each 32-token tile: scores, online softmax in exp2, O += P V, all in fp32.
 #include <cmath>
 
+#include "dependent_launch.cuh"
 #include "element.cuh"
 #include "item_segments.cuh"
 #include "params.hpp"
@@ -13,6 +14,7 @@ namespace hydragen::cuda {
 
 template <typename T, int D>
 __global__ void __launch_bounds__(128) segment_attention_simt(const SegmentAttentionParams p) {
+  allow_dependents();  // the merge may start once every block has (dependent_launch.cuh)
   constexpr int KT = 32, ROWS = 16, LANES = 8;  // tokens per tile, rows per block, lanes per row
   __shared__ float sq[ROWS][D];
   __shared__ float sk[KT][D + 1];  // +1: the 8 lanes of a row read 8 different tokens without conflict

@@ -13,6 +13,7 @@
 #include <type_traits>
 
 #include "async_copy.cuh"
+#include "dependent_launch.cuh"
 #include "element.cuh"
 #include "mma.cuh"
 #include "online_softmax.cuh"
@@ -42,6 +43,7 @@ struct WgmmaTile {
 template <typename T, int D>
 __global__ void __launch_bounds__(WgmmaTile<D>::kThreads, 1) segment_attention_wgmma(const SegmentAttentionParams p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  allow_dependents();  // the merge may start once every block has (dependent_launch.cuh)
   using Tile = WgmmaTile<D>;
   constexpr int KT = Tile::kTokens, ROWS = Tile::kRows, NS = KT / 8, CHUNKS = D / 8;
   extern __shared__ unsigned char smem_raw[];

@@ -1,8 +1,10 @@
 #pragma once
 // GPU timing by the measuring protocol of DESIGN.md section 6: the work is captured once in a CUDA
 // graph and replayed; each replay is timed with CUDA events; L2 is flushed before every replay,
-// outside the timed region, by writing a buffer twice its size; the median is reported with min
-// and max. The machine's two ceilings are measured in the same process.
+// outside the timed region, by writing a buffer twice its size and then reading it back (so that
+// the lines L2 holds are clean: otherwise the flush's own write-backs land in the timed region,
+// 5-8 us of a streaming kernel's time on an H200); the median is reported with min and max. The
+// machine's two ceilings are measured in the same process.
 #include <cuda_runtime_api.h>
 
 #include <functional>
@@ -40,7 +42,7 @@ class RunTimer {
   void release() noexcept;
   cudaStream_t stream_ = nullptr;
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
-  void* flush_ = nullptr;  // [flush_bytes_] written before each run
+  void* flush_ = nullptr;  // [flush_bytes_] written, then read, before each run
   std::size_t flush_bytes_ = 0;
   int runs_ = 0;
 };

@@ -1,0 +1,23 @@
+#pragma once
+// Programmatic dependent launch (sm_90): the merge kernel is launched while the segment-attention
+// kernel before it on the stream still runs, so its blocks start and read the plan's row tables
+// before the partial rows exist; it then waits for that kernel's completion (and its memory) in
+// wait_for_primary. The attention kernels allow the early launch once each of their blocks has
+// started (wgmma, simt) or reached its last tile (mma.sync): a launch waits for every block's
+// allowance, so the merge's blocks only take SMs that no attention block is waiting for.
+// Before sm_90 both are no-ops and the host launches the merge in stream order.
+namespace hydragen::cuda {
+
+__device__ __forceinline__ void allow_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void wait_for_primary() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+
+}  // namespace hydragen::cuda
