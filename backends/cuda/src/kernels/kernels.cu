@@ -67,6 +67,10 @@ int resident_blocks(ItemKernel kernel) {
   return (kernel == ItemKernel::wgmma ? 1 : kResidentBlocksPerSm) * query_device().multiprocessors;
 }
 
+int launch_blocks(int num_items, ItemKernel kernel, bool persistent) {
+  return persistent ? std::min(num_items, resident_blocks(kernel)) : num_items;
+}
+
 ItemKernel wide_kernel(DType dtype, bool allow_wgmma) {
   if (dtype == DType::fp32) return ItemKernel::narrow;
 #ifdef HYDRAGEN_WGMMA
@@ -99,7 +103,7 @@ void launch_segment_attention(SegmentAttentionParams params, int num_items, Item
         return;
       }
       constexpr int smem = MmaTile<D>::template smem_bytes<T>();
-      const int blocks = persistent ? std::min(num_items, resident_blocks(kernel)) : num_items;
+      const int blocks = launch_blocks(num_items, kernel, persistent);
       // Wide: 4 row warps (64 rows); narrow: 4 token warps over 16 rows. 128 threads either way.
       if (kernel == ItemKernel::wide) {
         allow_smem<segment_attention_mma<T, D, 4, 1>>(smem);
@@ -113,7 +117,7 @@ void launch_segment_attention(SegmentAttentionParams params, int num_items, Item
   });
 }
 
-void launch_merge(const MergeParams& params, int max_partials, bool after_attention, DType dtype, int head_dim,
+void launch_merge(const MergeParams& params, int max_partials, bool overlap, DType dtype, int head_dim,
                   cudaStream_t stream) {
   if (params.num_queries == 0) return;
   dispatch(dtype, head_dim, [&](auto element, auto dim) {
@@ -128,7 +132,7 @@ void launch_merge(const MergeParams& params, int max_partials, bool after_attent
     config.blockDim = dim3(kMergeWarps * 32);
     config.stream = stream;
     config.attrs = &dependent;
-    config.numAttrs = after_attention && query_device().major >= 9 ? 1 : 0;
+    config.numAttrs = overlap && query_device().major >= 9 ? 1 : 0;
     CUDA_CHECK(split ? cudaLaunchKernelEx(&config, merge_partials<T, D, kMergeWarps>, params)
                      : cudaLaunchKernelEx(&config, merge_partials<T, D, 1>, params));
     check_launch("merge_partials");

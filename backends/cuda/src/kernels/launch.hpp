@@ -31,12 +31,13 @@ ItemKernel wide_kernel(DType dtype, bool allow_wgmma);
 
 // The items of `params.items`: one block each, or (mma kernels, `persistent`) as many blocks as are
 // resident at once, each taking a contiguous run of items.
+int launch_blocks(int num_items, ItemKernel kernel, bool persistent);  // the grid of such a launch
 void launch_segment_attention(SegmentAttentionParams params, int num_items, ItemKernel kernel, bool persistent,
                               DType dtype, int head_dim, cudaStream_t stream);
 // `max_partials`: the most partial rows of one query (a block's warps share a query above 8).
-// `after_attention`: the stream's last work is the one segment-attention launch that writes the
-// partials; the merge then starts while it finishes (dependent_launch.cuh; sm_90 and later).
-void launch_merge(const MergeParams& params, int max_partials, bool after_attention, DType dtype, int head_dim,
+// `overlap`: the stream's last work is the one segment-attention launch that writes the partials,
+// and the merge starts while that launch ends (dependent_launch.cuh; sm_90 and later).
+void launch_merge(const MergeParams& params, int max_partials, bool overlap, DType dtype, int head_dim,
                   cudaStream_t stream);
 void launch_naive(const NaiveParams& params, int num_queries, DType dtype, int head_dim, cudaStream_t stream);
 
