@@ -229,11 +229,10 @@ class NaivePlan final : public CudaPlan {
 };
 
 ScheduleOptions schedule_options(ItemKernel wide) {
-  // Narrow and wgmma blocks: one wave of the resident blocks. Each split adds a partial per row to
-  // the merge and a pipeline fill, and a streaming block keeps DRAM busy from start to end, so
-  // the SMs a short last wave would idle are not worth more parts: cuda-flash redundant at
-  // (256, 4096, 0) 0.215 -> 0.206 ms with one wave instead of three (H100; H200 0.164 -> 0.149).
-  // The wide mma.sync blocks (latency-bound 64-row tiles) keep three waves.
+  // Narrow blocks: at least a wave of the resident ones, and no short last wave (schedule.cpp,
+  // narrow_parts). The wgmma blocks (one per SM, 128 rows, 128-token tiles) get one wave: each
+  // split adds a partial per row to the merge and a pipeline fill. The wide mma.sync blocks
+  // (latency-bound 64-row tiles) get three.
   return ScheduleOptions{resident_blocks(ItemKernel::narrow), max_rows(wide),
                          (wide == ItemKernel::wgmma ? 1 : 3) * resident_blocks(wide)};
 }

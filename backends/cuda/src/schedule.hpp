@@ -25,7 +25,7 @@ inline constexpr int kMaxSplits = 32;        // nor more parts of one block than
 inline constexpr int kMaxItemSegments = 32;  // longer paths are cut into several items
 
 struct ScheduleOptions {
-  int target_blocks = 396;        // blocks the narrow launch should reach (a wave of 3 blocks per SM on an H100)
+  int target_blocks = 396;        // narrow blocks resident at once (3 per SM on an H100): schedule.cpp's narrow_parts
   int max_rows = kWideRows;       // largest row block: kNarrowRows (no wide kernel), kWideRows or kWgmmaRows
   int wide_target_blocks = 1188;  // blocks the wide launch should reach (3 waves of the mma.sync blocks)
 };
