@@ -629,5 +629,19 @@ TEST(SegmentSchedule, StacksRowsSequenceBySequenceQueryByQueryHeadByHeadInABlock
   }
 }
 
+// Narrow blocks on 396 resident slots: parts enough for a wave, then more only while the last wave
+// would be less than half full (a short wave of streaming blocks cannot keep DRAM busy), up to 4 waves.
+TEST(FlatSchedule, SplitNarrowBlocksIntoAWaveWithNoShortLastWave) {
+  const ScheduleOptions options{396, kNarrowRows, 132};
+  // B sequences -> parts per sequence: 64 -> 6 (384 blocks); 256 -> 1 (a wave of 256 blocks);
+  // 512 -> 2 (1024 blocks: the last wave holds 232, not 116); 2048 -> 1 (more than four waves).
+  for (const auto& [batch, parts] : std::vector<std::pair<int, std::size_t>>{{64, 6}, {256, 1}, {512, 2}, {2048, 1}}) {
+    const SharingTree tree = SharingTree::prefix_suffix(4096, std::vector<int>(batch, 64));
+    const AttentionShape shape = make_shape(batch, 1, 8, 1, 128, DType::bf16);
+    const Schedule s = flat_schedule(shape, tree, options);
+    EXPECT_EQ(s.narrow_items.size(), batch * parts) << "B = " << batch;
+  }
+}
+
 }  // namespace
 }  // namespace hydragen::cuda
