@@ -107,6 +107,7 @@ class SegmentPlan final : public CudaPlan {
         max_partials_(s.max_partials()),
         persistent_narrow_(persistent_blocks(s.narrow_items, resident_blocks(ItemKernel::narrow))),
         persistent_wide_(wide_kernel != ItemKernel::wgmma && persistent_blocks(s.wide_items, resident_blocks(wide_kernel))),
+        overlap_merge_(overlap_merge()),
         partial_o_(static_cast<std::size_t>(s.num_rows()) * shape.head_dim),
         partial_lse_(static_cast<std::size_t>(s.num_rows())) {
     if (wide_kernel_ == ItemKernel::wgmma) {
@@ -148,7 +149,7 @@ class SegmentPlan final : public CudaPlan {
       CUDA_CHECK(cudaEventRecord(join_.get(), narrow_stream));
       CUDA_CHECK(cudaStreamWaitEvent(s, join_.get()));
     }
-    if (needs_merge_) launch_merge(m, max_partials_, overlap_merge(), shape_.dtype, shape_.head_dim, s);
+    if (needs_merge_) launch_merge(m, max_partials_, overlap_merge_, shape_.dtype, shape_.head_dim, s);
   }
 
  private:
@@ -182,6 +183,7 @@ class SegmentPlan final : public CudaPlan {
   bool needs_merge_;                // some query has no partial row or several
   int max_partials_;                // the most partial rows of one query
   bool persistent_narrow_, persistent_wide_;  // launch persistent mma blocks (schedule.hpp)
+  bool overlap_merge_;              // overlap_merge(), once per plan
   DeviceArray<float> partial_o_;    // [rows, D]
   DeviceArray<float> partial_lse_;  // [rows]
   std::vector<int> map_segments_;    // segments read by wgmma items

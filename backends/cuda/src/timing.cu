@@ -70,7 +70,10 @@ __global__ void read_words(const uint4* x, long long n, unsigned* sink) {
 
 }  // namespace
 
-RunTimer::RunTimer(bool flush_l2) : flush_bytes_(flush_l2 ? 2 * query_device().l2_bytes : 0) {
+RunTimer::RunTimer(bool flush_l2) {
+  const DeviceInfo device = query_device();
+  flush_bytes_ = flush_l2 ? 2 * device.l2_bytes : 0;
+  read_blocks_ = 4 * device.multiprocessors;
   // Members are raw handles so the destructor can release whatever the constructor got to.
   try {
     CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
@@ -95,7 +98,7 @@ void RunTimer::release() noexcept {
 double RunTimer::time_ms(const std::function<void(cudaStream_t)>& enqueue) {
   if (flush_bytes_ > 0) {
     CUDA_CHECK(cudaMemsetAsync(flush_, ++runs_ & 0xff, flush_bytes_, stream_));
-    read_words<<<4 * query_device().multiprocessors, 512, 0, stream_>>>(
+    read_words<<<read_blocks_, 512, 0, stream_>>>(
         static_cast<const uint4*>(flush_), static_cast<long long>(flush_bytes_ / 16), static_cast<unsigned*>(flush_));
     check_launch("read_words (L2 flush)");
   }

@@ -38,6 +38,15 @@ void dispatch(DType dtype, int head_dim, F&& f) {
   throw std::invalid_argument("CUDA kernels: dtype " + std::string(dtype_name(dtype)) + " has no kernel (fp32, fp16, bf16)");
 }
 
+// An attribute of the current device. The launch paths run on every plan run, so they ask for the
+// one value they need: query_device reads every property (cudaGetDeviceProperties), far slower.
+int device_attribute(cudaDeviceAttr attribute) {
+  int device = 0, value = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&value, attribute, device));
+  return value;
+}
+
 // Raises a kernel's dynamic shared-memory limit (above 48 KB needs the opt-in), once per kernel.
 template <void (*Kernel)(SegmentAttentionParams)>
 void allow_smem(int bytes) {
@@ -64,7 +73,7 @@ int max_rows(ItemKernel kernel) {
 }
 
 int resident_blocks(ItemKernel kernel) {
-  return (kernel == ItemKernel::wgmma ? 1 : kResidentBlocksPerSm) * query_device().multiprocessors;
+  return (kernel == ItemKernel::wgmma ? 1 : kResidentBlocksPerSm) * device_attribute(cudaDevAttrMultiProcessorCount);
 }
 
 int launch_blocks(int num_items, ItemKernel kernel, bool persistent) {
@@ -132,7 +141,7 @@ void launch_merge(const MergeParams& params, int max_partials, bool overlap, DTy
     config.blockDim = dim3(kMergeWarps * 32);
     config.stream = stream;
     config.attrs = &dependent;
-    config.numAttrs = overlap && query_device().major >= 9 ? 1 : 0;
+    config.numAttrs = overlap && device_attribute(cudaDevAttrComputeCapabilityMajor) >= 9 ? 1 : 0;
     CUDA_CHECK(split ? cudaLaunchKernelEx(&config, merge_partials<T, D, kMergeWarps>, params)
                      : cudaLaunchKernelEx(&config, merge_partials<T, D, 1>, params));
     check_launch("merge_partials");

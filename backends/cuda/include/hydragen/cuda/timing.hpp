@@ -44,6 +44,7 @@ class RunTimer {
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
   void* flush_ = nullptr;  // [flush_bytes_] written, then read, before each run
   std::size_t flush_bytes_ = 0;
+  int read_blocks_ = 0;  // grid of the read after the write
   int runs_ = 0;
 };
 
