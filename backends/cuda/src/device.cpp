@@ -45,6 +45,12 @@ DeviceInfo query_device(int device) {
   return info;
 }
 
+DeviceInfo query_device() {
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  return query_device(device);
+}
+
 int device_count() {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess) {

@@ -6,7 +6,6 @@
 
 #include "../schedule.hpp"
 #include "hydragen/cuda/check.hpp"
-#include "hydragen/cuda/device.hpp"
 #include "launch.hpp"
 #include "merge.cuh"
 #include "naive.cuh"
@@ -84,8 +83,10 @@ ItemKernel wide_kernel(DType dtype, bool allow_wgmma) {
   if (dtype == DType::fp32) return ItemKernel::narrow;
 #ifdef HYDRAGEN_WGMMA
   // The sm_90a kernels run on compute capability 9.0 only (H100, H200).
-  const DeviceInfo& device = query_device();
-  if (allow_wgmma && device.major == 9 && device.minor == 0) return ItemKernel::wgmma;
+  if (allow_wgmma && device_attribute(cudaDevAttrComputeCapabilityMajor) == 9 &&
+      device_attribute(cudaDevAttrComputeCapabilityMinor) == 0) {
+    return ItemKernel::wgmma;
+  }
 #else
   (void)allow_wgmma;
 #endif

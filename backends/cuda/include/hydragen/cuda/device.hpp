@@ -22,7 +22,9 @@ struct DeviceInfo {
 };
 
 // Throws CudaError when `device` does not exist (or there is no device or driver at all).
-DeviceInfo query_device(int device = 0);
+DeviceInfo query_device(int device);
+// The current device (cudaSetDevice's), the one the backends launch on.
+DeviceInfo query_device();
 
 // The number of CUDA devices; 0 when there is none or no driver. Never throws.
 int device_count();
