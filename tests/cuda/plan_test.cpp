@@ -23,7 +23,9 @@ using ::testing::HasSubstr;
 
 class CudaPlan : public DeviceTest, public ::testing::WithParamInterface<std::string> {};
 
-// A causal GQA problem over a two-level tree: narrow and wide items, splits and the merge all run.
+// A causal GQA problem over a two-level tree: splits and the merge run; cuda-hydragen-wide runs wide
+// and narrow items on two streams, which a graph captures as a fork and a join (cuda-hydragen runs
+// this small problem in one launch of narrow blocks).
 Problem small_problem() {
   const AttentionShape shape = make_shape(6, 2, 8, 2, 64, DType::bf16);
   return make_problem(shape, SharingTree::two_level(700, {40, 0}, {{3, 1, 90}, {5, 2, 1}}), 77);
@@ -81,7 +83,7 @@ TEST_P(CudaPlan, PlanThatDoesNotFitStatesTheBytesRequested) {
   cudaFree(probe);
 }
 
-INSTANTIATE_TEST_SUITE_P(AllCudaBackends, CudaPlan, ::testing::Values("cuda-naive", "cuda-flash", "cuda-hydragen"),
+INSTANTIATE_TEST_SUITE_P(AllCudaBackends, CudaPlan, ::testing::Values("cuda-naive", "cuda-flash", "cuda-hydragen", "cuda-hydragen-wide"),
                          [](const ::testing::TestParamInfo<std::string>& param) {
                            std::string name = param.param;
                            for (char& c : name) c = c == '-' ? '_' : c;

@@ -65,7 +65,7 @@ std::string tree_text(const SharingTree& tree) {
 
 std::string problem_text(Kind kind, const AttentionShape& shape, const SharingTree& tree, const ScheduleOptions& options) {
   std::ostringstream os;
-  os << kind_name(kind) << " with target_blocks " << options.target_blocks << ", max_rows " << options.max_rows
+  os << kind_name(kind) << " with narrow_slots " << options.narrow_slots << ", max_rows " << options.max_rows
      << " of " << shape.describe() << " over " << tree_text(tree);
   return os.str();
 }
@@ -189,8 +189,9 @@ struct Run {
   }
 
   // Row blocks: all rows of a token list go into ceil(rows / max_rows) blocks per KV head, and each
-  // block's split parts tile its whole token list (no split at all with target_blocks 1; otherwise
-  // no part shorter than kMinSplitTokens unless the block is not split, and at most kMaxSplits).
+  // block's split parts tile its whole token list (no split at all with one slot and a target of one
+  // block; otherwise no part shorter than kMinSplitTokens unless the block is not split, and at most
+  // kMaxSplits).
   for (const auto& [key, by_block] : blocks) {
     const auto& [kv_head, list, seq] = key;
     const long long list_rows =
@@ -218,8 +219,8 @@ struct Run {
       }
       if (end != list_tokens) return fail() << name << ": split parts end at " << end << " of " << list_tokens << " tokens";
       if (parts.size() > kMaxSplits) return fail() << name << ": split into " << parts.size() << " parts, more than kMaxSplits";
-      if (options.target_blocks == 1 && parts.size() != 1) {
-        return fail() << name << ": split into " << parts.size() << " parts although target_blocks is 1";
+      if (options.narrow_slots == 1 && options.wide_target_blocks == 1 && parts.size() != 1) {
+        return fail() << name << ": split into " << parts.size() << " parts although one block is the target";
       }
     }
   }
@@ -640,6 +641,37 @@ TEST(FlatSchedule, SplitNarrowBlocksIntoAWaveWithNoShortLastWave) {
     const AttentionShape shape = make_shape(batch, 1, 8, 1, 128, DType::bf16);
     const Schedule s = flat_schedule(shape, tree, options);
     EXPECT_EQ(s.narrow_items.size(), batch * parts) << "B = " << batch;
+  }
+}
+
+// cuda-hydragen on an H100 (132 SMs, wgmma blocks): one launch of narrow blocks only where it puts
+// at most one block on each SM and the wide form would need a second launch for the leaves.
+TEST(HydragenSchedule, RunsOneNarrowLaunchWhereItPutsAtMostOneBlockOnEachSm) {
+  const ScheduleOptions options{396, kWgmmaRows, 132, 132};
+  ScheduleOptions narrow_options = options;
+  narrow_options.max_rows = kNarrowRows;
+  struct Row {
+    int batch, prefix, suffix;
+    bool one_launch;
+  };
+  // (32, 1024, S): 16 prefix blocks of 16 rows x 4 parts + 32 or 64 leaf items, at most 128 blocks.
+  // (32, 2048, 64) and (64, 1024, 64): 128 prefix blocks + 32 or 64 leaves, more than the SMs.
+  // (32, 1024, 0): no leaves, so the wide form is a single launch already.
+  for (const Row& c : {Row{32, 1024, 64, true}, Row{32, 1024, 256, true}, Row{32, 1024, 512, true},
+                       Row{32, 2048, 64, false}, Row{64, 1024, 64, false}, Row{32, 4096, 256, false},
+                       Row{1024, 16384, 64, false}, Row{32, 1024, 0, false}}) {
+    const SharingTree tree = SharingTree::prefix_suffix(c.prefix, std::vector<int>(c.batch, c.suffix));
+    const AttentionShape shape = make_shape(c.batch, 1, 8, 1, 128, DType::bf16);
+    SCOPED_TRACE(shape.describe() + ", prefix " + std::to_string(c.prefix) + ", suffix " + std::to_string(c.suffix));
+    const Schedule s = hydragen_schedule(shape, tree, options);
+    if (c.one_launch) {
+      EXPECT_TRUE(s.wide_items.empty());
+      EXPECT_LE(s.narrow_items.size(), 132u);
+      EXPECT_TRUE(check_schedule(Kind::segment, shape, tree, narrow_options, s));
+    } else {
+      EXPECT_FALSE(s.wide_items.empty());
+      EXPECT_TRUE(check_schedule(Kind::segment, shape, tree, options, s));
+    }
   }
 }
 

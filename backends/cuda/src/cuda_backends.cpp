@@ -30,12 +30,16 @@ void register_cuda_backends(BackendRegistry& registry) {
                              memory, cuda_supports, cuda::make_flash_plan}));
   registry.add(make_backend({"cuda-hydragen",
                              "per segment, the queries of every sequence below it in one tensor-core attention (128-row wgmma blocks on "
-                             "sm_90, 64-row mma.sync elsewhere), "
-                             "then one merge kernel along each path" + supported,
+                             "sm_90, 64-row mma.sync elsewhere; a problem small enough for one 16-row block per SM in one launch "
+                             "of those), then one merge kernel along each path" + supported,
                              memory, cuda_supports, cuda::make_hydragen_plan}));
+  registry.add(make_backend({"cuda-hydragen-wide",
+                             "cuda-hydragen always with wide blocks for the shared segments (wgmma on sm_90), even where one "
+                             "launch of 16-row blocks is faster" + supported,
+                             memory, cuda_supports, cuda::make_hydragen_wide_plan}));
   registry.add(make_backend({"cuda-hydragen-mma",
-                             "cuda-hydragen with the shared segments on mma.sync 64-row blocks on every GPU (the sm_80 path; "
-                             "cuda-hydragen uses 128-row wgmma blocks on sm_90)" + supported,
+                             "cuda-hydragen-wide with the shared segments on mma.sync 64-row blocks on every GPU (the sm_80 "
+                             "kernel; cuda-hydragen uses 128-row wgmma blocks on sm_90)" + supported,
                              memory, cuda_supports, cuda::make_hydragen_mma_plan}));
 }
 

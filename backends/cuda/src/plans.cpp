@@ -235,18 +235,19 @@ ScheduleOptions schedule_options(ItemKernel wide) {
   // narrow_parts). The wgmma blocks (one per SM, 128 rows, 128-token tiles) get one wave: each
   // split adds a partial per row to the merge and a pipeline fill. The wide mma.sync blocks
   // (latency-bound 64-row tiles) get three.
-  return ScheduleOptions{resident_blocks(ItemKernel::narrow), max_rows(wide),
-                         (wide == ItemKernel::wgmma ? 1 : 3) * resident_blocks(wide)};
+  const int narrow_slots = resident_blocks(ItemKernel::narrow);
+  return ScheduleOptions{narrow_slots, max_rows(wide), (wide == ItemKernel::wgmma ? 1 : 3) * resident_blocks(wide),
+                         narrow_slots / kResidentBlocksPerSm};
 }
 
-// The wgmma kernel reads one segment per item (TMA descriptors per segment): the segment schedule's
-// items, not the flat schedule's paths.
-std::unique_ptr<AttentionPlan> segment_plan(const AttentionShape& shape, const SharingTree& tree, bool flat,
+using MakeSchedule = Schedule (*)(const AttentionShape&, const SharingTree&, const ScheduleOptions&);
+
+// The wgmma kernel reads one segment per item (TMA descriptors per segment): segment schedules only,
+// not the flat schedule's paths.
+std::unique_ptr<AttentionPlan> segment_plan(const AttentionShape& shape, const SharingTree& tree, MakeSchedule make,
                                             bool allow_wgmma) {
-  const ItemKernel wide = wide_kernel(shape.dtype, allow_wgmma && !flat);
-  const ScheduleOptions options = schedule_options(wide);
-  return std::make_unique<SegmentPlan>(shape, tree, flat ? flat_schedule(shape, tree, options) : segment_schedule(shape, tree, options),
-                                       wide);
+  const ItemKernel wide = wide_kernel(shape.dtype, allow_wgmma);
+  return std::make_unique<SegmentPlan>(shape, tree, make(shape, tree, schedule_options(wide)), wide);
 }
 
 }  // namespace
@@ -256,15 +257,19 @@ std::unique_ptr<AttentionPlan> make_naive_plan(const AttentionShape& shape, cons
 }
 
 std::unique_ptr<AttentionPlan> make_flash_plan(const AttentionShape& shape, const SharingTree& tree) {
-  return segment_plan(shape, tree, true, false);
+  return segment_plan(shape, tree, flat_schedule, false);
 }
 
 std::unique_ptr<AttentionPlan> make_hydragen_plan(const AttentionShape& shape, const SharingTree& tree) {
-  return segment_plan(shape, tree, false, true);
+  return segment_plan(shape, tree, hydragen_schedule, true);
+}
+
+std::unique_ptr<AttentionPlan> make_hydragen_wide_plan(const AttentionShape& shape, const SharingTree& tree) {
+  return segment_plan(shape, tree, segment_schedule, true);
 }
 
 std::unique_ptr<AttentionPlan> make_hydragen_mma_plan(const AttentionShape& shape, const SharingTree& tree) {
-  return segment_plan(shape, tree, false, false);
+  return segment_plan(shape, tree, segment_schedule, false);
 }
 
 }  // namespace hydragen::cuda

@@ -64,7 +64,7 @@ Schedule build(const AttentionShape& shape, const std::vector<Group>& groups, co
   // Wide: rounded down, as wide_target_blocks is a whole number of waves and overshooting it by a
   // few blocks would cost a nearly empty extra wave (1280 prefix blocks in waves of 396 ran 4 waves,
   // ncu). Narrow: narrow_parts.
-  const long long parts[2] = {narrow_parts(count[0], options.target_blocks),
+  const long long parts[2] = {narrow_parts(count[0], options.narrow_slots),
                               options.wide_target_blocks / std::max<long long>(1, count[1])};
   Schedule s;
   for (const Block& b : blocks) {
@@ -144,6 +144,16 @@ Schedule segment_schedule(const AttentionShape& shape, const SharingTree& tree, 
     groups.push_back({{segment}, tree.seqs_below(segment), tree.length(segment), tree.is_leaf(segment)});
   }
   return build(shape, groups, options);
+}
+
+Schedule hydragen_schedule(const AttentionShape& shape, const SharingTree& tree, const ScheduleOptions& options) {
+  Schedule wide = segment_schedule(shape, tree, options);
+  if (wide.wide_items.empty() || wide.narrow_items.empty()) return wide;  // one launch already
+  ScheduleOptions narrow_options = options;
+  narrow_options.max_rows = kNarrowRows;
+  Schedule narrow = segment_schedule(shape, tree, narrow_options);
+  if (static_cast<long long>(narrow.narrow_items.size()) <= options.sms) return narrow;
+  return wide;
 }
 
 }  // namespace hydragen::cuda

@@ -25,9 +25,10 @@ inline constexpr int kMaxSplits = 32;        // nor more parts of one block than
 inline constexpr int kMaxItemSegments = 32;  // longer paths are cut into several items
 
 struct ScheduleOptions {
-  int target_blocks = 396;        // narrow blocks resident at once (3 per SM on an H100): schedule.cpp's narrow_parts
+  int narrow_slots = 396;         // narrow blocks resident at once (3 per SM on an H100): schedule.cpp's narrow_parts
   int max_rows = kWideRows;       // largest row block: kNarrowRows (no wide kernel), kWideRows or kWgmmaRows
   int wide_target_blocks = 1188;  // blocks the wide launch should reach (3 waves of the mma.sync blocks)
+  int sms = 132;                  // SMs of the device: hydragen_schedule's one-launch test
 };
 
 struct Schedule {
@@ -53,5 +54,16 @@ bool persistent_blocks(const std::vector<WorkItem>& items, int slots);
 
 Schedule flat_schedule(const AttentionShape& shape, const SharingTree& tree, const ScheduleOptions& options);
 Schedule segment_schedule(const AttentionShape& shape, const SharingTree& tree, const ScheduleOptions& options);
+
+// cuda-hydragen's schedule: the segment schedule, in one launch of narrow blocks (max_rows
+// kNarrowRows) where that form puts at most one block on each SM and the wide form would take two
+// launches (wide blocks beside narrow leaves); otherwise the wide form. Such a problem is latency
+// alone: the narrow form reads a shared segment once per 16 rows instead of once per 128, but those
+// reads run side by side on idle SMs, and it saves the second launch and the join of two streams,
+// and lets the merge start early (dependent_launch.cuh). Measured on the H100: (32, 1024, 64)
+// 0.0176 -> 0.0168 ms, (32, 1024, 256) 0.0192 -> 0.0168, (32, 1024, 512) 0.0197 -> 0.0180; with a
+// second block on an SM it lost: (32, 2048, 64) 0.0178 -> 0.0184, (64, 1024, 64) 0.0179 -> 0.0196,
+// (32, 4096, 256) 0.0201 -> 0.0240.
+Schedule hydragen_schedule(const AttentionShape& shape, const SharingTree& tree, const ScheduleOptions& options);
 
 }  // namespace hydragen::cuda
