@@ -6,11 +6,10 @@
 // One warp per query, or four for a query of many partials (each folds a quarter, then the first
 // the other three: 32 partials in two rounds of loads each would otherwise be 16 rounds in a
 // row); lane owns D / 32 adjacent columns (one vector load per partial). The
-// partials' row ids and LSEs come 32 at a time, one per lane; their outputs kMergeBatch at a time,
-// all loads issued before the core merge folds them in order, so no load waits on another: a warp's
-// share (at most 8 partials unless the tree is deep) costs one memory latency after the row ids.
-// (Loads inside the fold put a latency per partial on the critical path: 14.5 us for 16 partials per
-// query at B = 64; two at a time, 7 us for 6 partials at (64, 4096, 0), ncu.)
+// partials' row ids and LSEs come 32 at a time, one per lane; their outputs 4 at a time, all loads
+// issued before the core merge folds them in order, so no load waits on another. (Loads inside the
+// fold put a memory latency per partial on the critical path: 14.5 us for 16 partials per query at
+// B = 64, ncu.)
 #include <cmath>
 
 #include "dependent_launch.cuh"
@@ -23,7 +22,6 @@ namespace hydragen::cuda {
 
 inline constexpr int kMergeWarps = 4;        // warps per block
 inline constexpr int kMergeSplitAbove = 8;   // queries of more partials take all kMergeWarps
-inline constexpr int kMergeBatch = 8;        // partial rows a warp loads together (registers: 8 x D / 32 floats)
 
 // N adjacent floats from `src` (16- or 8-byte aligned) in one load.
 template <int N>
@@ -41,10 +39,10 @@ __device__ __forceinline__ void load_floats(const float* src, float (&dst)[N]) {
 // WARPS warps per query (1, or kMergeWarps for queries of many partials): each folds a contiguous
 // share of the query's partials, then the first folds the others' states in order.
 template <typename T, int D, int WARPS>
-__global__ void __launch_bounds__(kMergeWarps * 32, 8) merge_partials(const MergeParams p) {
+__global__ void __launch_bounds__(kMergeWarps * 32, 16) merge_partials(const MergeParams p) {
   static_assert(kMergeWarps % WARPS == 0, "a block holds whole queries");
-  static_assert(kMergeBatch >= kMergeSplitAbove, "a query of one warp loads its partials in one round");
   constexpr int V = D / 32;  // columns per lane: lane * V + v
+  constexpr int kBatch = 2;  // partial rows loaded together (more registers cost occupancy)
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int query = blockIdx.x * (kMergeWarps / WARPS) + warp / WARPS, share = warp % WARPS;
   if (query >= p.num_queries) return;  // uniform across a query's warps, as is the next return
@@ -60,15 +58,15 @@ __global__ void __launch_bounds__(kMergeWarps * 32, 8) merge_partials(const Merg
     const int count = min(32, end - base);
     if (base != begin) mine = lane < count ? p.rows[base + lane] : 0;
     const float mine_lse = lane < count ? p.partial_lse[mine] : -INFINITY;
-    for (int k0 = 0; k0 < count; k0 += kMergeBatch) {
-      float part[kMergeBatch][V];  // loaded together, then folded in order
+    for (int k0 = 0; k0 < count; k0 += kBatch) {
+      float part[kBatch][V];  // loaded together, then folded in order
 #pragma unroll
-      for (int j = 0; j < kMergeBatch; ++j) {
+      for (int j = 0; j < kBatch; ++j) {
         const int row = __shfl_sync(0xffffffffu, mine, (k0 + j) % 32);
         if (k0 + j < count) load_floats(p.partial_o + static_cast<long long>(row) * D + lane * V, part[j]);
       }
 #pragma unroll
-      for (int j = 0; j < kMergeBatch; ++j) {
+      for (int j = 0; j < kBatch; ++j) {
         const float part_lse = __shfl_sync(0xffffffffu, mine_lse, (k0 + j) % 32);
         if (k0 + j < count) {
           const MergeWeights<float> w = merge_weights(lse, part_lse);
