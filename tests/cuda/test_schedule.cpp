@@ -644,6 +644,22 @@ TEST(FlatSchedule, SplitNarrowBlocksIntoAWaveWithNoShortLastWave) {
   }
 }
 
+// Narrow blocks that alone read their K/V (a flat tree: cuda-flash over redundant storage) stream
+// from DRAM and need one block per SM, not a full wave of resident ones; the short-last-wave rule
+// still holds beyond one wave. Blocks that share a prefix (the test above) keep the full wave.
+TEST(FlatSchedule, SplitStreamingNarrowBlocksToOnePerSm) {
+  const ScheduleOptions options{396, kNarrowRows, 132, 132};
+  // B sequences -> parts: 32 -> 4 (128 blocks); 64 -> 2; 128 -> 1; 512 -> 2 (1024 blocks: one part
+  // would leave 116 blocks in the second wave of 396).
+  for (const auto& [batch, parts] : std::vector<std::pair<int, std::size_t>>{{32, 4}, {64, 2}, {128, 1}, {512, 2}}) {
+    const SharingTree tree = SharingTree::flat(std::vector<int>(batch, 4096));
+    const AttentionShape shape = make_shape(batch, 1, 8, 1, 128, DType::bf16);
+    const Schedule s = flat_schedule(shape, tree, options);
+    EXPECT_EQ(s.narrow_items.size(), batch * parts) << "B = " << batch;
+    EXPECT_TRUE(check_schedule(Kind::flat, shape, tree, options, s));
+  }
+}
+
 // cuda-hydragen on an H100 (132 SMs, wgmma blocks): one launch of narrow blocks only where it puts
 // at most one block on each SM and the wide form would need a second launch for the leaves.
 TEST(HydragenSchedule, RunsOneNarrowLaunchWhereItPutsAtMostOneBlockOnEachSm) {

@@ -24,18 +24,40 @@ int checked_int(long long value, const char* what) {
   return static_cast<int>(value);
 }
 
-// Parts per narrow block for `count` blocks on `slots` resident at once: enough for a wave, then
-// more while the last wave would be less than half full, until there are four. Narrow blocks stream
-// K/V, and a short last wave of them cannot keep DRAM busy: cuda-flash redundant at B = 512 (512
-// blocks on 396) ran at 84-87% of copy bandwidth in one part each, 89-95% in two (H100). Beyond one
-// wave, parts only add partials to merge and pipeline fills: (256, 4096, 0), 256 blocks, 0.206 ms
-// in one part, 0.215 in four.
-long long narrow_parts(long long count, long long slots) {
+// Parts per narrow block for `count` blocks on `slots` resident at once: enough for `min_blocks`,
+// then more while a launch of more than a wave would leave its last wave less than half full, until
+// there are four waves. A short last wave of streaming blocks cannot keep DRAM busy: cuda-flash
+// redundant at B = 512 (512 blocks on 396) ran at 84-87% of copy bandwidth in one part each, 89-95%
+// in two (H100). Otherwise parts only add partials to merge and pipeline fills: (256, 4096, 0), 256
+// blocks, 0.206 ms in one part, 0.215 in four.
+long long narrow_parts(long long count, long long slots, long long min_blocks) {
   if (count == 0) return 1;
-  for (long long parts = std::max<long long>(1, slots / count);; ++parts) {
+  for (long long parts = std::max<long long>(1, min_blocks / count);; ++parts) {
     const long long blocks = count * parts, tail = blocks % slots;
-    if (tail == 0 || 2 * tail >= slots || blocks >= 4 * slots || parts >= kMaxSplits) return parts;
+    if (blocks <= slots || tail == 0 || 2 * tail >= slots || blocks >= 4 * slots || parts >= kMaxSplits) return parts;
   }
+}
+
+// Whether the narrow blocks stream K/V alone: no wide launch beside them, and no (segment, KV head)
+// read by two of them (a flat batch, or cuda-flash over redundant storage, whose tree is flat).
+// Such blocks need only one per SM: fewer, longer ones ran faster than a full wave of resident
+// blocks, cuda-flash redundant (64, 4096, 0) 0.0628 -> 0.0567 ms, (128, 1024, 0) 0.0384 -> 0.0319,
+// (32, 16384, 0) 0.1097 -> 0.1023. Blocks that share a segment read it from L2 and want the full
+// wave: cuda-flash shared took up to 1.29x longer with one block per SM, and cuda-hydragen's leaves,
+// beside its prefix launch, up to 1.05x (H100).
+template <typename Block>
+bool narrow_blocks_stream(const std::vector<Block>& blocks, int kv_heads) {
+  std::vector<bool> read;
+  for (const Block& b : blocks) {
+    if (b.count > kNarrowRows) return false;
+    for (int segment : b.group->segments) {
+      const std::size_t at = static_cast<std::size_t>(segment) * kv_heads + b.kv_head;
+      if (at >= read.size()) read.resize(2 * at + 1, false);
+      if (read[at]) return false;
+      read[at] = true;
+    }
+  }
+  return true;
 }
 
 // Shared by both schedules: cut each group into row blocks and token splits; every item gets rows
@@ -64,8 +86,10 @@ Schedule build(const AttentionShape& shape, const std::vector<Group>& groups, co
   // Wide: rounded down, as wide_target_blocks is a whole number of waves and overshooting it by a
   // few blocks would cost a nearly empty extra wave (1280 prefix blocks in waves of 396 ran 4 waves,
   // ncu). Narrow: narrow_parts.
-  const long long parts[2] = {narrow_parts(count[0], options.narrow_slots),
-                              options.wide_target_blocks / std::max<long long>(1, count[1])};
+  const long long parts[2] = {
+      narrow_parts(count[0], options.narrow_slots,
+                   narrow_blocks_stream(blocks, shape.kv_heads) ? std::min(options.sms, options.narrow_slots) : options.narrow_slots),
+      options.wide_target_blocks / std::max<long long>(1, count[1])};
   Schedule s;
   for (const Block& b : blocks) {
     const Group& grp = *b.group;
