@@ -96,7 +96,6 @@ class SegmentPlan final : public CudaPlan {
   SegmentPlan(const AttentionShape& shape, const SharingTree& tree, const Schedule& s, ItemKernel wide_kernel)
       : CudaPlan(shape, tree),
         wide_kernel_(wide_kernel),
-        narrow_kernel_(s.narrow_streams ? ItemKernel::stream : ItemKernel::narrow),
         narrow_(upload(s.narrow_items)),
         wide_(upload(s.wide_items)),
         item_segments_(upload(s.item_segments)),
@@ -106,7 +105,7 @@ class SegmentPlan final : public CudaPlan {
         merge_rows_(upload(s.merge_rows)),
         needs_merge_(s.needs_merge()),
         max_partials_(s.max_partials()),
-        persistent_narrow_(persistent_blocks(s.narrow_items, resident_blocks(narrow_kernel_))),
+        persistent_narrow_(persistent_blocks(s.narrow_items, resident_blocks(ItemKernel::narrow))),
         persistent_wide_(wide_kernel != ItemKernel::wgmma && persistent_blocks(s.wide_items, resident_blocks(wide_kernel))),
         overlap_merge_(overlap_merge()),
         partial_o_(static_cast<std::size_t>(s.num_rows()) * shape.head_dim),
@@ -144,7 +143,7 @@ class SegmentPlan final : public CudaPlan {
     p.items = wide_.data();
     launch_segment_attention(p, static_cast<int>(wide_.size()), wide_kernel_, persistent_wide_, shape_.dtype, shape_.head_dim, s);
     p.items = narrow_.data();
-    launch_segment_attention(p, static_cast<int>(narrow_.size()), narrow_kernel_, persistent_narrow_, shape_.dtype,
+    launch_segment_attention(p, static_cast<int>(narrow_.size()), ItemKernel::narrow, persistent_narrow_, shape_.dtype,
                              shape_.head_dim, narrow_stream);
     if (both) {
       CUDA_CHECK(cudaEventRecord(join_.get(), narrow_stream));
@@ -173,13 +172,12 @@ class SegmentPlan final : public CudaPlan {
   bool overlap_merge() const {
     const bool wide = wide_.size() > 0;
     if (wide && narrow_.size() > 0) return false;
-    const ItemKernel kernel = wide ? wide_kernel_ : narrow_kernel_;
+    const ItemKernel kernel = wide ? wide_kernel_ : ItemKernel::narrow;
     const int items = static_cast<int>(wide ? wide_.size() : narrow_.size());
     return items > 0 && 2 * launch_blocks(items, kernel, wide ? persistent_wide_ : persistent_narrow_) <= resident_blocks(kernel);
   }
 
   ItemKernel wide_kernel_;  // runs the wide items
-  ItemKernel narrow_kernel_;  // runs the narrow items: narrow, or stream where the schedule says
   DeviceArray<WorkItem> narrow_, wide_;
   DeviceArray<int> item_segments_, row_query_, row_limit_, merge_offsets_, merge_rows_;
   bool needs_merge_;                // some query has no partial row or several

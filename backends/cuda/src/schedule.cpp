@@ -44,8 +44,7 @@ long long narrow_parts(long long count, long long slots, long long min_blocks) {
 // blocks, cuda-flash redundant (64, 4096, 0) 0.0628 -> 0.0567 ms, (128, 1024, 0) 0.0384 -> 0.0319,
 // (32, 16384, 0) 0.1097 -> 0.1023. Blocks that share a segment read it from L2 and want the full
 // wave: cuda-flash shared took up to 1.29x longer with one block per SM, and cuda-hydragen's leaves,
-// beside its prefix launch, up to 1.05x (H100). Up to one block per SM, they run on the stream
-// kernel, whose four K/V stages keep three tiles in flight (ItemKernel::stream).
+// beside its prefix launch, up to 1.05x (H100).
 template <typename Block>
 bool narrow_blocks_stream(const std::vector<Block>& blocks, int kv_heads) {
   std::vector<bool> read;
@@ -87,14 +86,11 @@ Schedule build(const AttentionShape& shape, const std::vector<Group>& groups, co
   // Wide: rounded down, as wide_target_blocks is a whole number of waves and overshooting it by a
   // few blocks would cost a nearly empty extra wave (1280 prefix blocks in waves of 396 ran 4 waves,
   // ncu). Narrow: narrow_parts.
-  const bool streams = narrow_blocks_stream(blocks, shape.kv_heads);
-  const bool stream_kernel = streams && count[0] > 0 && count[0] <= options.sms;
   const long long parts[2] = {
-      narrow_parts(count[0], stream_kernel ? options.sms : options.narrow_slots,
-                   streams ? std::min(options.sms, options.narrow_slots) : options.narrow_slots),
+      narrow_parts(count[0], options.narrow_slots,
+                   narrow_blocks_stream(blocks, shape.kv_heads) ? std::min(options.sms, options.narrow_slots) : options.narrow_slots),
       options.wide_target_blocks / std::max<long long>(1, count[1])};
   Schedule s;
-  s.narrow_streams = stream_kernel;
   for (const Block& b : blocks) {
     const Group& grp = *b.group;
     const long long splits = std::clamp<long long>(

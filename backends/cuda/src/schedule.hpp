@@ -39,7 +39,6 @@ struct Schedule {
   std::vector<int> row_limit;          // [rows]
   std::vector<int> merge_offsets;      // [B * q_len * Hq + 1]
   std::vector<int> merge_rows;         // partial rows per query, ascending
-  bool narrow_streams = false;         // the narrow items stream their own K/V, at most one per SM: ItemKernel::stream
   int num_rows() const { return static_cast<int>(row_query.size()); }
   bool needs_merge() const;            // some query has no partial row or several (one is written by its block)
   int max_partials() const;            // the most partial rows of one query

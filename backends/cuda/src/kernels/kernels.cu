@@ -56,13 +56,6 @@ void allow_smem(int bytes) {
   (void)done;
 }
 
-template <typename T, int D, int ROW_WARPS, int TOKEN_WARPS, int STAGES>
-void launch_mma(const SegmentAttentionParams& params, int blocks, cudaStream_t stream) {
-  constexpr int smem = MmaTile<D>::template smem_bytes<T, STAGES>();
-  allow_smem<segment_attention_mma<T, D, ROW_WARPS, TOKEN_WARPS, STAGES>>(smem);
-  segment_attention_mma<T, D, ROW_WARPS, TOKEN_WARPS, STAGES><<<blocks, ROW_WARPS * TOKEN_WARPS * 32, smem, stream>>>(params);
-}
-
 }  // namespace
 
 bool has_kernels(DType dtype, int head_dim) {
@@ -71,8 +64,7 @@ bool has_kernels(DType dtype, int head_dim) {
 
 int max_rows(ItemKernel kernel) {
   switch (kernel) {
-    case ItemKernel::narrow:
-    case ItemKernel::stream: return kNarrowRows;
+    case ItemKernel::narrow: return kNarrowRows;
     case ItemKernel::wide: return kWideRows;
     case ItemKernel::wgmma: return kWgmmaRows;
   }
@@ -80,8 +72,7 @@ int max_rows(ItemKernel kernel) {
 }
 
 int resident_blocks(ItemKernel kernel) {
-  const bool one = kernel == ItemKernel::wgmma || kernel == ItemKernel::stream;
-  return (one ? 1 : kResidentBlocksPerSm) * device_attribute(cudaDevAttrMultiProcessorCount);
+  return (kernel == ItemKernel::wgmma ? 1 : kResidentBlocksPerSm) * device_attribute(cudaDevAttrMultiProcessorCount);
 }
 
 int launch_blocks(int num_items, ItemKernel kernel, bool persistent) {
@@ -110,9 +101,7 @@ void launch_segment_attention(SegmentAttentionParams params, int num_items, Item
     using T = decltype(element);
     constexpr int D = decltype(dim)::value;
     if constexpr (std::is_same_v<T, float>) {
-      if (kernel != ItemKernel::narrow && kernel != ItemKernel::stream) {
-        throw std::logic_error("segment attention: fp32 has only narrow blocks");
-      }
+      if (kernel != ItemKernel::narrow) throw std::logic_error("segment attention: fp32 has only narrow blocks");
       segment_attention_simt<T, D><<<num_items, 128, 0, stream>>>(params);
       check_launch("segment_attention_simt");
     } else {
@@ -123,14 +112,15 @@ void launch_segment_attention(SegmentAttentionParams params, int num_items, Item
         check_launch("segment_attention_wgmma");
         return;
       }
+      constexpr int smem = MmaTile<D>::template smem_bytes<T>();
       const int blocks = launch_blocks(num_items, kernel, persistent);
-      // Wide: 4 row warps (64 rows); narrow and stream: 4 token warps over 16 rows.
+      // Wide: 4 row warps (64 rows); narrow: 4 token warps over 16 rows. 128 threads either way.
       if (kernel == ItemKernel::wide) {
-        launch_mma<T, D, 4, 1, 2>(params, blocks, stream);
-      } else if (kernel == ItemKernel::stream) {
-        launch_mma<T, D, 1, 4, kStreamStages>(params, blocks, stream);
+        allow_smem<segment_attention_mma<T, D, 4, 1>>(smem);
+        segment_attention_mma<T, D, 4, 1><<<blocks, 128, smem, stream>>>(params);
       } else {
-        launch_mma<T, D, 1, 4, 2>(params, blocks, stream);
+        allow_smem<segment_attention_mma<T, D, 1, 4>>(smem);
+        segment_attention_mma<T, D, 1, 4><<<blocks, 128, smem, stream>>>(params);
       }
       check_launch("segment_attention_mma");
     }

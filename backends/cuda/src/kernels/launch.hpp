@@ -11,7 +11,6 @@ namespace hydragen::cuda {
 // The block shapes a launch of segment-attention items can use.
 enum class ItemKernel {
   narrow,  // <= 16 rows: 1 row warp x 4 token warps (mma.sync; CUDA cores for fp32), 3 blocks per SM
-  stream,  // narrow with four K/V stages, 1 block per SM: blocks streaming their own K/V (schedule.hpp)
   wide,    // <= 64 rows: 4 row warps (mma.sync, sm_80+), 3 blocks per SM
   wgmma,   // <= 128 rows: 2 warpgroups (wgmma, sm_90a), 1 block per SM
 };
@@ -19,7 +18,6 @@ enum class ItemKernel {
 // Blocks of the mma.sync kernels resident on one SM: __launch_bounds__ caps the registers for it,
 // and two 64-token K/V stages (70 KB at D = 128) fit three times in 227 KB.
 inline constexpr int kResidentBlocksPerSm = 3;
-inline constexpr int kStreamStages = 4;  // K/V stages of the stream kernel (139 KB at D = 128)
 
 int max_rows(ItemKernel kernel);
 int resident_blocks(ItemKernel kernel);  // blocks resident on the whole current device at once

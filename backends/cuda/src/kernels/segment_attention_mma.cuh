@@ -7,14 +7,9 @@
 // S = Q K^T (fp32), causal/length mask, online softmax in exp2, O += P V. Token warps then merge
 // their states through shared memory with the core merge. Each row then goes to row_output.cuh.
 //
-// K/V tiles go through a ring of STAGES stages, STAGES - 1 tiles in flight while one is computed.
-// Two stages fit three blocks per SM; a block then pulls about 27 GB/s from DRAM (one 32 KB tile
-// per memory latency), enough only with several per SM. Streaming items (their own K/V, one block
-// per SM: schedule.hpp) take four stages.
-//
 // Wide items (64 rows, the stacked queries of a shared segment): 4 row warps x 1 token warp.
-// Narrow and stream items (<= 16 rows, one sequence's decode): 1 row warp x 4 token warps, so a
-// block still has four warps to hide latency while it streams a memory-bound path.
+// Narrow items (<= 16 rows, one sequence's decode): 1 row warp x 4 token warps, so a block still
+// has four warps to hide latency while it streams a memory-bound path.
 //
 // Blocks may be persistent (the host chooses, for many short items: schedule.hpp's
 // persistent_blocks): as many as fit on the GPU at once, each taking a contiguous run of items,
@@ -44,29 +39,25 @@ struct MmaTile {
   static constexpr int kTokens = 64;     // tokens per K/V tile
   static constexpr int kStride = D + 8;  // shared row stride in elements: +16 bytes keeps ldmatrix conflict-free
   static constexpr int kChunks = D / 8;  // 16-byte chunks per row
-  // One stage: a K tile and a V tile.
+  // Two stages, each a K tile and a V tile.
   template <typename T>
-  static constexpr int stage_bytes() { return 2 * kTokens * kStride * static_cast<int>(sizeof(T)); }
-  template <typename T, int STAGES>
-  static constexpr int smem_bytes() { return STAGES * stage_bytes<T>(); }
+  static constexpr int smem_bytes() { return 2 * 2 * kTokens * kStride * static_cast<int>(sizeof(T)); }
 };
 
-// Three blocks per SM (kResidentBlocksPerSm) with two stages: with 173 registers the wide kernel
-// fit only two, and one block per SM ran the 64-row tiles at 0.7 TFLOP/s per SM (ncu, 2026-11-21):
-// latency-bound. More stages leave room for one block per SM.
-template <typename T, int D, int ROW_WARPS, int TOKEN_WARPS, int STAGES>
-__global__ void __launch_bounds__(ROW_WARPS * TOKEN_WARPS * 32, STAGES == 2 ? kResidentBlocksPerSm : 1)
+// Three blocks per SM (kResidentBlocksPerSm): with 173 registers the wide kernel fit only two, and
+// one block per SM ran the 64-row tiles at 0.7 TFLOP/s per SM (ncu, 2026-11-21): latency-bound.
+template <typename T, int D, int ROW_WARPS, int TOKEN_WARPS>
+__global__ void __launch_bounds__(ROW_WARPS * TOKEN_WARPS * 32, kResidentBlocksPerSm)
     segment_attention_mma(const SegmentAttentionParams p) {
-  static_assert(STAGES >= 2, "a tile in flight while one is computed");
   using Tile = MmaTile<D>;
   constexpr int KT = Tile::kTokens, STRIDE = Tile::kStride, THREADS = ROW_WARPS * TOKEN_WARPS * 32;
   constexpr int NT = KT / 8 / TOKEN_WARPS;  // 8-token fragments of a tile per warp
   static_assert(NT % 2 == 0, "P V takes the tile's tokens 16 at a time");
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  T* const stages = reinterpret_cast<T*>(smem_raw);  // [STAGES][K, V][KT][STRIDE]
+  T* const stages = reinterpret_cast<T*>(smem_raw);  // [2][K, V][KT][STRIDE]
   auto k_stage = [&](int stage) { return stages + 2 * stage * KT * STRIDE; };
   auto v_stage = [&](int stage) { return stages + (2 * stage + 1) * KT * STRIDE; };
-  // The item being computed and the next one (slot ^ 1), whose first tiles are loaded meanwhile.
+  // The item being computed and the next one (slot ^ 1), whose first tile is loaded meanwhile.
   __shared__ WorkItem items[2];
   __shared__ ItemSegments<T> segs[2];
 
@@ -134,23 +125,10 @@ __global__ void __launch_bounds__(ROW_WARPS * TOKEN_WARPS * 32, STAGES == 2 ? kR
     }
   }
   __syncthreads();
-  // Tiles are numbered along the block's whole run of items: tile `it` of the current item is number
-  // base + it and lands in stage (base + it) % STAGES. Every step commits one cp.async group (an
-  // empty one when nothing is left to load), so the tile of a step is at least STAGES - 1 groups back.
-  int slot = 0, base = 0;
-  int next_base = 0, next_loaded = 0;  // the next item's first tile number, and its tiles issued
+  int slot = 0, stage = 0;  // stage: where the current tile lands
+  load_tile(items[0], segs[0], 0, 0);
   for (int index = first;; ++index) {
     const WorkItem item = items[slot];
-    const int tiles = (item.token_end - item.token_begin + KT - 1) / KT;
-    // The item's first STAGES - 1 tiles in flight, less those issued during the previous item.
-    for (int k = next_loaded; k < STAGES - 1; ++k) {
-      if (k < tiles) {
-        load_tile(item, segs[slot], k, (base + k) % STAGES);
-      } else {
-        cp_async_commit();
-      }
-    }
-    next_loaded = 0;
     // Rows r0 and r1 = r0 + 8 of this lane (fragment rows g and g + 8).
     const int r0 = 16 * row_warp + g, r1 = r0 + 8;
     const bool has0 = r0 < item.num_rows, has1 = r1 < item.num_rows;
@@ -182,40 +160,30 @@ __global__ void __launch_bounds__(ROW_WARPS * TOKEN_WARPS * 32, STAGES == 2 ? kR
 
     RowPairSoftmax<NT, D / 8> softmax;
     float acc[4 * (D / 8)] = {};  // O fragments: 8 columns each
+    const int tiles = (item.token_end - item.token_begin + KT - 1) / KT;
     for (int it = 0; it < tiles; ++it) {
-      // Load STAGES - 1 tiles ahead: the item's own, then the next item's first ones, into the
-      // stage the previous step freed.
-      const int ahead = it + STAGES - 1;
-      if (ahead < tiles) {
-        load_tile(item, segs[slot], ahead, (base + ahead) % STAGES);
-      } else if (index < last) {
-        if (ahead == max(tiles, STAGES - 1)) {  // the first step past the item's tiles
-          if (threadIdx.x == 0) {
-            items[slot ^ 1] = p.items[index + 1];
-            segs[slot ^ 1].fill(p, items[slot ^ 1]);
-          }
-          __syncthreads();
-          next_base = base + ahead;
+      // Load the tile after this one: the item's next, or the next item's first.
+      const bool ahead = it + 1 < tiles || index < last;
+      if (it + 1 < tiles) {
+        load_tile(item, segs[slot], it + 1, stage ^ 1);
+      } else if (ahead) {
+        if (threadIdx.x == 0) {
+          items[slot ^ 1] = p.items[index + 1];
+          segs[slot ^ 1].fill(p, items[slot ^ 1]);
         }
-        const WorkItem& next = items[slot ^ 1];
-        if (next_loaded < (next.token_end - next.token_begin + KT - 1) / KT) {
-          load_tile(next, segs[slot ^ 1], next_loaded, (next_base + next_loaded) % STAGES);
-          ++next_loaded;
-        } else {
-          cp_async_commit();
-        }
-      } else {
-        cp_async_commit();
+        __syncthreads();
+        load_tile(items[slot ^ 1], segs[slot ^ 1], 0, stage ^ 1);
       }
-      if (it + 1 == tiles && index == last) {
+      if (ahead) {
+        cp_async_wait<1>();
+      } else {
         // The block's last tile: the merge may start once every block has reached its own
         // (dependent_launch.cuh). Allowed at the block's start instead, the early merge slowed
         // cuda-flash redundant (64, 4096, 0) from 0.062 to 0.065 ms (H100).
         allow_dependents();
+        cp_async_wait<0>();
       }
-      cp_async_wait<STAGES - 1>();
       __syncthreads();
-      const int stage = (base + it) % STAGES;
       const T* const ks_tile = k_stage(stage);
       const T* const vs_tile = v_stage(stage);
 
@@ -249,6 +217,7 @@ __global__ void __launch_bounds__(ROW_WARPS * TOKEN_WARPS * 32, STAGES == 2 ? kR
         }
       }
       __syncthreads();  // the next copies into this stage come after every warp is done with it
+      stage ^= 1;
     }
 
     float inv[2], row_lse[2];
@@ -258,15 +227,15 @@ __global__ void __launch_bounds__(ROW_WARPS * TOKEN_WARPS * 32, STAGES == 2 ? kR
       finish_row_pair<T, D>(p, acc, 1, out[1], inv[1], row_lse[1], t);
     } else {
       // Each token warp saw a quarter of every tile: merge their states in the stage the last tile
-      // left (the others may be receiving the next item's first tiles). The weights come from the
-      // core merge once per row, not per column (per column, its exp and log1p were most of a
-      // one-tile leaf block's instructions).
+      // left (the other one is receiving the next item's first tile). The weights come from the core
+      // merge once per row, not per column (per column, its exp and log1p were most of a one-tile
+      // leaf block's instructions).
       constexpr int ROWS = 16 * ROW_WARPS;
-      float* const o_states = reinterpret_cast<float*>(k_stage((base + tiles - 1) % STAGES));  // [TOKEN_WARPS][ROWS][D]
+      float* const o_states = reinterpret_cast<float*>(k_stage(stage ^ 1));  // [TOKEN_WARPS][ROWS][D]
       float* const lse_states = o_states + TOKEN_WARPS * ROWS * D;            // [TOKEN_WARPS][ROWS]
       float* const weights = lse_states + TOKEN_WARPS * ROWS;                 // [ROWS][TOKEN_WARPS]
       float* const merged_lse = weights + ROWS * TOKEN_WARPS;                 // [ROWS]
-      static_assert((TOKEN_WARPS * ROWS * (D + 2) + ROWS) * 4 <= Tile::template stage_bytes<T>(), "states fit in one stage");
+      static_assert((TOKEN_WARPS * ROWS * (D + 2) + ROWS) * 4 <= Tile::template smem_bytes<T>() / 2, "states fit in one stage");
 #pragma unroll
       for (int r = 0; r < 2; ++r) {  // this lane's two fragment rows, as fp32 states
         const int row = r == 0 ? r0 : r1;
@@ -306,12 +275,11 @@ __global__ void __launch_bounds__(ROW_WARPS * TOKEN_WARPS * 32, STAGES == 2 ? kR
         }
       }
       const float lse = real ? merged_lse[r] : -INFINITY;
-      __syncthreads();  // the next item's later tiles go into this stage
+      __syncthreads();  // the next item's second tile goes into this stage
       finish_row<T, D, GROUP>(p, out[0], o, lse, StridedColumns<GROUP>{sub});
     }
     if (index == last) break;
     slot ^= 1;
-    base = next_base;
   }
 }
 
