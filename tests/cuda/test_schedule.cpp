@@ -246,43 +246,8 @@ struct Run {
       return fail() << query_text(shape, q) << " merges rows " << list_text(listed) << " but its rows are " << list_text(rows_of[q]);
     }
   }
-  // Merge groups: the parts of one split row block (the same queries, row for row), which hold all of
-  // those queries' partial rows; the last part to finish merges them. The merge kernel runs when
-  // some query has no row, or several outside a group.
-  std::map<int, std::vector<const WorkItem*>> groups;
-  for (const auto* list : {&s.narrow_items, &s.wide_items}) {
-    for (const WorkItem& it : *list) {
-      if (it.merge_group >= 0) groups[it.merge_group].push_back(&it);
-    }
-  }
-  if (static_cast<int>(groups.size()) != s.merge_groups || (!groups.empty() && groups.rbegin()->first != s.merge_groups - 1)) {
-    return fail() << "merge groups " << groups.size() << " numbered up to " << (groups.empty() ? -1 : groups.rbegin()->first)
-                  << ", merge_groups = " << s.merge_groups;
-  }
-  std::vector<bool> merged(queries, false);
-  for (const auto& [group, parts] : groups) {
-    if (parts.size() < 2 || parts.size() > static_cast<std::size_t>(kMaxMergedParts)) {
-      return fail() << "merge group " << group << " has " << parts.size() << " parts (2.." << kMaxMergedParts << ")";
-    }
-    for (int r = 0; r < parts[0]->num_rows; ++r) {
-      const int q = s.row_query[parts[0]->first_row + r];
-      for (const WorkItem* it : parts) {
-        if (it->num_rows != parts[0]->num_rows || s.row_query[it->first_row + r] != q) {
-          return fail() << "merge group " << group << ": its parts' rows are not the same queries";
-        }
-      }
-      if (rows_of[q].size() != parts.size()) {
-        return fail() << "merge group " << group << ": " << query_text(shape, q) << " has " << rows_of[q].size()
-                      << " partial rows, not the group's " << parts.size();
-      }
-      merged[q] = true;
-    }
-  }
-  bool merge_kernel = false;
-  for (int q = 0; q < queries; ++q) merge_kernel = merge_kernel || (rows_of[q].size() != 1 && !merged[q]);
-  if (s.needs_merge() != merge_kernel) {
-    return fail() << "needs_merge() is " << s.needs_merge() << " but the merge kernel has work: " << merge_kernel;
-  }
+  const bool single = std::all_of(rows_of.begin(), rows_of.end(), [](const std::vector<int>& r) { return r.size() == 1; });
+  if (s.needs_merge() == single) return fail() << "needs_merge() is " << s.needs_merge() << " but every query has one row: " << single;
 
   // Coverage: every token of the query's path, except the causal tail of its leaf, exactly once.
   for (int q = 0; q < queries; ++q) {
@@ -542,7 +507,7 @@ std::vector<WorkItem> items_over(const Schedule& s, int segment) {
 TEST(PersistentBlocks, OnlyForManyShortItems) {
   const int slots = 396;  // 3 blocks on each of 132 SMs
   auto leaves = [](int n, int tokens) {
-    return std::vector<WorkItem>(static_cast<std::size_t>(n), WorkItem{0, 0, 1, 0, 1, 0, tokens, -1});
+    return std::vector<WorkItem>(static_cast<std::size_t>(n), WorkItem{0, 0, 1, 0, 1, 0, tokens});
   };
   EXPECT_TRUE(persistent_blocks(leaves(8192, 64), slots)) << "MHA (256, 8192, 64): 8192 one-tile leaves";
   EXPECT_FALSE(persistent_blocks(leaves(1024, 64), slots)) << "(1024, 16384, 64): under 8 blocks' worth per slot";
@@ -693,28 +658,6 @@ TEST(FlatSchedule, SplitStreamingNarrowBlocksToOnePerSm) {
     EXPECT_EQ(s.narrow_items.size(), batch * parts) << "B = " << batch;
     EXPECT_TRUE(check_schedule(Kind::flat, shape, tree, options, s));
   }
-}
-
-// A split row block whose parts are all its queries' partial rows merges them itself (its last part
-// to finish): no merge kernel for a prefix alone or for cuda-flash's paths; with leaves the prefix
-// rows' queries have other partials, and the merge kernel folds them.
-TEST(BothSchedules, LetASplitBlockMergeItsOwnQueries) {
-  const ScheduleOptions options{396, kWgmmaRows, 132, 132};
-  const AttentionShape shape = make_shape(1024, 1, 8, 1, 128, DType::bf16);
-  const Schedule prefix_only = segment_schedule(shape, SharingTree::prefix_suffix(8192, std::vector<int>(1024, 0)), options);
-  EXPECT_EQ(prefix_only.merge_groups, 64) << "64 blocks of 128 rows, two parts each";
-  EXPECT_FALSE(prefix_only.needs_merge());
-  const Schedule leaves = segment_schedule(shape, SharingTree::prefix_suffix(8192, std::vector<int>(1024, 64)), options);
-  EXPECT_EQ(leaves.merge_groups, 0);
-  EXPECT_TRUE(leaves.needs_merge());
-  const AttentionShape few = make_shape(64, 1, 8, 1, 128, DType::bf16);
-  const Schedule flash = flat_schedule(few, SharingTree::flat(std::vector<int>(64, 4096)), options);
-  EXPECT_EQ(flash.merge_groups, 64) << "two parts per sequence";
-  EXPECT_FALSE(flash.needs_merge());
-  const Schedule many = segment_schedule(make_shape(32, 1, 8, 1, 128, DType::bf16),
-                                         SharingTree::prefix_suffix(16384, std::vector<int>(32, 0)), options);
-  EXPECT_EQ(many.merge_groups, 0) << "32 parts per block: more than kMaxMergedParts, the merge kernel's four warps";
-  EXPECT_TRUE(check_schedule(Kind::segment, shape, SharingTree::prefix_suffix(8192, std::vector<int>(1024, 0)), options, prefix_only));
 }
 
 // cuda-hydragen on an H100 (132 SMs, wgmma blocks): one launch of narrow blocks only where it puts

@@ -91,24 +91,16 @@ Schedule build(const AttentionShape& shape, const std::vector<Group>& groups, co
                    narrow_blocks_stream(blocks, shape.kv_heads) ? std::min(options.sms, options.narrow_slots) : options.narrow_slots),
       options.wide_target_blocks / std::max<long long>(1, count[1])};
   Schedule s;
-  struct Split {
-    std::vector<WorkItem>* items;
-    std::size_t first_item;
-    int splits, first_row, rows;
-  };
-  std::vector<Split> split_blocks;
   for (const Block& b : blocks) {
     const Group& grp = *b.group;
     const long long splits = std::clamp<long long>(
         std::min({parts[b.count > kNarrowRows], grp.tokens / kMinSplitTokens, static_cast<long long>(kMaxSplits)}), 1,
         grp.tokens);
-    std::vector<WorkItem>& items = b.count <= kNarrowRows ? s.narrow_items : s.wide_items;
-    if (splits > 1) split_blocks.push_back({&items, items.size(), static_cast<int>(splits), s.num_rows(), b.count});
     for (long long part = 0; part < splits; ++part) {
       const WorkItem item{b.kv_head, s.num_rows(), b.count, static_cast<int>(s.item_segments.size()),
                           static_cast<int>(grp.segments.size()), checked_int(grp.tokens * part / splits, "token"),
-                          checked_int(grp.tokens * (part + 1) / splits, "token"), -1};
-      items.push_back(item);
+                          checked_int(grp.tokens * (part + 1) / splits, "token")};
+      (b.count <= kNarrowRows ? s.narrow_items : s.wide_items).push_back(item);
       s.item_segments.insert(s.item_segments.end(), grp.segments.begin(), grp.segments.end());
       for (int r = b.first; r < b.first + b.count; ++r) {
         // Row r of the group: sequence r / rows_per_seq, query qi, head j of the KV head's group.
@@ -128,19 +120,6 @@ Schedule build(const AttentionShape& shape, const std::vector<Group>& groups, co
     s.merge_rows.insert(s.merge_rows.end(), l.begin(), l.end());
     s.merge_offsets.push_back(static_cast<int>(s.merge_rows.size()));
   }
-  // Merge groups: a split block whose queries have no partial rows but its parts' (their rows come
-  // in the same order in every part). Up to kMaxMergedParts, one warp per query folds them.
-  for (const Split& b : split_blocks) {
-    if (b.splits > kMaxMergedParts) continue;
-    bool own = true;
-    for (int r = b.first_row; r < b.first_row + b.rows && own; ++r) {
-      const int q = s.row_query[r];
-      own = s.merge_offsets[q + 1] - s.merge_offsets[q] == b.splits;
-    }
-    if (!own) continue;
-    for (int k = 0; k < b.splits; ++k) (*b.items)[b.first_item + k].merge_group = s.merge_groups;
-    ++s.merge_groups;
-  }
   return s;
 }
 
@@ -153,15 +132,8 @@ int Schedule::max_partials() const {
 }
 
 bool Schedule::needs_merge() const {
-  std::vector<bool> merged(merge_offsets.size(), false);  // by a merge group
-  for (const auto* items : {&narrow_items, &wide_items}) {
-    for (const WorkItem& item : *items) {
-      if (item.merge_group < 0) continue;
-      for (int r = item.first_row; r < item.first_row + item.num_rows; ++r) merged[row_query[r]] = true;
-    }
-  }
   for (std::size_t q = 0; q + 1 < merge_offsets.size(); ++q) {
-    if (merge_offsets[q + 1] - merge_offsets[q] != 1 && !merged[q]) return true;
+    if (merge_offsets[q + 1] - merge_offsets[q] != 1) return true;
   }
   return false;
 }

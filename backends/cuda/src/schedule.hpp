@@ -7,9 +7,7 @@
 //   stacked queries of every sequence below it: a shared segment is read once per row block of 64
 //   or 128 queries (cuda-hydragen).
 // Both split an item's tokens (split-KV) while its launch (narrow or wide items) would under-fill
-// the GPU, and list, for every query, the partial rows the merge combines. A split row block whose
-// parts are its queries' only partial rows (a query of one segment, or cuda-flash's whole path)
-// merges them itself: the last part to finish (merge groups). Every item has tokens; a
+// the GPU, and list, for every query, the partial rows the merge combines. Every item has tokens; a
 // query that attends nothing has no rows, and the merge kernel writes its identity (O = 0, LSE = -inf).
 #include <vector>
 
@@ -25,7 +23,6 @@ inline constexpr int kWgmmaRows = 128;       // rows of a two-warpgroup wgmma bl
 inline constexpr int kMinSplitTokens = 256;  // split-KV never makes an item shorter than this
 inline constexpr int kMaxSplits = 32;        // nor more parts of one block than the merge folds in one round
 inline constexpr int kMaxItemSegments = 32;  // longer paths are cut into several items
-inline constexpr int kMaxMergedParts = 8;    // a split row block of at most this many parts merges itself
 
 struct ScheduleOptions {
   int narrow_slots = 396;         // narrow blocks resident at once (3 per SM on an H100): schedule.cpp's narrow_parts
@@ -42,9 +39,8 @@ struct Schedule {
   std::vector<int> row_limit;          // [rows]
   std::vector<int> merge_offsets;      // [B * q_len * Hq + 1]
   std::vector<int> merge_rows;         // partial rows per query, ascending
-  int merge_groups = 0;                // split row blocks that merge their own queries (WorkItem::merge_group)
   int num_rows() const { return static_cast<int>(row_query.size()); }
-  bool needs_merge() const;            // the merge kernel has work: a query of no partial row, or of several not merged by their block
+  bool needs_merge() const;            // some query has no partial row or several (one is written by its block)
   int max_partials() const;            // the most partial rows of one query
 };
 

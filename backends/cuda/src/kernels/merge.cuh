@@ -12,7 +12,6 @@
 // B = 64, ncu.)
 #include <cmath>
 
-#include "async_copy.cuh"
 #include "dependent_launch.cuh"
 #include "element.cuh"
 #include "hydragen/merge.hpp"
@@ -24,32 +23,41 @@ namespace hydragen::cuda {
 inline constexpr int kMergeWarps = 4;        // warps per block
 inline constexpr int kMergeSplitAbove = 8;   // queries of more partials take all kMergeWarps
 
-// N adjacent floats from `src` (16- or 8-byte aligned) in one load, from L2: the partial rows may
-// have been written by another SM during this kernel (merge_if_last).
+// N adjacent floats from `src` (16- or 8-byte aligned) in one load.
 template <int N>
 __device__ __forceinline__ void load_floats(const float* src, float (&dst)[N]) {
   static_assert(N == 2 || N == 4, "vector loads of 2 or 4 floats");
   if constexpr (N == 4) {
-    const float4 v = __ldcg(reinterpret_cast<const float4*>(src));
+    const float4 v = *reinterpret_cast<const float4*>(src);
     dst[0] = v.x, dst[1] = v.y, dst[2] = v.z, dst[3] = v.w;
   } else {
-    const float2 v = __ldcg(reinterpret_cast<const float2*>(src));
+    const float2 v = *reinterpret_cast<const float2*>(src);
     dst[0] = v.x, dst[1] = v.y;
   }
 }
 
-// One warp folds the partial rows p.rows[begin, end) of a query into (o, lse) in order; `mine` is
-// this lane's row id of the first 32 (p.rows[begin + lane], loaded by the caller).
-template <int D>
-__device__ __forceinline__ void fold_partials(const MergeParams& p, int begin, int end, int mine, float (&o)[D / 32],
-                                              float& lse) {
+// WARPS warps per query (1, or kMergeWarps for queries of many partials): each folds a contiguous
+// share of the query's partials, then the first folds the others' states in order.
+template <typename T, int D, int WARPS>
+__global__ void __launch_bounds__(kMergeWarps * 32, 16) merge_partials(const MergeParams p) {
+  static_assert(kMergeWarps % WARPS == 0, "a block holds whole queries");
   constexpr int V = D / 32;  // columns per lane: lane * V + v
   constexpr int kBatch = 2;  // partial rows loaded together (more registers cost occupancy)
-  const int lane = threadIdx.x % 32;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int query = blockIdx.x * (kMergeWarps / WARPS) + warp / WARPS, share = warp % WARPS;
+  if (query >= p.num_queries) return;  // uniform across a query's warps, as is the next return
+  const int first = p.offsets[query], last = p.offsets[query + 1];
+  if (last - first == 1) return;  // its block wrote it
+  const int begin = first + (last - first) * share / WARPS, end = first + (last - first) * (share + 1) / WARPS;
+  float o[V] = {};
+  float lse = -INFINITY;  // no partial: the merge identity
+  // The row ids are the plan's; the partial rows are the attention kernel's, ready after the wait.
+  int mine = begin + lane < end ? p.rows[begin + lane] : 0;
+  wait_for_primary();
   for (int base = begin; base < end; base += 32) {
     const int count = min(32, end - base);
     if (base != begin) mine = lane < count ? p.rows[base + lane] : 0;
-    const float mine_lse = lane < count ? __ldcg(p.partial_lse + mine) : -INFINITY;
+    const float mine_lse = lane < count ? p.partial_lse[mine] : -INFINITY;
     for (int k0 = 0; k0 < count; k0 += kBatch) {
       float part[kBatch][V];  // loaded together, then folded in order
 #pragma unroll
@@ -69,26 +77,6 @@ __device__ __forceinline__ void fold_partials(const MergeParams& p, int begin, i
       }
     }
   }
-}
-
-// WARPS warps per query (1, or kMergeWarps for queries of many partials): each folds a contiguous
-// share of the query's partials, then the first folds the others' states in order.
-template <typename T, int D, int WARPS>
-__global__ void __launch_bounds__(kMergeWarps * 32, 16) merge_partials(const MergeParams p) {
-  static_assert(kMergeWarps % WARPS == 0, "a block holds whole queries");
-  constexpr int V = D / 32;  // columns per lane: lane * V + v
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int query = blockIdx.x * (kMergeWarps / WARPS) + warp / WARPS, share = warp % WARPS;
-  if (query >= p.num_queries) return;  // uniform across a query's warps, as is the next return
-  const int first = p.offsets[query], last = p.offsets[query + 1];
-  if (last - first == 1) return;  // its block wrote it
-  const int begin = first + (last - first) * share / WARPS, end = first + (last - first) * (share + 1) / WARPS;
-  float o[V] = {};
-  float lse = -INFINITY;  // no partial: the merge identity
-  // The row ids are the plan's; the partial rows are the attention kernel's, ready after the wait.
-  const int mine = begin + lane < end ? p.rows[begin + lane] : 0;
-  wait_for_primary();
-  fold_partials<D>(p, begin, end, mine, o, lse);
   if constexpr (WARPS > 1) {
     __shared__ float states[kMergeWarps][D + 1];  // each warp's O, then its LSE
 #pragma unroll
@@ -105,37 +93,6 @@ __global__ void __launch_bounds__(kMergeWarps * 32, 16) merge_partials(const Mer
   }
   store_values(static_cast<T*>(p.o) + static_cast<long long>(query) * D, o, AdjacentColumns<V>{lane});
   if (lane == 0) p.lse[query] = lse;
-}
-
-// The end of an item of a merge group (WorkItem::merge_group), called by the THREADS threads
-// 0..THREADS-1 of the block once they have handed over its rows: the last of the group's parts to
-// finish merges the queries of its rows, one warp each, and sets the group's counter back to 0 for
-// the next run. (Threads 0..THREADS-1 are whole warps; named barrier 1 is free at this point.)
-template <typename T, int D, int THREADS>
-__device__ __forceinline__ void merge_if_last(const SegmentAttentionParams& p, const WorkItem& item) {
-  if (item.merge_group < 0) return;
-  __shared__ int last;
-  __threadfence();         // this thread's rows before the part's arrival
-  named_sync(1, THREADS);  // every row of this part written
-  if (threadIdx.x == 0) {
-    const int query = p.row_query[item.first_row];
-    const int parts = p.merge.offsets[query + 1] - p.merge.offsets[query];
-    last = atomicAdd(p.merge_counters + item.merge_group, 1) == parts - 1;
-    if (last) p.merge_counters[item.merge_group] = 0;
-    __threadfence();  // the other parts' rows after their arrivals
-  }
-  named_sync(1, THREADS);
-  if (!last) return;
-  const int lane = threadIdx.x % 32;
-  for (int r = threadIdx.x / 32; r < item.num_rows; r += THREADS / 32) {
-    const int query = p.row_query[item.first_row + r];
-    const int begin = p.merge.offsets[query], end = p.merge.offsets[query + 1];
-    float o[D / 32] = {};
-    float lse = -INFINITY;
-    fold_partials<D>(p.merge, begin, end, begin + lane < end ? p.merge.rows[begin + lane] : 0, o, lse);
-    store_values(static_cast<T*>(p.merge.o) + static_cast<long long>(query) * D, o, AdjacentColumns<D / 32>{lane});
-    if (lane == 0) p.merge.lse[query] = lse;
-  }
 }
 
 }  // namespace hydragen::cuda

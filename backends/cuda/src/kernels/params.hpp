@@ -15,8 +15,6 @@ struct WorkItem {
   int num_segments;
   int token_begin;    // positions in the item's token list
   int token_end;
-  int merge_group;    // the split row block whose parts hold all its queries' partial rows: the last
-                      // part to finish merges them (merge.cuh, merge_if_last); -1: the merge kernel
 };
 
 // Bytes of one TMA descriptor (CUtensorMap): 128, 64-byte aligned.
@@ -51,7 +49,6 @@ struct SegmentAttentionParams {
                                 // read (one segment per item); null for the other kernels
   int kv_heads;
   float scale_log2;             // score scale * log2(e): the kernels exponentiate with exp2
-  int* merge_counters;          // [merge groups] parts finished; the last part sets it back to 0
 };
 
 // The naive kernel: one block per query row, scores materialized in `scores`.

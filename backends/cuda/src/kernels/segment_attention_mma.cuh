@@ -27,7 +27,6 @@
 #include "hydragen/merge.hpp"
 #include "item_segments.cuh"
 #include "launch.hpp"
-#include "merge.cuh"
 #include "mma.cuh"
 #include "online_softmax.cuh"
 #include "params.hpp"
@@ -279,7 +278,6 @@ __global__ void __launch_bounds__(ROW_WARPS * TOKEN_WARPS * 32, kResidentBlocksP
       __syncthreads();  // the next item's second tile goes into this stage
       finish_row<T, D, GROUP>(p, out[0], o, lse, StridedColumns<GROUP>{sub});
     }
-    merge_if_last<T, D, THREADS>(p, item);
     if (index == last) break;
     slot ^= 1;
   }

@@ -7,7 +7,6 @@
 #include "dependent_launch.cuh"
 #include "element.cuh"
 #include "item_segments.cuh"
-#include "merge.cuh"
 #include "params.hpp"
 #include "row_output.cuh"
 
@@ -92,7 +91,6 @@ __global__ void __launch_bounds__(128) segment_attention_simt(const SegmentAtten
   constexpr float kLn2 = 0.6931471805599453f;
   finish_row<T, D, LANES>(p, out, o,
                           l > 0.f ? (m + log2f(l)) * kLn2 : -INFINITY, StridedColumns<LANES>{sub});
-  merge_if_last<T, D, 128>(p, item);
 }
 
 }  // namespace hydragen::cuda

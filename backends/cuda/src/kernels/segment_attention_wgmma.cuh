@@ -15,7 +15,6 @@
 #include "async_copy.cuh"
 #include "dependent_launch.cuh"
 #include "element.cuh"
-#include "merge.cuh"
 #include "mma.cuh"
 #include "online_softmax.cuh"
 #include "params.hpp"
@@ -195,7 +194,6 @@ __global__ void __launch_bounds__(WgmmaTile<D>::kThreads, 1) segment_attention_w
   softmax.finish(inv, lse);
   finish_row_pair<T, D>(p, o, 0, out0, inv[0], lse[0], t);
   finish_row_pair<T, D>(p, o, 1, out1, inv[1], lse[1], t);
-  merge_if_last<T, D, Tile::kConsumers>(p, item);  // the producer warpgroup has left
 #else
   __trap();  // built without sm_90a: the host never selects this kernel (wide_kernel)
 #endif
