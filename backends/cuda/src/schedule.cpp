@@ -85,11 +85,12 @@ Schedule build(const AttentionShape& shape, const std::vector<Group>& groups, co
   for (const Block& b : blocks) ++count[b.count > kNarrowRows];
   // Wide: rounded down, as wide_target_blocks is a whole number of waves and overshooting it by a
   // few blocks would cost a nearly empty extra wave (1280 prefix blocks in waves of 396 ran 4 waves,
-  // ncu). Narrow: narrow_parts.
-  const long long parts[2] = {
-      narrow_parts(count[0], options.narrow_slots,
-                   narrow_blocks_stream(blocks, shape.kv_heads) ? std::min(options.sms, options.narrow_slots) : options.narrow_slots),
-      options.wide_target_blocks / std::max<long long>(1, count[1])};
+  // ncu). Narrow: narrow_parts, aiming for one block per SM where they stream their own K/V and for
+  // a full wave of resident blocks otherwise.
+  const long long narrow_min = narrow_blocks_stream(blocks, shape.kv_heads) ? std::min(options.sms, options.narrow_slots)
+                                                                            : options.narrow_slots;
+  const long long parts[2] = {narrow_parts(count[0], options.narrow_slots, narrow_min),
+                              options.wide_target_blocks / std::max<long long>(1, count[1])};
   Schedule s;
   for (const Block& b : blocks) {
     const Group& grp = *b.group;

@@ -7,7 +7,8 @@
 //   stacked queries of every sequence below it: a shared segment is read once per row block of 64
 //   or 128 queries (cuda-hydragen).
 // Both split an item's tokens (split-KV) while its launch (narrow or wide items) would under-fill
-// the GPU, and list, for every query, the partial rows the merge combines. Every item has tokens; a
+// the GPU (narrow blocks that stream their own K/V need one per SM, the others a wave of resident
+// blocks), and list, for every query, the partial rows the merge combines. Every item has tokens; a
 // query that attends nothing has no rows, and the merge kernel writes its identity (O = 0, LSE = -inf).
 #include <vector>
 
@@ -28,7 +29,8 @@ struct ScheduleOptions {
   int narrow_slots = 396;         // narrow blocks resident at once (3 per SM on an H100): schedule.cpp's narrow_parts
   int max_rows = kWideRows;       // largest row block: kNarrowRows (no wide kernel), kWideRows or kWgmmaRows
   int wide_target_blocks = 1188;  // blocks the wide launch should reach (3 waves of the mma.sync blocks)
-  int sms = 132;                  // SMs of the device: hydragen_schedule's one-launch test
+  int sms = 132;                  // SMs of the device: streaming narrow blocks aim for one each (narrow_parts);
+                                  // hydragen_schedule's one-launch test
 };
 
 struct Schedule {
