@@ -555,7 +555,7 @@ TEST(BothSchedules, SplitALongSegmentIntoPartsOfAtLeastKMinSplitTokensWhenTheGri
   }
 }
 
-TEST(BothSchedules, DoNotSplitWithTargetBlocks1) {
+TEST(BothSchedules, DoNotSplitWithOneSlotAndATargetOfOneBlock) {
   const SharingTree tree = SharingTree::prefix_suffix(8192, {64, 64});
   const AttentionShape shape = make_shape(2, 1, 8, 1, 128, DType::bf16);
   for (Kind kind : {Kind::flat, Kind::segment}) {
