@@ -164,14 +164,15 @@ class SegmentPlan final : public CudaPlan {
     CUDA_CHECK(cudaMemcpyAsync(kv_maps_.data(), maps.data(), kv_maps_.bytes(), cudaMemcpyHostToDevice, s));
   }
 
-  // Whether the merge starts while the one attention launch before it ends (dependent_launch.cuh):
+  // Whether the merge starts while the one attention launch before it ends (dependent_launch.cuh;
+  // decided once here, on a device that has it):
   // only after a single launch (after the join of two streams it waits in stream order) that
   // leaves half the GPU idle. There it saves about a microsecond: (32, 1024, 0) 0.0148 -> 0.0135
   // ms; after a launch that fills the GPU it cost up to 4 us, wherever the attention kernel allowed
   // it: (256, 2048, 0) 0.019 -> 0.023 ms (H100).
   bool overlap_merge() const {
     const bool wide = wide_.size() > 0;
-    if (wide && narrow_.size() > 0) return false;
+    if ((wide && narrow_.size() > 0) || !has_dependent_launch()) return false;
     const ItemKernel kernel = wide ? wide_kernel_ : ItemKernel::narrow;
     const int items = static_cast<int>(wide ? wide_.size() : narrow_.size());
     return items > 0 && 2 * launch_blocks(items, kernel, wide ? persistent_wide_ : persistent_narrow_) <= resident_blocks(kernel);

@@ -127,6 +127,8 @@ void launch_segment_attention(SegmentAttentionParams params, int num_items, Item
   });
 }
 
+bool has_dependent_launch() { return device_attribute(cudaDevAttrComputeCapabilityMajor) >= 9; }
+
 void launch_merge(const MergeParams& params, int max_partials, bool overlap, DType dtype, int head_dim,
                   cudaStream_t stream) {
   if (params.num_queries == 0) return;
@@ -142,7 +144,7 @@ void launch_merge(const MergeParams& params, int max_partials, bool overlap, DTy
     config.blockDim = dim3(kMergeWarps * 32);
     config.stream = stream;
     config.attrs = &dependent;
-    config.numAttrs = overlap && device_attribute(cudaDevAttrComputeCapabilityMajor) >= 9 ? 1 : 0;
+    config.numAttrs = overlap ? 1 : 0;
     CUDA_CHECK(split ? cudaLaunchKernelEx(&config, merge_partials<T, D, kMergeWarps>, params)
                      : cudaLaunchKernelEx(&config, merge_partials<T, D, 1>, params));
     check_launch("merge_partials");

@@ -34,9 +34,13 @@ ItemKernel wide_kernel(DType dtype, bool allow_wgmma);
 int launch_blocks(int num_items, ItemKernel kernel, bool persistent);  // the grid of such a launch
 void launch_segment_attention(SegmentAttentionParams params, int num_items, ItemKernel kernel, bool persistent,
                               DType dtype, int head_dim, cudaStream_t stream);
+// True when the current device starts a kernel before the one it depends on has ended
+// (programmatic dependent launch: sm_90 and later).
+bool has_dependent_launch();
 // `max_partials`: the most partial rows of one query (a block's warps share a query above 8).
 // `overlap`: the stream's last work is the one segment-attention launch that writes the partials,
-// and the merge starts while that launch ends (dependent_launch.cuh; sm_90 and later).
+// and the merge starts while that launch ends (dependent_launch.cuh; only where
+// has_dependent_launch()).
 void launch_merge(const MergeParams& params, int max_partials, bool overlap, DType dtype, int head_dim,
                   cudaStream_t stream);
 void launch_naive(const NaiveParams& params, int num_queries, DType dtype, int head_dim, cudaStream_t stream);
