@@ -23,17 +23,7 @@ using ::testing::HasSubstr;
 
 class CudaPlan : public DeviceTest, public ::testing::WithParamInterface<std::string> {};
 
-// A causal GQA problem over a two-level tree: splits and the merge run; cuda-hydragen-wide runs wide
-// and narrow items on two streams, which a graph captures as a fork and a join (cuda-hydragen runs
-// this small problem in one launch of narrow blocks).
-Problem small_problem() {
-  const AttentionShape shape = make_shape(6, 2, 8, 2, 64, DType::bf16);
-  return make_problem(shape, SharingTree::two_level(700, {40, 0}, {{3, 1, 90}, {5, 2, 1}}), 77);
-}
-
-TEST_P(CudaPlan, GraphReplayOnAnotherStreamEqualsAnEagerRunBitForBit) {
-  const AttentionBackend& b = backend(GetParam());
-  const Problem problem = small_problem();
+void replay_equals_eager_run(const AttentionBackend& b, const Problem& problem) {
   const StagedProblem staged(b.memory(), problem, Storage::shared);
   const auto plan = b.plan(staged.shape(), staged.tree());
   staged.poison_outputs();
@@ -61,9 +51,26 @@ TEST_P(CudaPlan, GraphReplayOnAnotherStreamEqualsAnEagerRunBitForBit) {
   for (std::size_t i = 0; i < eager.lse.size(); ++i) ASSERT_EQ(replayed.lse[i], eager.lse[i]) << "LSE element " << i;
 }
 
+// A causal GQA problem over a two-level tree: splits and the merge run; cuda-hydragen-wide runs wide
+// and narrow items on two streams, which a graph captures as a fork and a join (cuda-hydragen runs
+// this small problem in one launch of narrow blocks). And a shared prefix alone, whose split blocks
+// fold their own queries (the last part to finish, counted per run: merge groups).
+std::vector<Problem> small_problems() {
+  const AttentionShape shape = make_shape(6, 2, 8, 2, 64, DType::bf16);
+  return {make_problem(shape, SharingTree::two_level(700, {40, 0}, {{3, 1, 90}, {5, 2, 1}}), 77),
+          make_problem(shape, SharingTree::prefix_suffix(700, std::vector<int>(6, 0)), 78)};
+}
+
+TEST_P(CudaPlan, GraphReplayOnAnotherStreamEqualsAnEagerRunBitForBit) {
+  for (const Problem& problem : small_problems()) {
+    SCOPED_TRACE(problem.shape.describe() + " over " + problem.tree.describe());
+    replay_equals_eager_run(backend(GetParam()), problem);
+  }
+}
+
 TEST_P(CudaPlan, RefusesHostPointersNamingTheTensor) {
   const AttentionBackend& b = backend(GetParam());
-  const Problem problem = small_problem();
+  const Problem problem = small_problems().front();
   const StagedProblem on_host(host_memory(), problem, Storage::shared);
   const auto plan = b.plan(on_host.shape(), on_host.tree());
   EXPECT_THAT([&] { plan->run(on_host.inputs(), on_host.outputs()); },

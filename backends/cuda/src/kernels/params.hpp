@@ -15,6 +15,9 @@ struct WorkItem {
   int num_segments;
   int token_begin;    // positions in the item's token list
   int token_end;
+  int merge_group;    // a split row block whose parts hold all its queries' partial rows: the last
+                      // part to finish folds them (row_output.cuh); -1: the merge kernel does
+  int part;           // this item's part of its merge group; part k's rows follow part k - 1's
 };
 
 // Bytes of one TMA descriptor (CUtensorMap): 128, 64-byte aligned.
@@ -49,6 +52,7 @@ struct SegmentAttentionParams {
                                 // read (one segment per item); null for the other kernels
   int kv_heads;
   float scale_log2;             // score scale * log2(e): the kernels exponentiate with exp2
+  unsigned* parts_done;         // [merge groups] parts of the current run finished (0 between runs)
 };
 
 // The naive kernel: one block per query row, scores materialized in `scores`.
