@@ -56,9 +56,9 @@ void replay_equals_eager_run(const AttentionBackend& b, const Problem& problem) 
 // this small problem in one launch of narrow blocks). And a shared prefix alone, whose split blocks
 // fold their own queries (the last part to finish, counted per run: merge groups).
 std::vector<Problem> small_problems() {
-  const AttentionShape shape = make_shape(6, 2, 8, 2, 64, DType::bf16);
-  return {make_problem(shape, SharingTree::two_level(700, {40, 0}, {{3, 1, 90}, {5, 2, 1}}), 77),
-          make_problem(shape, SharingTree::prefix_suffix(700, std::vector<int>(6, 0)), 78)};
+  return {make_problem(make_shape(6, 2, 8, 2, 64, DType::bf16),
+                       SharingTree::two_level(700, {40, 0}, {{3, 1, 90}, {5, 2, 1}}), 77),
+          make_problem(make_shape(6, 1, 8, 2, 64, DType::bf16), SharingTree::prefix_suffix(700, std::vector<int>(6, 0)), 78)};
 }
 
 TEST_P(CudaPlan, GraphReplayOnAnotherStreamEqualsAnEagerRunBitForBit) {

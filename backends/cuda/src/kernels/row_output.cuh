@@ -107,16 +107,17 @@ __device__ __forceinline__ void finish_row(const SegmentAttentionParams& p, cons
 }
 
 // Whether this block is the last part of its item's merge group to finish, once the THREADS
-// threads (whole warps from threadIdx.x 0, named barrier 1 free) have written their rows: each
-// thread's rows before the block's arrival, the other parts' rows visible after it. `parts`
-// matters in thread 0 only.
+// threads (whole warps from threadIdx.x 0, named barrier 1 free) have written their rows. As in a
+// grid-wide barrier, one thread fences for the block: the barrier orders every thread's rows before
+// its fence and arrival, and the other parts' rows after its second fence before anyone reads them.
+// `parts` matters in thread 0 only.
 template <int THREADS>
 __device__ __forceinline__ bool last_part(const SegmentAttentionParams& p, const WorkItem& item, int parts) {
   if (item.merge_group < 0) return false;  // uniform across the block
   __shared__ bool last;
-  __threadfence();
   named_sync(1, THREADS);
   if (threadIdx.x == 0) {
+    __threadfence();
     // atomicInc wraps to 0 at the last arrival: the counter is ready for the next run.
     last = atomicInc(p.parts_done + item.merge_group, parts - 1) == parts - 1;
     __threadfence();
