@@ -26,7 +26,6 @@ inline constexpr int kWgmmaRows = 128;       // rows of a two-warpgroup wgmma bl
 inline constexpr int kMinSplitTokens = 256;  // split-KV never makes an item shorter than this
 inline constexpr int kMaxSplits = 32;        // nor more parts of one block than the merge folds in one round
 inline constexpr int kMaxItemSegments = 32;  // longer paths are cut into several items
-inline constexpr int kMaxMergedParts = 4;    // a merge group's last part loads the others' rows one part at a time
 
 struct ScheduleOptions {
   int narrow_slots = 396;         // narrow blocks resident at once (3 per SM on an H100): schedule.cpp's narrow_parts

@@ -20,6 +20,10 @@ struct WorkItem {
   int part;           // this item's part of its merge group; part k's rows follow part k - 1's
 };
 
+// The most parts of a merge group (WorkItem::merge_group): its last part loads the others' rows
+// all at once, kMaxMergedParts - 1 more rows in registers.
+inline constexpr int kMaxMergedParts = 2;
+
 // Bytes of one TMA descriptor (CUtensorMap): 128, 64-byte aligned.
 inline constexpr int kTensorMapBytes = 128;
 
