@@ -53,8 +53,8 @@ void replay_equals_eager_run(const AttentionBackend& b, const Problem& problem) 
 
 // A causal GQA problem over a two-level tree: splits and the merge run; cuda-hydragen-wide runs wide
 // and narrow items on two streams, which a graph captures as a fork and a join (cuda-hydragen runs
-// this small problem in one launch of narrow blocks). And a shared prefix alone, whose split blocks
-// fold their own queries (the last part to finish, counted per run: merge groups).
+// this small problem in one launch of narrow blocks). And a shared prefix alone: one launch whose
+// split parts the merge combines, which may start early (dependent_launch.cuh).
 std::vector<Problem> small_problems() {
   return {make_problem(make_shape(6, 2, 8, 2, 64, DType::bf16),
                        SharingTree::two_level(700, {40, 0}, {{3, 1, 90}, {5, 2, 1}}), 77),

@@ -16,7 +16,6 @@
 #include <cstdio>
 #include <functional>
 #include <map>
-#include <set>
 #include <random>
 #include <sstream>
 #include <stdexcept>
@@ -110,7 +109,6 @@ struct Run {
   using ListKey = std::tuple<int, std::vector<int>, int>;  // kv_head, segments, sequence (flat) or -1
   std::map<ListKey, std::map<int, std::vector<std::pair<int, int>>>> blocks;  // -> first query -> parts
   std::map<ListKey, std::map<int, int>> block_rows;                            // -> first query -> rows
-  std::map<std::pair<ListKey, int>, std::vector<const WorkItem*>> block_items;  // (key, first query) -> parts
 
   int item_number = 0;
   for (bool wide : {false, true}) {
@@ -180,7 +178,6 @@ struct Run {
       const ListKey key{it.kv_head, list, kind == Kind::flat ? first_seq : -1};
       const int block = s.row_query[it.first_row];
       blocks[key][block].push_back({it.token_begin, it.token_end});
-      block_items[{key, block}].push_back(&it);
       auto [entry, fresh] = block_rows[key].emplace(block, it.num_rows);
       if (!fresh && entry->second != it.num_rows) {
         return fail() << name << ": a split part of a block of " << entry->second << " rows has " << it.num_rows;
@@ -249,47 +246,8 @@ struct Run {
       return fail() << query_text(shape, q) << " merges rows " << list_text(listed) << " but its rows are " << list_text(rows_of[q]);
     }
   }
-  // Merge groups: exactly the split blocks of at most kMaxMergedParts parts whose queries have no
-  // rows but their parts'; parts numbered in token order, part k's rows right after part k - 1's,
-  // each query's rows one per part. The merge kernel runs exactly when a query of other than one
-  // row is in no group.
-  std::vector<bool> folded(queries, false);
-  std::set<int> group_ids;
-  for (const auto& [at, parts] : block_items) {
-    const WorkItem& first = *parts.front();
-    const std::string name = "block of " + query_text(shape, at.second) + " in " + std::to_string(parts.size()) + " parts";
-    bool own = parts.size() > 1 && parts.size() <= static_cast<std::size_t>(kMaxMergedParts);
-    for (int r = first.first_row; own && r < first.first_row + first.num_rows; ++r) {
-      own = rows_of[s.row_query[r]].size() == parts.size();
-    }
-    for (std::size_t k = 0; k < parts.size(); ++k) {
-      const WorkItem& it = *parts[k];
-      if (!own) {
-        if (it.merge_group != -1) return fail() << name << ": part " << k << " is in merge group " << it.merge_group << ", expected none";
-        continue;
-      }
-      if (it.merge_group != first.merge_group || it.part != static_cast<int>(k) ||
-          it.first_row != first.first_row + static_cast<int>(k) * first.num_rows || it.token_begin != (k == 0 ? 0 : parts[k - 1]->token_end)) {
-        return fail() << name << ": part " << k << " is (group " << it.merge_group << ", part " << it.part << ", first row "
-                      << it.first_row << ", tokens from " << it.token_begin << "), expected (group " << first.merge_group
-                      << ", part " << k << ", first row " << first.first_row + k * first.num_rows << ", after part " << k - 1 << ")";
-      }
-    }
-    if (!own) continue;
-    if (first.merge_group < 0 || first.merge_group >= s.merge_groups) {
-      return fail() << name << ": its queries have no other rows, but its merge group is " << first.merge_group << " of " << s.merge_groups;
-    }
-    if (!group_ids.insert(first.merge_group).second) return fail() << name << ": merge group " << first.merge_group << " is another block's too";
-    for (int r = first.first_row; r < first.first_row + first.num_rows; ++r) folded[s.row_query[r]] = true;
-  }
-  if (static_cast<int>(group_ids.size()) != s.merge_groups) {
-    return fail() << s.merge_groups << " merge groups, " << group_ids.size() << " of them split blocks";
-  }
-  bool kernel_work = false;
-  for (int q = 0; q < queries; ++q) kernel_work |= rows_of[q].size() != 1 && !folded[q];
-  if (s.needs_merge() != kernel_work) {
-    return fail() << "needs_merge() is " << s.needs_merge() << " but a query of other than one row outside the merge groups: " << kernel_work;
-  }
+  const bool single = std::all_of(rows_of.begin(), rows_of.end(), [](const std::vector<int>& r) { return r.size() == 1; });
+  if (s.needs_merge() == single) return fail() << "needs_merge() is " << s.needs_merge() << " but every query has one row: " << single;
 
   // Coverage: every token of the query's path, except the causal tail of its leaf, exactly once.
   for (int q = 0; q < queries; ++q) {
@@ -549,7 +507,7 @@ std::vector<WorkItem> items_over(const Schedule& s, int segment) {
 TEST(PersistentBlocks, OnlyForManyShortItems) {
   const int slots = 396;  // 3 blocks on each of 132 SMs
   auto leaves = [](int n, int tokens) {
-    return std::vector<WorkItem>(static_cast<std::size_t>(n), WorkItem{0, 0, 1, 0, 1, 0, tokens, -1, 0});
+    return std::vector<WorkItem>(static_cast<std::size_t>(n), WorkItem{0, 0, 1, 0, 1, 0, tokens});
   };
   EXPECT_TRUE(persistent_blocks(leaves(8192, 64), slots)) << "MHA (256, 8192, 64): 8192 one-tile leaves";
   EXPECT_FALSE(persistent_blocks(leaves(1024, 64), slots)) << "(1024, 16384, 64): under 8 blocks' worth per slot";

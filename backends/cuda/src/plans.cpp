@@ -109,8 +109,7 @@ class SegmentPlan final : public CudaPlan {
         persistent_wide_(wide_kernel != ItemKernel::wgmma && persistent_blocks(s.wide_items, resident_blocks(wide_kernel))),
         overlap_merge_(overlap_merge()),
         partial_o_(static_cast<std::size_t>(s.num_rows()) * shape.head_dim),
-        partial_lse_(static_cast<std::size_t>(s.num_rows())),
-        parts_done_(upload(std::vector<unsigned>(static_cast<std::size_t>(s.merge_groups), 0u))) {
+        partial_lse_(static_cast<std::size_t>(s.num_rows())) {
     if (wide_kernel_ == ItemKernel::wgmma) {
       // TMA descriptors for the segments the wide items read (one segment each in this schedule).
       for (const WorkItem& item : s.wide_items) {
@@ -130,7 +129,7 @@ class SegmentPlan final : public CudaPlan {
                         shape_.num_seqs * shape_.q_len * shape_.q_heads};
     SegmentAttentionParams p{in.q.data, k_.data(), v_.data(), segment_length_.data(), nullptr, 0,
                              item_segments_.data(), row_query_.data(), row_limit_.data(), m, kv_maps_.data(),
-                             shape_.kv_heads, shape_.scale * 1.4426950408889634f, parts_done_.data()};
+                             shape_.kv_heads, shape_.scale * 1.4426950408889634f};
     // The narrow items (leaves: short, latency-bound) run on a side stream beside the wide ones
     // (shared segments), so they fill the SMs the wide launch leaves idle. The merge, after both,
     // runs only when some query has other than one partial row (a single one is written by its
@@ -188,7 +187,6 @@ class SegmentPlan final : public CudaPlan {
   bool overlap_merge_;              // overlap_merge(), once per plan
   DeviceArray<float> partial_o_;    // [rows, D]
   DeviceArray<float> partial_lse_;  // [rows]
-  DeviceArray<unsigned> parts_done_;  // [merge groups] 0 between runs (row_output.cuh, last_part)
   std::vector<int> map_segments_;    // segments read by wgmma items
   DeviceArray<CUtensorMap> kv_maps_;  // [num_segments][2]: K, V descriptors of map_segments_ (wgmma only)
   OwnedStream side_;                // runs the narrow items beside the wide ones

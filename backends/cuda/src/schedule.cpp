@@ -92,24 +92,16 @@ Schedule build(const AttentionShape& shape, const std::vector<Group>& groups, co
   const long long parts[2] = {narrow_parts(count[0], options.narrow_slots, narrow_min),
                               options.wide_target_blocks / std::max<long long>(1, count[1])};
   Schedule s;
-  struct Split {  // a block cut into parts: items [first_item, first_item + parts) of `items`
-    std::vector<WorkItem>* items;
-    std::size_t first_item;
-    int parts;
-  };
-  std::vector<Split> splits_made;
   for (const Block& b : blocks) {
     const Group& grp = *b.group;
     const long long splits = std::clamp<long long>(
         std::min({parts[b.count > kNarrowRows], grp.tokens / kMinSplitTokens, static_cast<long long>(kMaxSplits)}), 1,
         grp.tokens);
-    std::vector<WorkItem>& items = b.count <= kNarrowRows ? s.narrow_items : s.wide_items;
-    if (splits > 1) splits_made.push_back({&items, items.size(), static_cast<int>(splits)});
     for (long long part = 0; part < splits; ++part) {
       const WorkItem item{b.kv_head, s.num_rows(), b.count, static_cast<int>(s.item_segments.size()),
                           static_cast<int>(grp.segments.size()), checked_int(grp.tokens * part / splits, "token"),
-                          checked_int(grp.tokens * (part + 1) / splits, "token"), -1, 0};
-      items.push_back(item);
+                          checked_int(grp.tokens * (part + 1) / splits, "token")};
+      (b.count <= kNarrowRows ? s.narrow_items : s.wide_items).push_back(item);
       s.item_segments.insert(s.item_segments.end(), grp.segments.begin(), grp.segments.end());
       for (int r = b.first; r < b.first + b.count; ++r) {
         // Row r of the group: sequence r / rows_per_seq, query qi, head j of the KV head's group.
@@ -129,22 +121,6 @@ Schedule build(const AttentionShape& shape, const std::vector<Group>& groups, co
     s.merge_rows.insert(s.merge_rows.end(), l.begin(), l.end());
     s.merge_offsets.push_back(static_cast<int>(s.merge_rows.size()));
   }
-  // Merge groups: split blocks of at most kMaxMergedParts parts whose queries have no rows but
-  // their parts' (one in each, in part order).
-  for (const Split& split : splits_made) {
-    WorkItem* const part = split.items->data() + split.first_item;
-    bool own = split.parts <= kMaxMergedParts;
-    for (int r = part->first_row; own && r < part->first_row + part->num_rows; ++r) {
-      const int q = s.row_query[r];
-      own = s.merge_offsets[q + 1] - s.merge_offsets[q] == split.parts;
-    }
-    if (!own) continue;
-    for (int k = 0; k < split.parts; ++k) {
-      part[k].merge_group = s.merge_groups;
-      part[k].part = k;
-    }
-    ++s.merge_groups;
-  }
   return s;
 }
 
@@ -157,15 +133,8 @@ int Schedule::max_partials() const {
 }
 
 bool Schedule::needs_merge() const {
-  std::vector<bool> folded(merge_offsets.size(), false);  // by the last part of a merge group
-  for (const auto* items : {&narrow_items, &wide_items}) {
-    for (const WorkItem& item : *items) {
-      if (item.merge_group < 0) continue;
-      for (int r = item.first_row; r < item.first_row + item.num_rows; ++r) folded[row_query[r]] = true;
-    }
-  }
   for (std::size_t q = 0; q + 1 < merge_offsets.size(); ++q) {
-    if (merge_offsets[q + 1] - merge_offsets[q] != 1 && !folded[q]) return true;
+    if (merge_offsets[q + 1] - merge_offsets[q] != 1) return true;
   }
   return false;
 }

@@ -8,9 +8,7 @@
 //   or 128 queries (cuda-hydragen).
 // Both split an item's tokens (split-KV) while its launch (narrow or wide items) would under-fill
 // the GPU (narrow blocks that stream their own K/V need one per SM, the others a wave of resident
-// blocks), and list, for every query, the partial rows the merge combines. A split block whose
-// parts hold all its queries' rows (a shared segment's own queries, cuda-flash's whole path) is a
-// merge group: its last part to finish folds them (row_output.cuh). Every item has tokens; a
+// blocks), and list, for every query, the partial rows the merge combines. Every item has tokens; a
 // query that attends nothing has no rows, and the merge kernel writes its identity (O = 0, LSE = -inf).
 #include <vector>
 
@@ -43,10 +41,8 @@ struct Schedule {
   std::vector<int> row_limit;          // [rows]
   std::vector<int> merge_offsets;      // [B * q_len * Hq + 1]
   std::vector<int> merge_rows;         // partial rows per query, ascending
-  int merge_groups = 0;                // split blocks whose last part folds their queries (WorkItem::merge_group)
   int num_rows() const { return static_cast<int>(row_query.size()); }
-  bool needs_merge() const;            // the merge kernel has work: a query of no partial row, or of several
-                                       // that no merge group folds (one is written by its block)
+  bool needs_merge() const;            // some query has no partial row or several (one is written by its block)
   int max_partials() const;            // the most partial rows of one query
 };
 

@@ -15,14 +15,7 @@ struct WorkItem {
   int num_segments;
   int token_begin;    // positions in the item's token list
   int token_end;
-  int merge_group;    // a split row block whose parts hold all its queries' partial rows: the last
-                      // part to finish folds them (row_output.cuh); -1: the merge kernel does
-  int part;           // this item's part of its merge group; part k's rows follow part k - 1's
 };
-
-// The most parts of a merge group (WorkItem::merge_group): its last part loads the others' rows
-// all at once, kMaxMergedParts - 1 more rows in registers.
-inline constexpr int kMaxMergedParts = 2;
 
 // Bytes of one TMA descriptor (CUtensorMap): 128, 64-byte aligned.
 inline constexpr int kTensorMapBytes = 128;
@@ -56,7 +49,6 @@ struct SegmentAttentionParams {
                                 // read (one segment per item); null for the other kernels
   int kv_heads;
   float scale_log2;             // score scale * log2(e): the kernels exponentiate with exp2
-  unsigned* parts_done;         // [merge groups] parts of the current run finished (0 between runs)
 };
 
 // The naive kernel: one block per query row, scores materialized in `scores`.

@@ -2,20 +2,15 @@
 // How a segment-attention block hands over its rows. Each row is one partial result of a query
 // (O normalized, LSE natural log) over the tokens its item saw. A query with a single partial row
 // has its O and LSE written at once (no merge kernel runs when every query has one); otherwise the
-// row goes to the fp32 workspace for the merge kernel, or, when the item is a part of a merge group
-// (a split row block whose parts hold all its queries' rows), the last part to finish folds them:
-// it still holds its own rows in registers and loads the other parts' rows of the same columns,
-// one round of loads per part, so neither a merge launch nor a serial tail follows the kernel.
+// row goes to the fp32 workspace for the merge kernel.
 //
-// Tried and measured slower (H100): the block writing a query's last partial merging them itself
-// (a counter per query): a fence and three rounds of dependent loads per leaf block, (1024, 4096,
-// 64) 0.073 -> 0.079 ms; the last part re-reading every row of its block from memory, a warp per
-// row one after another: up to 3.3x slower at S = 0 ((256, 4096, 0) 0.0224 -> 0.0694 ms).
+// Tried and measured slower (H100, 2026-11-21): the block writing a query's last partial merging
+// them itself (a counter per query, fence and atomic), to save the merge launch. Its epilogue, a
+// fence and three rounds of dependent loads, cost each leaf block more than the merge kernel costs
+// in all: (1024, 4096, 64) 0.073 -> 0.079 ms, (32, 1024, 64) 0.018 -> 0.023 ms.
 #include <type_traits>
 
-#include "async_copy.cuh"
 #include "element.cuh"
-#include "hydragen/merge.hpp"
 #include "params.hpp"
 
 namespace hydragen::cuda {
@@ -57,21 +52,6 @@ __device__ __forceinline__ void store_values(T* dst, const float (&o)[N], Column
   }
 }
 
-// Reads a lane's N values of a row at `src` from L2 (another SM wrote them during this kernel).
-template <int N, typename Columns>
-__device__ __forceinline__ void load_values(const float* src, float (&o)[N], Columns columns) {
-  if constexpr (Columns::kPairs) {
-#pragma unroll
-    for (int v = 0; v < N; v += 2) {
-      const float2 pair = __ldcg(reinterpret_cast<const float2*>(src + columns(v)));
-      o[v] = pair.x, o[v + 1] = pair.y;
-    }
-  } else {
-#pragma unroll
-    for (int v = 0; v < N; ++v) o[v] = __ldcg(src + columns(v));
-  }
-}
-
 // Where one row of a block goes: its query and how many partial rows that query has. Loaded when
 // the block starts, so the epilogue does not begin with a chain of dependent loads.
 struct RowOutput {
@@ -106,87 +86,6 @@ __device__ __forceinline__ void finish_row(const SegmentAttentionParams& p, cons
   }
 }
 
-// Whether this block is the last part of its item's merge group to finish, once the THREADS
-// threads (whole warps from threadIdx.x 0, named barrier 1 free) have written their rows. As in a
-// grid-wide barrier, one thread fences for the block: the barrier orders every thread's rows before
-// its fence and arrival, and the other parts' rows after its second fence before anyone reads them.
-// `parts` matters in thread 0 only.
-template <int THREADS>
-__device__ __forceinline__ bool last_part(const SegmentAttentionParams& p, const WorkItem& item, int parts) {
-  if (item.merge_group < 0) return false;  // uniform across the block
-  __shared__ bool last;
-  named_sync(1, THREADS);
-  if (threadIdx.x == 0) {
-    __threadfence();
-    // atomicInc wraps to 0 at the last arrival: the counter is ready for the next run.
-    last = atomicInc(p.parts_done + item.merge_group, parts - 1) == parts - 1;
-    __threadfence();
-  }
-  named_sync(1, THREADS);
-  return last;
-}
-
-// The last part's fold of its rows: each query's rows of every part, in part order (as the merge
-// kernel folds them), its own from registers. Every load is issued before the first fold, so the
-// fold costs one round of memory latency: folding the rows one after another, part by part, took
-// 4 us at (1024, 16384, 0) and 6 us at (32, 1024, 0) (H100), more than the merge kernel.
-template <typename T, int D, int GROUP, int R, int N, typename Columns>
-__device__ __forceinline__ void fold_parts(const SegmentAttentionParams& p, const WorkItem& item,
-                                           const RowOutput (&out)[R], const float (&mine)[R][N],
-                                           const float (&mine_lse)[R], Columns columns) {
-  constexpr int OTHERS = kMaxMergedParts - 1;
-  const MergeParams& m = p.merge;
-  float other[R][OTHERS][N];
-  float other_lse[R][OTHERS];
-#pragma unroll
-  for (int r = 0; r < R; ++r) {
-#pragma unroll
-    for (int j = 0; j < OTHERS; ++j) {
-      const int k = j < item.part ? j : j + 1;  // the parts other than this one, in order
-      other_lse[r][j] = -INFINITY;
-      if (out[r].row >= 0 && k < out[r].count) {
-        const int row = out[r].row + (k - item.part) * item.num_rows;
-        load_values(m.partial_o + static_cast<long long>(row) * D, other[r][j], columns);
-        other_lse[r][j] = __ldcg(m.partial_lse + row);
-      }
-    }
-  }
-#pragma unroll
-  for (int r = 0; r < R; ++r) {
-    if (out[r].row < 0) continue;
-    float o[N] = {};
-    float lse = -INFINITY;
-#pragma unroll
-    for (int k = 0; k < kMaxMergedParts; ++k) {
-      if (k >= out[r].count) break;
-      // Part k: this block's own rows, or others[k] before this part, others[k - 1] after it
-      // (indices fixed once unrolled: no runtime index into registers).
-      const bool own = k == item.part, before = k < item.part;
-      const int j0 = min(k, OTHERS - 1), j1 = max(k - 1, 0);
-      const float part_lse = own ? mine_lse[r] : before ? other_lse[r][j0] : other_lse[r][j1];
-      const MergeWeights<float> w = merge_weights(lse, part_lse);
-#pragma unroll
-      for (int v = 0; v < N; ++v) o[v] = w.a * o[v] + w.b * (own ? mine[r][v] : before ? other[r][j0][v] : other[r][j1][v]);
-      lse = w.lse;
-    }
-    store_values(static_cast<T*>(m.o) + static_cast<long long>(out[r].query) * D, o, columns);
-    if (threadIdx.x % GROUP == 0) m.lse[out[r].query] = lse;
-  }
-}
-
-// The end of an item: hands over this lane's R rows (N values each at columns(v), GROUP lanes per
-// row), then, in the last part of a merge group, folds their queries. All THREADS threads call it.
-template <typename T, int D, int GROUP, int THREADS, int R, int N, typename Columns>
-__device__ __forceinline__ void hand_over(const SegmentAttentionParams& p, const WorkItem& item,
-                                          const RowOutput (&out)[R], const float (&o)[R][N], const float (&lse)[R],
-                                          Columns columns) {
-#pragma unroll
-  for (int r = 0; r < R; ++r) finish_row<T, D, GROUP>(p, out[r], o[r], lse[r], columns);
-  // A merge group's queries have a row in each part, so thread 0's first row (the item's row 0)
-  // tells the part count.
-  if (last_part<THREADS>(p, item, out[0].count)) fold_parts<T, D, GROUP>(p, item, out, o, lse, columns);
-}
-
 // Row r (0 or 1) of a lane's tensor-core accumulator (online_softmax.cuh's layout), normalized by
 // inv: the lane's D / 4 values, at FragmentColumns{t}.
 template <int D>
@@ -198,15 +97,13 @@ __device__ __forceinline__ void fragment_row(const float (&acc)[D / 2], int r, f
   }
 }
 
-// hand_over for the two rows of a lane's tensor-core accumulator.
-template <typename T, int D, int THREADS>
-__device__ __forceinline__ void hand_over_fragments(const SegmentAttentionParams& p, const WorkItem& item,
-                                                    const float (&acc)[D / 2], const RowOutput (&out)[2],
-                                                    const float (&inv)[2], const float (&lse)[2], int t) {
-  float o[2][D / 4];
-  fragment_row<D>(acc, 0, inv[0], o[0]);
-  fragment_row<D>(acc, 1, inv[1], o[1]);
-  hand_over<T, D, 4, THREADS>(p, item, out, o, lse, FragmentColumns{t});
+// finish_row for row r of a tensor-core accumulator.
+template <typename T, int D>
+__device__ __forceinline__ void finish_row_pair(const SegmentAttentionParams& p, const float (&acc)[D / 2], int r,
+                                                const RowOutput& out, float inv, float lse, int t) {
+  float o[D / 4];
+  fragment_row<D>(acc, r, inv, o);
+  finish_row<T, D, 4>(p, out, o, lse, FragmentColumns{t});
 }
 
 }  // namespace hydragen::cuda

@@ -223,7 +223,8 @@ __global__ void __launch_bounds__(ROW_WARPS * TOKEN_WARPS * 32, kResidentBlocksP
     float inv[2], row_lse[2];
     softmax.finish(inv, row_lse);
     if constexpr (TOKEN_WARPS == 1) {
-      hand_over_fragments<T, D, THREADS>(p, item, acc, out, inv, row_lse, t);
+      finish_row_pair<T, D>(p, acc, 0, out[0], inv[0], row_lse[0], t);
+      finish_row_pair<T, D>(p, acc, 1, out[1], inv[1], row_lse[1], t);
     } else {
       // Each token warp saw a quarter of every tile: merge their states in the stage the last tile
       // left (the other one is receiving the next item's first tile). The weights come from the core
@@ -264,19 +265,18 @@ __global__ void __launch_bounds__(ROW_WARPS * TOKEN_WARPS * 32, kResidentBlocksP
       // GROUP lanes per row, all rows at once: lane sub of a row holds columns sub + GROUP v.
       const int r = threadIdx.x / GROUP, sub = threadIdx.x % GROUP;
       const bool real = r < item.num_rows;
-      float o[1][D / GROUP];
+      float o[D / GROUP];
 #pragma unroll
       for (int v = 0; v < D / GROUP; ++v) {
-        o[0][v] = 0.f;
+        o[v] = 0.f;
 #pragma unroll
         for (int k = 0; k < TOKEN_WARPS; ++k) {
-          o[0][v] += real ? weights[r * TOKEN_WARPS + k] * o_states[(k * ROWS + r) * D + sub + GROUP * v] : 0.f;
+          o[v] += real ? weights[r * TOKEN_WARPS + k] * o_states[(k * ROWS + r) * D + sub + GROUP * v] : 0.f;
         }
       }
-      const float lse[1] = {real ? merged_lse[r] : -INFINITY};
+      const float lse = real ? merged_lse[r] : -INFINITY;
       __syncthreads();  // the next item's second tile goes into this stage
-      const RowOutput row_out[1] = {out[0]};
-      hand_over<T, D, GROUP, THREADS>(p, item, row_out, o, lse, StridedColumns<GROUP>{sub});
+      finish_row<T, D, GROUP>(p, out[0], o, lse, StridedColumns<GROUP>{sub});
     }
     if (index == last) break;
     slot ^= 1;

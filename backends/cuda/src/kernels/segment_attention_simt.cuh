@@ -32,10 +32,10 @@ __global__ void __launch_bounds__(128) segment_attention_simt(const SegmentAtten
     for (int d = lane; d < D; d += 32) sq[r][d] = src != nullptr ? to_float(src[d]) : 0.f;
   }
   const int limit = row < item.num_rows ? p.row_limit[item.first_row + row] : 0;
-  const RowOutput out[1] = {row_output(p, row < item.num_rows ? item.first_row + row : -1)};
+  const RowOutput out = row_output(p, row < item.num_rows ? item.first_row + row : -1);
 
   float m = -INFINITY, l = 0.f;  // running max (log2 units) and sum of this row
-  float o[1][D / LANES] = {};    // columns sub + 8i
+  float o[D / LANES] = {};       // columns sub + 8i
   for (int p0 = item.token_begin; p0 < item.token_end; p0 += KT) {
     __syncthreads();  // the previous tile is consumed
     for (int r = warp; r < KT; r += 4) {
@@ -78,19 +78,19 @@ __global__ void __launch_bounds__(128) segment_attention_simt(const SegmentAtten
     m = new_m;
     __syncwarp();  // sp[row] is written and read by the same 8 lanes
 #pragma unroll
-    for (int i = 0; i < D / LANES; ++i) o[0][i] *= alpha;
+    for (int i = 0; i < D / LANES; ++i) o[i] *= alpha;
     for (int token = 0; token < KT; ++token) {
       const float pv = sp[row][token];
 #pragma unroll
-      for (int i = 0; i < D / LANES; ++i) o[0][i] += pv * sv[token][sub + LANES * i];
+      for (int i = 0; i < D / LANES; ++i) o[i] += pv * sv[token][sub + LANES * i];
     }
   }
   const float inv = l > 0.f ? 1.f / l : 0.f;
 #pragma unroll
-  for (int i = 0; i < D / LANES; ++i) o[0][i] *= inv;
+  for (int i = 0; i < D / LANES; ++i) o[i] *= inv;
   constexpr float kLn2 = 0.6931471805599453f;
-  const float lse[1] = {l > 0.f ? (m + log2f(l)) * kLn2 : -INFINITY};
-  hand_over<T, D, LANES, 128>(p, item, out, o, lse, StridedColumns<LANES>{sub});
+  finish_row<T, D, LANES>(p, out, o,
+                          l > 0.f ? (m + log2f(l)) * kLn2 : -INFINITY, StridedColumns<LANES>{sub});
 }
 
 }  // namespace hydragen::cuda

@@ -121,7 +121,8 @@ __global__ void __launch_bounds__(WgmmaTile<D>::kThreads, 1) segment_attention_w
   const bool has0 = r0 < item.num_rows, has1 = r1 < item.num_rows;
   const int limit[2] = {has0 ? min(p.row_limit[item.first_row + r0], item.token_end) : 0,
                         has1 ? min(p.row_limit[item.first_row + r1], item.token_end) : 0};
-  const RowOutput out[2] = {row_output(p, has0 ? item.first_row + r0 : -1), row_output(p, has1 ? item.first_row + r1 : -1)};
+  const RowOutput out0 = row_output(p, has0 ? item.first_row + r0 : -1);
+  const RowOutput out1 = row_output(p, has1 ? item.first_row + r1 : -1);
   cp_async_wait<0>();
   fence_proxy_async();
   named_sync(1, Tile::kConsumers);  // Q complete for both warpgroups
@@ -191,7 +192,8 @@ __global__ void __launch_bounds__(WgmmaTile<D>::kThreads, 1) segment_attention_w
 
   float inv[2], lse[2];
   softmax.finish(inv, lse);
-  hand_over_fragments<T, D, Tile::kConsumers>(p, item, o, out, inv, lse, t);  // the producer warpgroup has left
+  finish_row_pair<T, D>(p, o, 0, out0, inv[0], lse[0], t);
+  finish_row_pair<T, D>(p, o, 1, out1, inv[1], lse[1], t);
 #else
   __trap();  // built without sm_90a: the host never selects this kernel (wide_kernel)
 #endif
