@@ -105,8 +105,8 @@ class SegmentPlan final : public CudaPlan {
         merge_rows_(upload(s.merge_rows)),
         needs_merge_(s.needs_merge()),
         max_partials_(s.max_partials()),
-        persistent_narrow_(persistent_blocks(s.narrow_items, resident_blocks(ItemKernel::narrow))),
-        persistent_wide_(wide_kernel != ItemKernel::wgmma && persistent_blocks(s.wide_items, resident_blocks(wide_kernel))),
+        narrow_grid_(grid(s.narrow_items, ItemKernel::narrow)),
+        wide_grid_(grid(s.wide_items, wide_kernel)),
         overlap_merge_(overlap_merge()),
         partial_o_(static_cast<std::size_t>(s.num_rows()) * shape.head_dim),
         partial_lse_(static_cast<std::size_t>(s.num_rows())) {
@@ -141,9 +141,9 @@ class SegmentPlan final : public CudaPlan {
       CUDA_CHECK(cudaStreamWaitEvent(narrow_stream, fork_.get()));
     }
     p.items = wide_.data();
-    launch_segment_attention(p, static_cast<int>(wide_.size()), wide_kernel_, persistent_wide_, shape_.dtype, shape_.head_dim, s);
+    launch_segment_attention(p, static_cast<int>(wide_.size()), wide_grid_, wide_kernel_, shape_.dtype, shape_.head_dim, s);
     p.items = narrow_.data();
-    launch_segment_attention(p, static_cast<int>(narrow_.size()), ItemKernel::narrow, persistent_narrow_, shape_.dtype,
+    launch_segment_attention(p, static_cast<int>(narrow_.size()), narrow_grid_, ItemKernel::narrow, shape_.dtype,
                              shape_.head_dim, narrow_stream);
     if (both) {
       CUDA_CHECK(cudaEventRecord(join_.get(), narrow_stream));
@@ -173,9 +173,15 @@ class SegmentPlan final : public CudaPlan {
   bool overlap_merge() const {
     const bool wide = wide_.size() > 0;
     if ((wide && narrow_.size() > 0) || !has_dependent_launch()) return false;
-    const ItemKernel kernel = wide ? wide_kernel_ : ItemKernel::narrow;
-    const int items = static_cast<int>(wide ? wide_.size() : narrow_.size());
-    return items > 0 && 2 * launch_blocks(items, kernel, wide ? persistent_wide_ : persistent_narrow_) <= resident_blocks(kernel);
+    const int blocks = wide ? wide_grid_ : narrow_grid_;
+    return blocks > 0 && 2 * blocks <= resident_blocks(wide ? wide_kernel_ : ItemKernel::narrow);
+  }
+
+  // The grid of a launch of `items` (launch_blocks): persistent mma blocks for many short items
+  // (schedule.hpp's persistent_blocks), a block per item otherwise and always for wgmma.
+  static int grid(const std::vector<WorkItem>& items, ItemKernel kernel) {
+    const int n = static_cast<int>(items.size());
+    return launch_blocks(n, kernel, kernel != ItemKernel::wgmma && persistent_blocks(items, resident_blocks(kernel)));
   }
 
   ItemKernel wide_kernel_;  // runs the wide items
@@ -183,7 +189,7 @@ class SegmentPlan final : public CudaPlan {
   DeviceArray<int> item_segments_, row_query_, row_limit_, merge_offsets_, merge_rows_;
   bool needs_merge_;                // some query has no partial row or several
   int max_partials_;                // the most partial rows of one query
-  bool persistent_narrow_, persistent_wide_;  // launch persistent mma blocks (schedule.hpp)
+  int narrow_grid_, wide_grid_;     // blocks of each launch: the items' count, or fewer persistent ones
   bool overlap_merge_;              // overlap_merge(), once per plan
   DeviceArray<float> partial_o_;    // [rows, D]
   DeviceArray<float> partial_lse_;  // [rows]

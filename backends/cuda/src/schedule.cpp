@@ -174,6 +174,15 @@ Schedule segment_schedule(const AttentionShape& shape, const SharingTree& tree, 
 Schedule hydragen_schedule(const AttentionShape& shape, const SharingTree& tree, const ScheduleOptions& options) {
   Schedule wide = segment_schedule(shape, tree, options);
   if (wide.wide_items.empty() || wide.narrow_items.empty()) return wide;  // one launch already
+  // The narrow form has at least a block per 16 rows of each segment and KV head: past the SM
+  // count, a large problem need not build it to know.
+  long long narrow_blocks = 0;
+  for (int segment = 0; segment < tree.num_segments(); ++segment) {
+    if (tree.length(segment) == 0) continue;
+    const long long rows = static_cast<long long>(tree.seqs_below(segment).size()) * shape.q_len * shape.group_size();
+    narrow_blocks += shape.kv_heads * ((rows + kNarrowRows - 1) / kNarrowRows);
+  }
+  if (narrow_blocks > options.sms) return wide;
   ScheduleOptions narrow_options = options;
   narrow_options.max_rows = kNarrowRows;
   Schedule narrow = segment_schedule(shape, tree, narrow_options);

@@ -93,15 +93,21 @@ ItemKernel wide_kernel(DType dtype, bool allow_wgmma) {
   return ItemKernel::wide;
 }
 
-void launch_segment_attention(SegmentAttentionParams params, int num_items, ItemKernel kernel, bool persistent,
-                              DType dtype, int head_dim, cudaStream_t stream) {
+void launch_segment_attention(SegmentAttentionParams params, int num_items, int grid, ItemKernel kernel, DType dtype,
+                              int head_dim, cudaStream_t stream) {
   if (num_items == 0) return;
+  if (grid < 1 || grid > num_items || (grid != num_items && kernel == ItemKernel::wgmma)) {
+    throw std::logic_error("segment attention: a grid of " + std::to_string(grid) + " blocks for " +
+                           std::to_string(num_items) + " items");
+  }
   params.num_items = num_items;
   dispatch(dtype, head_dim, [&](auto element, auto dim) {
     using T = decltype(element);
     constexpr int D = decltype(dim)::value;
     if constexpr (std::is_same_v<T, float>) {
-      if (kernel != ItemKernel::narrow) throw std::logic_error("segment attention: fp32 has only narrow blocks");
+      if (kernel != ItemKernel::narrow || grid != num_items) {
+        throw std::logic_error("segment attention: fp32 has only narrow blocks, one per item");
+      }
       segment_attention_simt<T, D><<<num_items, 128, 0, stream>>>(params);
       check_launch("segment_attention_simt");
     } else {
@@ -113,14 +119,13 @@ void launch_segment_attention(SegmentAttentionParams params, int num_items, Item
         return;
       }
       constexpr int smem = MmaTile<D>::template smem_bytes<T>();
-      const int blocks = launch_blocks(num_items, kernel, persistent);
       // Wide: 4 row warps (64 rows); narrow: 4 token warps over 16 rows. 128 threads either way.
       if (kernel == ItemKernel::wide) {
         allow_smem<segment_attention_mma<T, D, 4, 1>>(smem);
-        segment_attention_mma<T, D, 4, 1><<<blocks, 128, smem, stream>>>(params);
+        segment_attention_mma<T, D, 4, 1><<<grid, 128, smem, stream>>>(params);
       } else {
         allow_smem<segment_attention_mma<T, D, 1, 4>>(smem);
-        segment_attention_mma<T, D, 1, 4><<<blocks, 128, smem, stream>>>(params);
+        segment_attention_mma<T, D, 1, 4><<<grid, 128, smem, stream>>>(params);
       }
       check_launch("segment_attention_mma");
     }

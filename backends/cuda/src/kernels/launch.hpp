@@ -29,11 +29,12 @@ bool has_kernels(DType dtype, int head_dim);
 // none (fp32). `allow_wgmma` false keeps the mma.sync kernel (the cuda-hydragen-mma variant).
 ItemKernel wide_kernel(DType dtype, bool allow_wgmma);
 
-// The items of `params.items`: one block each, or (mma kernels, `persistent`) as many blocks as are
-// resident at once, each taking a contiguous run of items.
-int launch_blocks(int num_items, ItemKernel kernel, bool persistent);  // the grid of such a launch
-void launch_segment_attention(SegmentAttentionParams params, int num_items, ItemKernel kernel, bool persistent,
-                              DType dtype, int head_dim, cudaStream_t stream);
+// The items of `params.items` on `grid` blocks: one block each (grid = num_items), or, for the mma
+// kernels, fewer persistent blocks, each taking a contiguous run of items. launch_blocks gives the
+// grid: persistent blocks are as many as are resident at once (the plan asks once, not per run).
+int launch_blocks(int num_items, ItemKernel kernel, bool persistent);
+void launch_segment_attention(SegmentAttentionParams params, int num_items, int grid, ItemKernel kernel, DType dtype,
+                              int head_dim, cudaStream_t stream);
 // True when the current device starts a kernel before the one it depends on has ended
 // (programmatic dependent launch: sm_90 and later).
 bool has_dependent_launch();
