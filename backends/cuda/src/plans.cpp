@@ -177,11 +177,11 @@ class SegmentPlan final : public CudaPlan {
     return blocks > 0 && 2 * blocks <= resident_blocks(wide ? wide_kernel_ : ItemKernel::narrow);
   }
 
-  // The grid of a launch of `items` (launch_blocks): persistent mma blocks for many short items
-  // (schedule.hpp's persistent_blocks), a block per item otherwise and always for wgmma.
+  // The grid of a launch of `items`: as many persistent mma blocks as are resident at once for many
+  // short items (schedule.hpp's persistent_blocks), a block per item otherwise and always for wgmma.
   static int grid(const std::vector<WorkItem>& items, ItemKernel kernel) {
-    const int n = static_cast<int>(items.size());
-    return launch_blocks(n, kernel, kernel != ItemKernel::wgmma && persistent_blocks(items, resident_blocks(kernel)));
+    const int n = static_cast<int>(items.size()), slots = resident_blocks(kernel);
+    return kernel != ItemKernel::wgmma && persistent_blocks(items, slots) ? std::min(n, slots) : n;
   }
 
   ItemKernel wide_kernel_;  // runs the wide items

@@ -1,5 +1,4 @@
 // Instantiates every kernel for the supported (dtype, head_dim) pairs and launches them.
-#include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -73,10 +72,6 @@ int max_rows(ItemKernel kernel) {
 
 int resident_blocks(ItemKernel kernel) {
   return (kernel == ItemKernel::wgmma ? 1 : kResidentBlocksPerSm) * device_attribute(cudaDevAttrMultiProcessorCount);
-}
-
-int launch_blocks(int num_items, ItemKernel kernel, bool persistent) {
-  return persistent ? std::min(num_items, resident_blocks(kernel)) : num_items;
 }
 
 ItemKernel wide_kernel(DType dtype, bool allow_wgmma) {

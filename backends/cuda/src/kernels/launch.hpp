@@ -30,9 +30,8 @@ bool has_kernels(DType dtype, int head_dim);
 ItemKernel wide_kernel(DType dtype, bool allow_wgmma);
 
 // The items of `params.items` on `grid` blocks: one block each (grid = num_items), or, for the mma
-// kernels, fewer persistent blocks, each taking a contiguous run of items. launch_blocks gives the
-// grid: persistent blocks are as many as are resident at once (the plan asks once, not per run).
-int launch_blocks(int num_items, ItemKernel kernel, bool persistent);
+// kernels, fewer persistent blocks, each taking a contiguous run of items (the plan chooses the grid
+// once, not per run).
 void launch_segment_attention(SegmentAttentionParams params, int num_items, int grid, ItemKernel kernel, DType dtype,
                               int head_dim, cudaStream_t stream);
 // True when the current device starts a kernel before the one it depends on has ended
