@@ -128,20 +128,23 @@ def _text(value):
 
 
 def parse_method(spec):
-    """'backend' or 'backend:storage' -> 'backend:storage'; storage defaults to shared as in hydragen-sweep."""
-    backend, _, storage = spec.partition(":")
-    storage = storage or "shared"
-    if not backend or storage not in ("shared", "redundant"):
-        raise argparse.ArgumentTypeError(f"'{spec}': expected backend[:shared|redundant]")
-    return f"{backend}:{storage}"
+    """'backend[:option=value...][:shared|redundant]' (hydragen-sweep's backend spec) -> method key
+    'backend[:option=value...]:storage'; the storage defaults to shared as in hydragen-sweep."""
+    fields = spec.split(":")
+    storages = [f for f in fields[1:] if f in ("shared", "redundant")]
+    options = [f for f in fields[1:] if f not in ("shared", "redundant")]
+    if not fields[0] or len(storages) > 1 or any("=" not in f for f in options):
+        raise argparse.ArgumentTypeError(f"'{spec}': expected backend[:option=value...][:shared|redundant]")
+    return ":".join([fields[0]] + options + [storages[0] if storages else "shared"])
 
 
 def method_key(row):
+    """The CSV's backend column (the backend with its plan options) and its storage."""
     return f"{row['backend']}:{row['storage']}"
 
 
 def method_label(key):
-    backend, storage = key.split(":")
+    backend, storage = key.rsplit(":", 1)
     return f"{backend} ({storage})"
 
 

@@ -120,3 +120,18 @@ class Join(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class Methods(unittest.TestCase):
+    def test_a_backend_spec_with_plan_options_keeps_them_in_the_key(self):
+        self.assertEqual(common.parse_method("cuda-hydragen:form=wide"), "cuda-hydragen:form=wide:shared")
+        self.assertEqual(common.parse_method("cuda-flash:redundant"), "cuda-flash:redundant")
+        self.assertEqual(common.parse_method("cuda-hydragen:redundant:kernel=mma"), "cuda-hydragen:kernel=mma:redundant")
+        key = common.method_key({"backend": "cuda-hydragen:kernel=mma", "storage": "shared"})
+        self.assertEqual(key, common.parse_method("cuda-hydragen:kernel=mma"))
+        self.assertEqual(common.method_label(key), "cuda-hydragen:kernel=mma (shared)")
+
+    def test_a_bad_spec_is_refused(self):
+        for spec in ("cuda-flash:paged", ":shared", "x:shared:redundant"):
+            with self.assertRaises(Exception, msg=spec):
+                common.parse_method(spec)

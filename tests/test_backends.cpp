@@ -1,6 +1,7 @@
-// The harness (DESIGN.md section 5): every registered backend except `reference` itself, on every case
-// of cases.hpp, in every dtype it supports, with shared and with redundant storage, matches the fp64
-// `reference` run on exactly the same (dtype-rounded) inputs, on every element of O and LSE.
+// The harness (DESIGN.md section 5): every registered backend except `reference` itself, under each
+// of its variants (plan options it lists, e.g. cuda-hydragen:form=wide), on every case of cases.hpp,
+// in every dtype it supports, with shared and with redundant storage, matches the fp64 `reference`
+// run on exactly the same (dtype-rounded) inputs, on every element of O and LSE.
 //
 // Backends register themselves (backends.hpp); new ones join this matrix without edits here.
 // Only supported combinations are instantiated; backends whose memory is unavailable here (no GPU)
@@ -44,15 +45,14 @@ std::string identifier(std::string text) {
 // ---- the harness ----------------------------------------------------------------------------------
 
 struct HarnessParam {
-  std::string backend;
+  BackendChoice choice;  // the backend, the storage and the variant's options
   std::size_t case_index;
   DType dtype;
-  Storage storage;
 };
 
 void PrintTo(const HarnessParam& p, std::ostream* os) {
-  *os << p.backend << " / " << harness_cases()[p.case_index].name << " / " << dtype_name(p.dtype) << " / "
-      << storage_name(p.storage);
+  *os << p.choice.label() << " / " << harness_cases()[p.case_index].name << " / " << dtype_name(p.dtype) << " / "
+      << storage_name(p.choice.storage);
 }
 
 // Every backend but `reference`, the definition the others are measured against.
@@ -74,11 +74,15 @@ SharingTree planned_tree(const Case& c, Storage storage) {
 std::vector<HarnessParam> harness_params() {
   std::vector<HarnessParam> params;
   for (const std::string& name : backends_under_test()) {
-    for (std::size_t c = 0; c < harness_cases().size(); ++c) {
-      const Case& cs = harness_cases()[c];
-      for (DType d : kAllDtypes) {
-        for (Storage s : {Storage::shared, Storage::redundant}) {
-          if (backend(name).supports(cs.shape(d), planned_tree(cs, s)).ok) params.push_back({name, c, d, s});
+    for (const PlanOptions& variant : backend(name).variants()) {
+      for (std::size_t c = 0; c < harness_cases().size(); ++c) {
+        const Case& cs = harness_cases()[c];
+        for (DType d : kAllDtypes) {
+          for (Storage s : {Storage::shared, Storage::redundant}) {
+            if (!backend(name).supports(cs.shape(d), planned_tree(cs, s)).ok) continue;
+            HarnessParam p{BackendChoice{name, s, false, variant}, c, d};
+            params.push_back(p);
+          }
         }
       }
     }
@@ -88,22 +92,22 @@ std::vector<HarnessParam> harness_params() {
 
 std::string harness_name(const ::testing::TestParamInfo<HarnessParam>& info) {
   const HarnessParam& p = info.param;
-  return identifier(p.backend) + "__" + harness_cases()[p.case_index].name + "__" + std::string(dtype_name(p.dtype)) +
-         "__" + std::string(storage_name(p.storage));
+  return identifier(p.choice.label()) + "__" + harness_cases()[p.case_index].name + "__" +
+         std::string(dtype_name(p.dtype)) + "__" + std::string(storage_name(p.choice.storage));
 }
 
 class Harness : public ::testing::TestWithParam<HarnessParam> {};
 
 TEST_P(Harness, MatchesTheFp64ReferenceOnEveryElement) {
   const HarnessParam& p = GetParam();
-  const AttentionBackend& b = backend(p.backend);
+  const AttentionBackend& b = backend(p.choice.backend);
   const std::string unavailable = b.memory().unavailable_reason();
-  if (!unavailable.empty()) GTEST_SKIP() << p.backend << " cannot run here: " << unavailable;
+  if (!unavailable.empty()) GTEST_SKIP() << p.choice.backend << " cannot run here: " << unavailable;
   const Case& c = harness_cases()[p.case_index];
   const AttentionShape shape = c.shape(p.dtype);
   const Problem problem = make_problem(shape, c.tree, c.seed, c.q_scale);
   const Results ref = run_backend(backend("reference"), with_dtype(problem, DType::fp64));
-  const Results out = run_backend(b, problem, p.storage);  // outputs poisoned with NaN first
+  const Results out = run_backend(b, problem, p.choice.storage, p.choice.options);  // outputs poisoned with NaN first
   const Comparison cmp = compare(out, ref, tolerance_for(p.dtype, logit_bound(problem)));
   EXPECT_TRUE(cmp.pass) << shape.describe() << ", " << c.tree.describe() << ", q_scale " << c.q_scale << ", seed "
                         << c.seed << "\n  " << cmp.summary() << "\n  worst O element "

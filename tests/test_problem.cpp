@@ -245,7 +245,8 @@ class PartialWriter final : public AttentionBackend {
   Support supports(const AttentionShape&, const SharingTree&) const override { return Support::yes(); }
 
  protected:
-  std::unique_ptr<AttentionPlan> make_plan(const AttentionShape& shape, const SharingTree& tree) const override {
+  std::unique_ptr<AttentionPlan> make_plan(const AttentionShape& shape, const SharingTree& tree,
+                                           const PlanOptions&) const override {
     return std::make_unique<PartialWritePlan>(shape, tree, written_);
   }
 

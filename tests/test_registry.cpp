@@ -26,7 +26,9 @@ class NamedBackend final : public AttentionBackend {
   Support supports(const AttentionShape&, const SharingTree&) const override { return Support::no("test double"); }
 
  protected:
-  std::unique_ptr<AttentionPlan> make_plan(const AttentionShape&, const SharingTree&) const override { return nullptr; }
+  std::unique_ptr<AttentionPlan> make_plan(const AttentionShape&, const SharingTree&, const PlanOptions&) const override {
+    return nullptr;
+  }
 
  private:
   std::string name_;
@@ -65,6 +67,15 @@ TEST(DefaultRegistry, EveryBackendIsFoundByItsNameAndDescribesItself) {
     EXPECT_EQ(b.name(), name);
     EXPECT_FALSE(b.summary().empty()) << name;
     EXPECT_FALSE(b.memory().name().empty()) << name;
+  }
+}
+
+TEST(DefaultRegistry, EveryVariantOfEveryBackendResolvesAgainstItsOptions) {
+  for (const AttentionBackend* b : default_registry().all()) {
+    const std::vector<PlanOptions> variants = b->variants();
+    ASSERT_FALSE(variants.empty()) << b->name();
+    EXPECT_TRUE(variants.front().empty()) << b->name() << ": the first variant is the defaults";
+    for (const PlanOptions& v : variants) EXPECT_NO_THROW(resolve_options(b->name(), b->options(), v)) << b->name();
   }
 }
 

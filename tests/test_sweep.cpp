@@ -144,5 +144,16 @@ TEST(SweepGrid, BackendSpecNamesTheStorage) {
   EXPECT_THROW(make_point("cpu-flat:paged", {}), std::invalid_argument);
 }
 
+TEST(SweepGrid, BackendSpecCarriesPlanOptionsIntoTheBackendColumn) {
+  const Point p = make_point("cuda-hydragen:form=wide:redundant", {});
+  EXPECT_EQ(p.backend, "cuda-hydragen");
+  EXPECT_EQ(p.storage, Storage::redundant);
+  EXPECT_EQ(p.options.text(), "form=wide");
+  EXPECT_EQ(p.label(), "cuda-hydragen:form=wide");
+  std::ostringstream csv;
+  write_csv_row(csv, Row{"dev", "abc", p, {}});
+  EXPECT_NE(csv.str().find(",cuda-hydragen:form=wide,redundant,"), std::string::npos) << csv.str();
+}
+
 }  // namespace
 }  // namespace hydragen::sweep

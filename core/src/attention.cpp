@@ -62,11 +62,13 @@ void check_io(const AttentionShape& shape, const SharingTree& tree, const Attent
   check_tensor("outputs.lse", outputs.lse.data, outputs.lse.dtype, outputs.lse.numel, lse_dtype(shape.dtype), rows);
 }
 
-std::unique_ptr<AttentionPlan> AttentionBackend::plan(const AttentionShape& shape, const SharingTree& tree) const {
+std::unique_ptr<AttentionPlan> AttentionBackend::plan(const AttentionShape& shape, const SharingTree& tree,
+                                                      const PlanOptions& options) const {
   validate_problem(shape, tree);
+  const PlanOptions resolved = resolve_options(name(), this->options(), options);
   const Support support = supports(shape, tree);
   if (!support.ok) throw Unsupported("backend '" + name() + "' does not support " + shape.describe() + ": " + support.reason);
-  return make_plan(shape, tree);
+  return make_plan(shape, tree, resolved);
 }
 
 namespace {
@@ -79,10 +81,13 @@ class SpecBackend final : public AttentionBackend {
   Support supports(const AttentionShape& shape, const SharingTree& tree) const override {
     return spec_.supports(shape, tree);
   }
+  std::vector<PlanOption> options() const override { return spec_.options; }
+  std::vector<PlanOptions> variants() const override { return spec_.variants; }
 
  protected:
-  std::unique_ptr<AttentionPlan> make_plan(const AttentionShape& shape, const SharingTree& tree) const override {
-    return spec_.plan(shape, tree);
+  std::unique_ptr<AttentionPlan> make_plan(const AttentionShape& shape, const SharingTree& tree,
+                                           const PlanOptions& options) const override {
+    return spec_.plan(shape, tree, options);
   }
 
  private:
@@ -94,6 +99,8 @@ std::unique_ptr<AttentionBackend> make_backend(BackendSpec spec) {
   if (spec.name.empty() || spec.memory == nullptr || !spec.supports || !spec.plan) {
     throw std::invalid_argument("make_backend: a backend needs a name, a memory, a supports rule and a plan factory");
   }
+  if (spec.variants.empty()) throw std::invalid_argument("make_backend: '" + spec.name + "' needs at least its default variant");
+  for (const PlanOptions& variant : spec.variants) resolve_options(spec.name, spec.options, variant);
   return std::make_unique<SpecBackend>(std::move(spec));
 }
 

@@ -23,7 +23,7 @@ CostEstimate estimate_cost(const AttentionShape& shape, const SharingTree& tree,
     const long long path = tree.path_length(s);
     const long long leaf = tree.length(tree.leaf(s));
     long long attended = 0;  // over the q_len causal queries of one head
-    for (int qi = 0; qi < shape.q_len; ++qi) attended += path - leaf + causal_leaf_tokens(leaf, shape.q_len, qi);
+    for (int qi = 0; qi < shape.q_len; ++qi) attended += path - leaf + attended_tokens(leaf, true, shape.q_len, qi);
     c.flops += 4.0 * d * shape.q_heads * static_cast<double>(attended);
     c.flat_bytes += static_cast<double>(path) * kv_token_bytes + q_bytes_per_seq + out_bytes_per_seq;
     const auto segments = static_cast<double>(tree.path(s).size());

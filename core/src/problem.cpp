@@ -126,10 +126,33 @@ Storage parse_storage(std::string_view text) {
   throw std::invalid_argument("storage: '" + std::string(text) + "' is not one of shared, redundant");
 }
 
+std::string BackendChoice::label() const { return options.empty() ? backend : backend + ":" + options.text(); }
+
 BackendChoice parse_backend_choice(std::string_view spec) {
-  const auto colon = spec.find(':');
-  BackendChoice choice{std::string(spec.substr(0, colon))};
-  if (colon != std::string_view::npos) choice.storage = parse_storage(spec.substr(colon + 1));
+  std::vector<std::string> fields;
+  for (std::size_t begin = 0;;) {
+    const std::size_t end = std::min(spec.find(':', begin), spec.size());
+    fields.emplace_back(spec.substr(begin, end - begin));
+    if (end == spec.size()) break;
+    begin = end + 1;
+  }
+  if (fields[0].empty()) throw std::invalid_argument("backend spec '" + std::string(spec) + "' has no backend name");
+  BackendChoice choice;
+  choice.backend = fields[0];
+  for (std::size_t i = 1; i < fields.size(); ++i) {
+    const std::string& field = fields[i];
+    if (field.find('=') != std::string::npos) {
+      const PlanOptions one = PlanOptions::parse(field);
+      choice.options.set(one.items()[0].first, one.items()[0].second);
+    } else if (field == "shared" || field == "redundant") {
+      if (choice.storage_named) throw std::invalid_argument("backend spec '" + std::string(spec) + "' names the storage twice");
+      choice.storage = parse_storage(field);
+      choice.storage_named = true;
+    } else {
+      throw std::invalid_argument("backend spec '" + std::string(spec) + "': '" + field +
+                                  "' is neither a storage (shared, redundant) nor an option (name=value)");
+    }
+  }
   return choice;
 }
 
@@ -228,9 +251,9 @@ Results StagedProblem::fetch() const {
   return Results{fetch_one(outputs_.o), fetch_one(outputs_.lse)};
 }
 
-Results run_backend(const AttentionBackend& backend, const Problem& problem, Storage storage) {
+Results run_backend(const AttentionBackend& backend, const Problem& problem, Storage storage, const PlanOptions& options) {
   const StagedProblem staged(backend.memory(), problem, storage);
-  const auto plan = backend.plan(staged.shape(), staged.tree());
+  const auto plan = backend.plan(staged.shape(), staged.tree(), options);
   staged.poison_outputs();
   plan->run(staged.inputs(), staged.outputs());
   return staged.fetch();

@@ -1,26 +1,31 @@
-// hydragen-bench: Google Benchmark timings of every backend at a few named shapes, with the cost
-// model's account of each (a benchmark, never a test). CPU backends: wall time of run(); CUDA
-// backends: manual time from CUDA events around each run, L2 flushed before it. After the table it
-// prints, per shape, the flat baseline against Hydragen on each device.
+// hydragen-bench: every backend at a few named shapes through Google Benchmark, with the cost model's
+// account of each (a benchmark, never a test). Each benchmark is one call of time_plan, the protocol
+// hydragen-sweep times with (DESIGN.md section 6: CUDA graph replays with L2 flushed, host
+// steady_clock after a warm-up), so the two tools report the same number: the median is the
+// iteration's time, min_ms, max_ms and replays are counters. After the table it prints, per shape,
+// the flat baseline against Hydragen on each device.
 //
-//   hydragen-bench [--shapes cpu-mha,cpu-gqa] [--backends cpu-flat,cpu-hydragen] [--repetitions N]
-//                  [--benchmark_* flags]
+//   hydragen-bench [--shapes cpu-mha,cpu-gqa] [--backends cpu-flat,cpu-hydragen] [--replays N]
+//                  [--cpu-replays N] [--benchmark_* flags]
+//
+// Our flags are parsed first and the rest is handed to Google Benchmark, so --help is ours; an
+// argument neither knows is bad usage (exit 2).
 #include <CLI/CLI.hpp>
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "hydragen/backends.hpp"
 #include "hydragen/cost_model.hpp"
 #include "hydragen/problem.hpp"
-#ifdef HYDRAGEN_WITH_CUDA
-#include "hydragen/cuda/timing.hpp"
-#endif
+#include "timing/plan_timing.hpp"
 
 namespace {
 
@@ -74,26 +79,21 @@ const Problem& problem(const Shape& s) {
   return it->second;
 }
 
-void run_attention(benchmark::State& state, const Shape& s, const std::string& name, Storage storage) {
-  const AttentionBackend& b = backend(name);
+void run_attention(benchmark::State& state, const Shape& s, const BackendChoice& choice, const TimingConfig& config) {
+  const AttentionBackend& b = backend(choice.backend);
   if (const std::string why = b.memory().unavailable_reason(); !why.empty()) {
     state.SkipWithError(why.c_str());
     return;
   }
   const Problem& p = problem(s);
-  const StagedProblem staged(b.memory(), p, storage);
-  const auto plan = b.plan(staged.shape(), staged.tree());
-  plan->run(staged.inputs(), staged.outputs());  // warm-up: first touch, module load
-  if (b.memory().name() == "cuda") {
-#ifdef HYDRAGEN_WITH_CUDA
-    cuda::RunTimer timer;
-    for (auto _ : state) {
-      state.SetIterationTime(
-          timer.time_ms([&](cudaStream_t st) { plan->run(staged.inputs(), staged.outputs(), Stream{st}); }) * 1e-3);
-    }
-#endif
-  } else {
-    for (auto _ : state) plan->run(staged.inputs(), staged.outputs());
+  const StagedProblem staged(b.memory(), p, choice.storage);
+  const auto plan = b.plan(staged.shape(), staged.tree(), choice.options);
+  for (auto _ : state) {  // one iteration (Iterations(1)): the protocol's replays are inside time_plan
+    const PlanTiming t = time_plan(b, *plan, staged, config);
+    state.SetIterationTime(t.median_ms * 1e-3);
+    state.counters["min_ms"] = t.min_ms;
+    state.counters["max_ms"] = t.max_ms;
+    state.counters["replays"] = t.replays;
   }
   const CostEstimate c = estimate_cost(p.shape, p.tree, {last_level_cache_bytes()});
   state.counters["TFLOP/s"] = benchmark::Counter(c.flops * 1e-12, benchmark::Counter::kIsIterationInvariantRate);
@@ -104,11 +104,8 @@ void run_attention(benchmark::State& state, const Shape& s, const std::string& n
 class RatioReporter : public benchmark::ConsoleReporter {
  public:
   void ReportRuns(const std::vector<Run>& runs) override {
-    for (const Run& run : runs) {
-      if (run.aggregate_name == "median" || (run.run_type == Run::RT_Iteration && run.repetitions <= 1)) {
-        medians_[run.run_name.function_name] = run.GetAdjustedRealTime();
-      }
-    }
+    // One run per benchmark, its time time_plan's median.
+    for (const Run& run : runs) medians_[run.run_name.function_name] = run.GetAdjustedRealTime();
     ConsoleReporter::ReportRuns(runs);
   }
   void Finalize() override {
@@ -139,55 +136,76 @@ class RatioReporter : public benchmark::ConsoleReporter {
   std::map<std::string, double> medians_;  // "shape/backend:storage" -> median ms
 };
 
+// Registers one benchmark per (shape, backend); throws std::invalid_argument for an unknown name.
+void register_benchmarks(const std::vector<std::string>& shape_names, const std::vector<std::string>& specs,
+                         const TimingConfig& config) {
+  for (const std::string& name : shape_names) {
+    const Shape& s = shape_named(name);
+    std::vector<std::string> chosen = specs;
+    if (chosen.empty()) {
+      chosen = s.dtype == DType::fp32 ? std::vector<std::string>{"cpu-flat:shared", "cpu-hydragen:shared"}
+                                      : std::vector<std::string>{"cuda-flash:redundant", "cuda-flash:shared", "cuda-hydragen:shared"};
+    }
+    for (const std::string& spec : chosen) {
+      const BackendChoice choice = parse_backend_choice(spec);
+      // Throws for an unknown name or option before anything runs.
+      resolve_options(choice.backend, backend(choice.backend).options(), choice.options);
+      benchmark::RegisterBenchmark((s.name + "/" + choice.label() + ":" + std::string(storage_name(choice.storage))).c_str(),
+                                   [&s, choice, config](benchmark::State& st) { run_attention(st, s, choice, config); })
+          ->Iterations(1)
+          ->Repetitions(1)
+          ->UseManualTime()
+          ->Unit(benchmark::kMillisecond);
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
   std::vector<std::string> shape_names{"cpu-mha", "cpu-gqa"};
   std::vector<std::string> specs;
-  int repetitions = 5;
+  TimingConfig config;
   std::string shape_help = "named shapes, comma separated:";
   for (const Shape& s : shapes()) {
     shape_help += "\n  " + s.name + ": B=" + std::to_string(s.batch) + " P=" + std::to_string(s.prefix) + " S=" +
                   std::to_string(s.suffix) + " Hq=" + std::to_string(s.q_heads) + " Hkv=" + std::to_string(s.kv_heads) +
                   " D=" + std::to_string(s.head_dim) + " " + std::string(dtype_name(s.dtype)) + " (" + s.why + ")";
   }
-  CLI::App app{"Google Benchmark timings of attention backends at named shapes (Google Benchmark's own "
-               "--benchmark_* flags also apply)",
+  CLI::App app{"Times attention backends at named shapes by hydragen-sweep's protocol, through Google Benchmark, "
+               "then compares the flat baseline with Hydragen per shape.",
                "hydragen-bench"};
-  app.add_option("--shapes", shape_names, shape_help)->delimiter(',');
+  app.add_option("--shapes", shape_names, shape_help)->delimiter(',')->capture_default_str();
   app.add_option("--backends", specs,
-                 "backend[:shared|redundant], comma separated (default: the flat and Hydragen backends of the "
+                 "backend[:option=value...][:shared|redundant], comma separated (default: the flat and Hydragen backends of the "
                  "shapes' device)")
       ->delimiter(',');
-  app.add_option("--repetitions", repetitions, "timed runs per benchmark; the median is reported")->check(CLI::PositiveNumber);
+  app.add_option("--replays", config.gpu_replays, "timed CUDA graph replays per benchmark, L2 flushed before each")
+      ->check(CLI::Range(1, std::numeric_limits<int>::max()))
+      ->capture_default_str();
+  app.add_option("--cpu-replays", config.cpu_replays, "timed runs per CPU benchmark, after a warm-up")
+      ->check(CLI::Range(1, std::numeric_limits<int>::max()))
+      ->capture_default_str();
+  app.footer("Google Benchmark's --benchmark_* flags also apply (e.g. --benchmark_filter=REGEX).");
+  app.allow_extras();  // the --benchmark_* flags, for Google Benchmark below
+  std::vector<std::string> rest;
   try {
     app.parse(argc, argv);
-    for (const std::string& name : shape_names) {
-      const Shape& s = shape_named(name);
-      std::vector<std::string> chosen = specs;
-      if (chosen.empty()) {
-        chosen = s.dtype == DType::fp32 ? std::vector<std::string>{"cpu-flat:shared", "cpu-hydragen:shared"}
-                                        : std::vector<std::string>{"cuda-flash:redundant", "cuda-flash:shared", "cuda-hydragen:shared"};
-      }
-      for (const std::string& spec : chosen) {
-        const BackendChoice choice = parse_backend_choice(spec);
-        const std::string name_only = choice.backend;
-        const Storage storage = choice.storage;
-        const AttentionBackend& b = backend(name_only);  // throws for an unknown name
-        auto* bench = benchmark::RegisterBenchmark(
-            (s.name + "/" + name_only + ":" + std::string(storage_name(storage))).c_str(),
-            [&s, name_only, storage](benchmark::State& st) { run_attention(st, s, name_only, storage); });
-        bench->Iterations(1)->Repetitions(repetitions)->ReportAggregatesOnly(repetitions > 1)->Unit(benchmark::kMillisecond);
-        if (b.memory().name() == "cuda") {
-          bench->UseManualTime();
-        } else {
-          bench->UseRealTime();
-        }
-      }
-    }
+    rest = app.remaining();
+  } catch (const CLI::CallForHelp&) {
+    std::fputs(app.help().c_str(), stdout);
+    return 0;
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
+    std::fprintf(stderr, "hydragen-bench: error: %s\n", e.what());
+    return 2;
+  }
+  std::vector<char*> bench_argv{argv[0]};
+  for (std::string& arg : rest) bench_argv.push_back(arg.data());
+  int bench_argc = static_cast<int>(bench_argv.size());
+  benchmark::Initialize(&bench_argc, bench_argv.data());  // removes the flags it knows
+  try {
+    if (bench_argc > 1) throw std::invalid_argument(std::string("unknown argument '") + bench_argv[1] + "' (see --help)");
+    register_benchmarks(shape_names, specs, config);
   } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "hydragen-bench: error: %s\n", e.what());
     return 2;

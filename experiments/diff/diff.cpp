@@ -32,6 +32,7 @@ DiffResult run_diff(const Options& options, const BackendRegistry& registry) {
   const SharingTree tree = tree_from_options(options);
   const AttentionShape shape = shape_from_options(options, tree);
   validate_problem(shape, tree);
+  resolve_options(chosen.name(), chosen.options(), options.plan_options);
   const SharingTree staged_tree = options.storage == Storage::shared ? tree : tree.flattened();
   if (const Support support = chosen.supports(shape, staged_tree); !support.ok) {
     throw Unsupported("backend '" + chosen.name() + "' does not support " + shape.describe() + " with " +
@@ -40,8 +41,9 @@ DiffResult run_diff(const Options& options, const BackendRegistry& registry) {
 
   const Problem problem = make_problem(shape, tree, options.seed, options.logit_scale);
   const Results ref = run_backend(reference, with_dtype(problem, DType::fp64));
-  const Results out = run_backend(chosen, problem, options.storage);
-  return DiffResult{chosen.name(), options.storage, shape, tree_label(options, tree),
+  const Results out = run_backend(chosen, problem, options.storage, options.plan_options);
+  return DiffResult{BackendChoice{chosen.name(), options.storage, false, options.plan_options}.label(), options.storage,
+                    shape, tree_label(options, tree),
                     compare(out, ref, tolerance_for(shape.dtype, logit_bound(problem)))};
 }
 
@@ -78,6 +80,9 @@ std::string backend_list(const BackendRegistry& registry) {
     memory.resize(std::max<std::size_t>(memory.size(), 4), ' ');
     text += name + "  " + memory + "  " + (why.empty() ? "available" : "unavailable (" + why + ")") + "  " +
             b->summary() + "\n";
+    if (const std::string options = describe_options(b->options()); !options.empty()) {
+      text += std::string(width + 2, ' ') + "options: " + options + "\n";
+    }
   }
   return text;
 }

@@ -10,7 +10,7 @@
 namespace hydragen::diff {
 
 struct DiffResult {
-  std::string backend;
+  std::string backend;  // with its plan options, as BackendChoice::label writes it
   Storage storage = Storage::shared;
   AttentionShape shape;
   std::string tree;  // tree_label()
@@ -29,7 +29,8 @@ std::string summary_line(const DiffResult& result);
 // The comparison part of the summary line (errors, tolerance, failed counts, worst elements, PASS/FAIL).
 std::string comparison_text(const AttentionShape& shape, const Comparison& comparison);
 
-// One line per backend: name, memory, availability (or the unavailable reason), summary.
+// One line per backend: name, memory, availability (or the unavailable reason), summary; then its
+// plan options, if it has any, on a line of their own.
 std::string backend_list(const BackendRegistry& registry);
 
 }  // namespace hydragen::diff

@@ -40,8 +40,11 @@ void bind(CLI::App& app, Options& o, RawFlags& raw) {
   app.get_formatter()->column_width(36);
   app.footer(kFooter);
 
-  app.add_option("--backend", o.backend, "backend to check (see --list); required unless --list")->type_name("NAME");
-  app.add_flag("--list", o.list, "list the registered backends: name, memory, availability, summary");
+  app.add_option("--backend", o.backend,
+                 "backend to check, with any of its plan options (see --list), e.g. cuda-hydragen:form=wide; required "
+                 "unless --list")
+      ->type_name("NAME[:OPT=V]");
+  app.add_flag("--list", o.list, "list the registered backends: name, memory, availability, summary, options");
   app.add_option("--batch", raw.batch, "sequences B (custom tree: defaults to the number of --leaves)")->type_name("B");
   app.add_option("--prefix", o.prefix, "tokens P of the shared root segment")->type_name("P");
   auto* suffix = app.add_option("--suffix", o.suffix, "own tokens S of every sequence")->type_name("S");
@@ -154,8 +157,13 @@ Action Options::parse(int argc, const char* const argv[]) {
   reject_if_given(app, {"--reference-dtype"}, "needs --npy-dir DIR and --write-reference OUT");
   if (backend.empty()) throw std::invalid_argument("--backend NAME is required (--list shows the registered backends)");
 
+  // The storage may also be written in the backend spec, as the sweep takes it; not both ways.
+  const BackendChoice choice = parse_backend_choice(backend);
+  if (choice.storage_named) reject_if_given(app, {"--storage"}, "conflicts with the storage named in --backend " + backend);
+  backend = choice.backend;
+  plan_options = choice.options;
   dtype = parse_dtype(raw.dtype);
-  storage = parse_storage(raw.storage);
+  storage = choice.storage_named ? choice.storage : parse_storage(raw.storage);
   tree = parse_tree_kind(raw.tree);
   if (app.count("--batch") > 0) batch = raw.batch;
   if (app.count("--scale") > 0) scale = raw.scale;

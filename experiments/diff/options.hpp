@@ -29,7 +29,8 @@ enum class Action { run, list, help };
 struct Options {
   static constexpr int default_batch = 4;
 
-  std::string backend;                          // --backend: a registered name; required unless --list
+  std::string backend;                          // --backend NAME[:option=value...]: a registered name; required unless --list
+  PlanOptions plan_options;                     //   the options after the name (e.g. cuda-hydragen:form=wide)
   bool list = false;                            // --list: print the registered backends
   std::optional<int> batch;                     // --batch B; unset: default_batch, or the --leaves count for custom
   int prefix = 256;                             // --prefix P: tokens of the root segment

@@ -70,8 +70,9 @@ Grid cpu() {
   return g;
 }
 
+// The three CUDA methods and the batched-GEMM form of Hydragen between them.
 Grid quick() {
-  return Grid{{"cuda-flash:redundant", "cuda-flash:shared", "cuda-hydragen"},
+  return Grid{{"cuda-flash:redundant", "cuda-flash:shared", "cuda-hydragen-cublas", "cuda-hydragen"},
               product({DType::bf16}, {32, 1024}, {1024, 16384}, {64}, {1}, {8}, {1}, {128})};
 }
 
@@ -82,7 +83,7 @@ const std::vector<Preset>& presets() {
       {"mha", "Hq=Hkv=32 D=128 (a CodeLlama-7B layer): B = 32..256, P = 1024..8192, S = 64; bf16", mha},
       {"models", "Hq=Hkv=40 D=128, Hq=32 Hkv=8 D=128, Hq=Hkv=32 D=64: B in 64,256, P in 2048,8192, S = 64; bf16", models},
       {"cpu", "cpu-flat vs cpu-hydragen, fp32 D=128 Hq=8 Hkv in 8,1: B in 16,64, P in 1024,4096,16384, S = 64", cpu},
-      {"quick", "B in 32,1024, P in 1024,16384, S = 64; bf16 Hq=8 Hkv=1 D=128: a few points for smoke runs", quick},
+      {"quick", "B in 32,1024, P in 1024,16384, S = 64; bf16 Hq=8 Hkv=1 D=128; with cuda-hydragen-cublas: a few points for smoke runs", quick},
   };
   return all;
 }
@@ -129,7 +130,7 @@ std::string preset_description(std::string_view name) {
 
 Point make_point(const std::string& backend_spec, const ShapePoint& shape) {
   const BackendChoice choice = parse_backend_choice(backend_spec);
-  return Point{choice.backend, choice.storage, shape};
+  return Point{choice.backend, choice.storage, shape, choice.options};
 }
 
 }  // namespace hydragen::sweep

@@ -54,12 +54,12 @@ sweep::Grid grid_from(const Options& o, const CLI::App& app) {
 }
 
 void print_table(const std::vector<sweep::Row>& rows) {
-  std::printf("%-14s %-9s %-5s %5s %6s %4s %3s %3s %4s %10s %8s %s\n", "backend", "storage", "dtype", "B", "P", "S", "Hq",
+  std::printf("%-24s %-9s %-5s %5s %6s %4s %3s %3s %4s %10s %8s %s\n", "backend", "storage", "dtype", "B", "P", "S", "Hq",
               "Hkv", "D", "median_ms", "x_floor", "status");
   for (const sweep::Row& r : rows) {
     const sweep::ShapePoint& s = r.point.shape;
     const bool ok = r.m.status == "ok";
-    std::printf("%-14s %-9s %-5s %5d %6d %4d %3d %3d %4d %10s %8s %s\n", r.point.backend.c_str(),
+    std::printf("%-24s %-9s %-5s %5d %6d %4d %3d %3d %4d %10s %8s %s\n", r.point.label().c_str(),
                 std::string(storage_name(r.point.storage)).c_str(), std::string(dtype_name(s.dtype)).c_str(), s.batch,
                 s.prefix, s.suffix, s.q_heads, s.kv_heads, s.head_dim, ok ? std::to_string(r.m.median_ms).c_str() : "-",
                 ok && r.m.floor_ms > 0 ? std::to_string(r.m.median_ms / r.m.floor_ms).substr(0, 6).c_str() : "-",
@@ -71,8 +71,10 @@ int run(const Options& o, const CLI::App& app) {
   const sweep::Grid grid = grid_from(o, app);
   std::vector<std::string> names;
   for (const std::string& spec : grid.backends) {
-    names.push_back(sweep::make_point(spec, {}).backend);
-    backend(names.back());  // throws, listing the known backends, when the name is unknown
+    const sweep::Point point = sweep::make_point(spec, {});
+    // Throws, listing the known backends or the options it takes, before anything is measured.
+    resolve_options(point.backend, backend(point.backend).options(), point.options);
+    names.push_back(point.backend);
   }
   std::cerr << "hydragen-sweep: " << grid.shapes.size() << " problems x " << grid.backends.size()
             << " backends; measuring peaks...\n";
@@ -106,7 +108,7 @@ int run(const Options& o, const CLI::App& app) {
       const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       const double left = elapsed / static_cast<double>(all.size()) * static_cast<double>(total - all.size());
       std::fprintf(stderr, "[%zu/%zu %.0fs, ~%.0fs left] %s:%s B=%d P=%d S=%d: ", all.size(), total, elapsed, left,
-                   row.point.backend.c_str(), std::string(storage_name(row.point.storage)).c_str(), shape.batch,
+                   row.point.label().c_str(), std::string(storage_name(row.point.storage)).c_str(), shape.batch,
                    shape.prefix, shape.suffix);
       if (row.m.status == "ok") {
         std::fprintf(stderr, "%.4f ms", row.m.median_ms);
@@ -136,7 +138,7 @@ int main(int argc, char** argv) {
   std::string presets;
   for (const std::string& n : sweep::preset_names()) presets += "\n  " + n + ": " + sweep::preset_description(n);
   app.add_option("--preset", o.preset, "a named grid:" + presets);
-  app.add_option("--backends", o.backends, "backend[:shared|redundant], comma separated")->delimiter(',');
+  app.add_option("--backends", o.backends, "backend[:option=value...][:shared|redundant], comma separated (e.g. cuda-hydragen:form=wide,cuda-flash:redundant)")->delimiter(',');
   app.add_option("--dtype", o.dtypes, "fp32|fp16|bf16, comma separated")->delimiter(',');
   app.add_option("--batch", o.batch, "batch sizes B")->delimiter(',');
   app.add_option("--prefix", o.prefix, "shared prefix lengths P")->delimiter(',');

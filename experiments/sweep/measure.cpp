@@ -1,7 +1,5 @@
 #include "measure.hpp"
 
-#include <algorithm>
-#include <chrono>
 #include <memory>
 #include <stdexcept>
 
@@ -19,33 +17,6 @@ namespace hydragen::sweep {
 namespace {
 
 bool on_gpu(const AttentionBackend& b) { return b.memory().name() == "cuda"; }
-
-void time_on_host(AttentionPlan& plan, const StagedProblem& staged, int replays, Measurement& m) {
-  plan.run(staged.inputs(), staged.outputs());  // warm-up
-  std::vector<double> ms;
-  for (int i = 0; i < replays; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    plan.run(staged.inputs(), staged.outputs());
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::sort(ms.begin(), ms.end());
-  m.median_ms = ms[ms.size() / 2];
-  m.min_ms = ms.front();
-  m.max_ms = ms.back();
-}
-
-void time_on_gpu([[maybe_unused]] AttentionPlan& plan, [[maybe_unused]] const StagedProblem& staged,
-                 [[maybe_unused]] int replays, [[maybe_unused]] Measurement& m) {
-#ifdef HYDRAGEN_WITH_CUDA
-  const cuda::TimingResult t = cuda::time_graph(
-      [&](cudaStream_t s) { plan.run(staged.inputs(), staged.outputs(), Stream{s}); }, {3, replays, true});
-  m.median_ms = t.median_ms;
-  m.min_ms = t.min_ms;
-  m.max_ms = t.max_ms;
-#else
-  throw std::logic_error("a CUDA backend in a build without CUDA");
-#endif
-}
 
 // The staged problems of one shape, shared by the backends that read the same memory with the same
 // storage (generating and copying a large point costs more than timing it).
@@ -93,12 +64,11 @@ Measurement measure_one(const Point& point, const ProblemSpec& problem, StageCac
   }
   try {
     const StagedProblem& staged = cache.get(b.memory(), point.storage);
-    const auto plan = b.plan(staged.shape(), staged.tree());
-    if (on_gpu(b)) {
-      time_on_gpu(*plan, staged, config.gpu_replays, m);
-    } else {
-      time_on_host(*plan, staged, config.cpu_replays, m);
-    }
+    const auto plan = b.plan(staged.shape(), staged.tree(), point.options);
+    const PlanTiming t = time_plan(b, *plan, staged, config);
+    m.median_ms = t.median_ms;
+    m.min_ms = t.min_ms;
+    m.max_ms = t.max_ms;
   } catch (const OutOfMemory& e) {
     m.status = "oom";
     m.detail = e.what();

@@ -1,12 +1,13 @@
 #pragma once
 // Measuring one problem on several backends: staging, planning and timing by the protocol of
-// DESIGN.md section 6 (CUDA: graph replays with L2 flushed, events; CPU: steady_clock), and the
-// floor from the cost model and the peaks measured in the same run.
+// DESIGN.md section 6 (timing/plan_timing.hpp), and the floor from the cost model and the peaks
+// measured in the same run.
 #include <string>
 #include <vector>
 
 #include "hydragen/cost_model.hpp"
 #include "point.hpp"
+#include "timing/plan_timing.hpp"
 
 namespace hydragen::sweep {
 
@@ -21,9 +22,8 @@ struct Machine {
 // Measures the peaks of the devices the listed backends run on.
 Machine describe_machine(const std::vector<std::string>& backends);
 
-struct TimingConfig {
-  int gpu_replays = 50;
-  int cpu_replays = 5;
+// The protocol's replay counts (--replays, --cpu-replays) and the seed of the inputs (--seed).
+struct TimingConfig : hydragen::TimingConfig {
   unsigned long long seed = 0;
 };
 

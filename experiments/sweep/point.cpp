@@ -30,7 +30,7 @@ std::vector<std::pair<const char*, std::string>> fields(const Row& r) {
   const bool floored = ok && m.floor_ms > 0;
   return {{"device", r.device},
           {"commit", r.commit},
-          {"backend", r.point.backend},
+          {"backend", r.point.label()},
           {"storage", std::string(storage_name(r.point.storage))},
           {"dtype", std::string(dtype_name(s.dtype))},
           {"B", std::to_string(s.batch)},

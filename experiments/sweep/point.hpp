@@ -20,6 +20,9 @@ struct Point {
   std::string backend;
   Storage storage = Storage::shared;
   ShapePoint shape;
+  PlanOptions options = {};  // the backend's plan options, e.g. form=wide
+
+  std::string label() const { return BackendChoice{backend, storage, false, options}.label(); }  // the CSV's backend column
 };
 
 struct Measurement {

@@ -38,38 +38,33 @@ void attend(const Matrix& q, const KvView& k, const KvView& v, const std::vector
   }
 }
 
-// The g * q_len query rows of one (sequence, KV head), ordered (query, head in group).
+// The q_len * g stacked query rows of one (sequence, KV head) (indexing.hpp).
 Matrix gather_queries(const AttentionShape& shape, const double* q, int seq, int kv_head) {
-  const int g = shape.group_size(), d = shape.head_dim;
-  Matrix rows(static_cast<Eigen::Index>(shape.q_len) * g, d);
-  for (int qi = 0; qi < shape.q_len; ++qi) {
-    for (int j = 0; j < g; ++j) {
-      const double* src = q + ((static_cast<std::size_t>(seq) * shape.q_len + qi) * shape.q_heads + kv_head * g + j) * d;
-      rows.row(qi * g + j) = Eigen::Map<const Eigen::RowVectorXd>(src, d);
-    }
+  const QueryIndex index = query_index(shape);
+  const int d = shape.head_dim;
+  Matrix rows(index.rows_per_seq(), d);
+  for (int r = 0; r < index.rows_per_seq(); ++r) {
+    rows.row(r) = Eigen::Map<const Eigen::RowVectorXd>(q + index.stacked_row(seq, kv_head, r) * d, d);
   }
   return rows;
 }
 
 void scatter_outputs(const AttentionShape& shape, const Matrix& o, const Vector& lse, int seq, int kv_head,
                      double* out_o, double* out_lse) {
-  const int g = shape.group_size(), d = shape.head_dim;
-  for (int qi = 0; qi < shape.q_len; ++qi) {
-    for (int j = 0; j < g; ++j) {
-      const std::size_t row = (static_cast<std::size_t>(seq) * shape.q_len + qi) * shape.q_heads + kv_head * g + j;
-      Eigen::Map<Eigen::RowVectorXd>(out_o + row * d, d) = o.row(qi * g + j);
-      out_lse[row] = lse[qi * g + j];
-    }
+  const QueryIndex index = query_index(shape);
+  const int d = shape.head_dim;
+  for (int r = 0; r < index.rows_per_seq(); ++r) {
+    const long long row = index.stacked_row(seq, kv_head, r);
+    Eigen::Map<Eigen::RowVectorXd>(out_o + row * d, d) = o.row(r);
+    out_lse[row] = lse[r];
   }
 }
 
-// Keys each query row attends in a segment of `len` tokens: all of it, or the causal part of a leaf.
+// Keys each stacked query row attends in a segment of `len` tokens.
 std::vector<long long> attended_counts(const AttentionShape& shape, long long len, bool is_leaf) {
   std::vector<long long> n(static_cast<std::size_t>(shape.q_len) * shape.group_size());
-  for (int qi = 0; qi < shape.q_len; ++qi) {
-    for (int j = 0; j < shape.group_size(); ++j) {
-      n[static_cast<std::size_t>(qi) * shape.group_size() + j] = is_leaf ? causal_leaf_tokens(len, shape.q_len, qi) : len;
-    }
+  for (std::size_t r = 0; r < n.size(); ++r) {
+    n[r] = attended_tokens(len, is_leaf, shape.q_len, static_cast<int>(r) / shape.group_size());
   }
   return n;
 }
@@ -156,9 +151,9 @@ Support fp64_only(const AttentionShape& shape, const SharingTree&) {
 
 void register_reference_backends(BackendRegistry& registry) {
   auto planner = [](bool decomposed) {
-    return [decomposed](const AttentionShape& shape, const SharingTree& tree) -> std::unique_ptr<AttentionPlan> {
+    return without_options([decomposed](const AttentionShape& shape, const SharingTree& tree) -> std::unique_ptr<AttentionPlan> {
       return std::make_unique<ReferencePlan>(shape, tree, decomposed);
-    };
+    });
   };
   registry.add(make_backend({"reference",
                              "fp64 Eigen: softmax over each sequence's concatenated path (the definition); dtypes fp64; any D, any tree",

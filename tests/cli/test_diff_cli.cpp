@@ -84,7 +84,8 @@ class FaultyBackend : public AttentionBackend {
   }
 
  protected:
-  std::unique_ptr<AttentionPlan> make_plan(const AttentionShape& shape, const SharingTree& tree) const override {
+  std::unique_ptr<AttentionPlan> make_plan(const AttentionShape& shape, const SharingTree& tree,
+                                           const PlanOptions&) const override {
     return std::make_unique<FaultyPlan>(inner_.plan(shape, tree), fault_, index_);
   }
 
@@ -210,6 +211,9 @@ TEST(DiffCli, InvalidProblemsAreBadUsage) {
   const CliRun unknown = run_cli_with(small("nope"));
   expect_one_error_line(unknown, exit_usage, "hydragen-diff: error: backend 'nope' is not registered");
   EXPECT_THAT(unknown.err, HasSubstr("reference, reference-decomposed"));
+
+  const CliRun option = run_cli_with(small("reference:form=wide"));
+  expect_one_error_line(option, exit_usage, "hydragen-diff: error: backend 'reference' has no option 'form' (it takes none)");
 
   const CliRun causal = run_cli_with(small("reference", {"--q-len", "5"}));
   expect_one_error_line(causal, exit_usage, "hydragen-diff: error: ");

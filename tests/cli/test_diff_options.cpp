@@ -127,6 +127,18 @@ TEST(DiffOptions, HelpAndListNeedNoBackend) {
   }
 }
 
+TEST(DiffOptions, BackendSpecCarriesPlanOptionsAndMayNameTheStorage) {
+  const Options o = parsed({"--backend", "cuda-hydragen:form=wide:kernel=mma"});
+  EXPECT_EQ(o.backend, "cuda-hydragen");
+  EXPECT_EQ(o.plan_options.text(), "form=wide:kernel=mma");
+  EXPECT_EQ(o.storage, Storage::shared);
+  EXPECT_EQ(parsed({"--backend", "cpu-flat:redundant"}).storage, Storage::redundant);
+  EXPECT_EQ(parsed({"--backend", "cpu-flat", "--storage", "redundant"}).storage, Storage::redundant);
+  EXPECT_THAT(parse_error({"--backend", "cpu-flat:shared", "--storage", "redundant"}),
+              HasSubstr("--storage conflicts with the storage named in --backend cpu-flat:shared"));
+  EXPECT_THAT(parse_error({"--backend", "cpu-flat:wide"}), HasSubstr("'wide' is neither a storage"));
+}
+
 TEST(DiffOptions, BadUsageNamesTheFlag) {
   EXPECT_THAT(parse_error({}), HasSubstr("--backend NAME is required"));
   EXPECT_THAT(parse_error({"--backend", "x", "--bogus"}), HasSubstr("--bogus"));

@@ -7,6 +7,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cctype>
 #include <string>
 #include <vector>
 
@@ -23,9 +24,10 @@ using ::testing::HasSubstr;
 
 class CudaPlan : public DeviceTest, public ::testing::WithParamInterface<std::string> {};
 
-void replay_equals_eager_run(const AttentionBackend& b, const Problem& problem) {
+void replay_equals_eager_run(const BackendChoice& choice, const Problem& problem) {
+  const AttentionBackend& b = backend(choice.backend);
   const StagedProblem staged(b.memory(), problem, Storage::shared);
-  const auto plan = b.plan(staged.shape(), staged.tree());
+  const auto plan = b.plan(staged.shape(), staged.tree(), choice.options);
   staged.poison_outputs();
   plan->run(staged.inputs(), staged.outputs());
   const Results eager = staged.fetch();
@@ -51,10 +53,11 @@ void replay_equals_eager_run(const AttentionBackend& b, const Problem& problem) 
   for (std::size_t i = 0; i < eager.lse.size(); ++i) ASSERT_EQ(replayed.lse[i], eager.lse[i]) << "LSE element " << i;
 }
 
-// A causal GQA problem over a two-level tree: splits and the merge run; cuda-hydragen-wide runs wide
-// and narrow items on two streams, which a graph captures as a fork and a join (cuda-hydragen runs
-// this small problem in one launch of narrow blocks). And a shared prefix alone: one launch whose
-// split parts the merge combines, which may start early (dependent_launch.cuh).
+// A causal GQA problem over a two-level tree: splits and the merge run; cuda-hydragen:form=wide runs
+// wide and narrow items on two streams, which a graph captures as a fork and a join (cuda-hydragen
+// runs this small problem in one launch of narrow blocks), and cuda-hydragen-cublas its cuBLAS
+// products beside the leaves. And a shared prefix alone: one launch whose split parts the merge
+// combines, which may start early (dependent_launch.cuh), or the cuBLAS chunks alone.
 std::vector<Problem> small_problems() {
   return {make_problem(make_shape(6, 2, 8, 2, 64, DType::bf16),
                        SharingTree::two_level(700, {40, 0}, {{3, 1, 90}, {5, 2, 1}}), 77),
@@ -64,12 +67,12 @@ std::vector<Problem> small_problems() {
 TEST_P(CudaPlan, GraphReplayOnAnotherStreamEqualsAnEagerRunBitForBit) {
   for (const Problem& problem : small_problems()) {
     SCOPED_TRACE(problem.shape.describe() + " over " + problem.tree.describe());
-    replay_equals_eager_run(backend(GetParam()), problem);
+    replay_equals_eager_run(parse_backend_choice(GetParam()), problem);
   }
 }
 
 TEST_P(CudaPlan, RefusesHostPointersNamingTheTensor) {
-  const AttentionBackend& b = backend(GetParam());
+  const AttentionBackend& b = backend(parse_backend_choice(GetParam()).backend);
   const Problem problem = small_problems().front();
   const StagedProblem on_host(host_memory(), problem, Storage::shared);
   const auto plan = b.plan(on_host.shape(), on_host.tree());
@@ -79,7 +82,7 @@ TEST_P(CudaPlan, RefusesHostPointersNamingTheTensor) {
 
 TEST_P(CudaPlan, PlanThatDoesNotFitStatesTheBytesRequested) {
   if (GetParam() != "cuda-naive") GTEST_SKIP() << "only cuda-naive's workspace grows with B x path";
-  const AttentionBackend& b = backend(GetParam());
+  const AttentionBackend& b = backend(parse_backend_choice(GetParam()).backend);
   // 2^16 sequences of 2^24 tokens with 64 query heads: the naive scores workspace is 2^48 bytes.
   const AttentionShape shape = make_shape(1 << 16, 1, 64, 1, 128, DType::bf16);
   const SharingTree tree = SharingTree::prefix_suffix(1 << 24, std::vector<int>(1 << 16, 0));
@@ -90,10 +93,12 @@ TEST_P(CudaPlan, PlanThatDoesNotFitStatesTheBytesRequested) {
   cudaFree(probe);
 }
 
-INSTANTIATE_TEST_SUITE_P(AllCudaBackends, CudaPlan, ::testing::Values("cuda-naive", "cuda-flash", "cuda-hydragen", "cuda-hydragen-wide"),
+INSTANTIATE_TEST_SUITE_P(AllCudaBackends, CudaPlan,
+                         ::testing::Values("cuda-naive", "cuda-flash", "cuda-hydragen", "cuda-hydragen:form=wide",
+                                           "cuda-hydragen-cublas"),
                          [](const ::testing::TestParamInfo<std::string>& param) {
                            std::string name = param.param;
-                           for (char& c : name) c = c == '-' ? '_' : c;
+                           for (char& c : name) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
                            return name;
                          });
 

@@ -4,7 +4,8 @@
 // a large causal q_len = 4 case with ragged suffixes.
 // Each case's problem and reference are computed once and shared by its backends: cuda-naive,
 // cuda-flash with shared and with redundant storage (1024 copies of a 16448-token path: 8.6 GB on
-// the GPU), and cuda-hydragen. GPU only: without one every test skips with the reason.
+// the GPU), cuda-hydragen, and cuda-hydragen-cublas (whose prefix at B = 1024 takes two GEMM chunks).
+// GPU only: without one every test skips with the reason.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -95,6 +96,7 @@ std::vector<LargeParam> large_params() {
     params.push_back({c, "cuda-flash", Storage::shared});
     params.push_back({c, "cuda-flash", Storage::redundant});
     params.push_back({c, "cuda-hydragen", Storage::shared});
+    params.push_back({c, "cuda-hydragen-cublas", Storage::shared});
   }
   return params;
 }

@@ -1,7 +1,8 @@
-// The work schedules of cuda-flash (flat_schedule) and cuda-hydragen (segment_schedule), checked on
-// the host, no GPU needed, by a simulator that replays a schedule the way the kernels execute it:
-// every item's rows attend the positions [token_begin, token_end) of its token list (its segments
-// laid end to end) below their row_limit, with the item's KV head. The simulator then checks that
+// The work schedules of cuda-flash (flat_schedule), cuda-hydragen (segment_schedule) and
+// cuda-hydragen-cublas (gemm_schedule), checked on the host, no GPU needed, by a simulator that
+// replays a schedule the way the kernels execute it: every item's rows attend the positions
+// [token_begin, token_end) of its token list (its segments laid end to end) below their row_limit,
+// with the item's KV head; every GEMM chunk's rows attend its token range of its segment. The simulator then checks that
 // every query attends every token of its path except the causal tail of its leaf, each exactly once,
 // with the KV head of its query head, and that the merge lists and the row blocks are what the
 // kernels and the cost model rely on.
@@ -32,13 +33,37 @@
 namespace hydragen::cuda {
 namespace {
 
-enum class Kind { flat, segment };
+enum class Kind { flat, segment, gemm };
+constexpr Kind kKinds[] = {Kind::flat, Kind::segment, Kind::gemm};
 
-const char* kind_name(Kind kind) { return kind == Kind::flat ? "flat_schedule" : "segment_schedule"; }
-
-Schedule make_schedule(Kind kind, const AttentionShape& shape, const SharingTree& tree, const ScheduleOptions& options) {
-  return kind == Kind::flat ? flat_schedule(shape, tree, options) : segment_schedule(shape, tree, options);
+const char* kind_name(Kind kind) {
+  return kind == Kind::flat ? "flat_schedule" : kind == Kind::segment ? "segment_schedule" : "gemm_schedule";
 }
+
+// Small enough that the random problems' shared segments take several chunks.
+constexpr long long kTestChunkScores = 4096;
+
+Schedule make_schedule(Kind kind, const AttentionShape& shape, const SharingTree& tree, const ScheduleOptions& options,
+                       long long chunk_scores = kTestChunkScores) {
+  switch (kind) {
+    case Kind::flat: return flat_schedule(shape, tree, options);
+    case Kind::segment: return segment_schedule(shape, tree, options);
+    case Kind::gemm: return gemm_schedule(shape, tree, options, chunk_scores);
+  }
+  throw std::logic_error("unknown schedule kind");
+}
+
+// Every field named: the options a test runs under (for_device derives a device's).
+ScheduleOptions options_of(int narrow_slots, int max_rows, int wide_target_blocks, int sms = 132) {
+  ScheduleOptions o;
+  o.sms = sms;
+  o.narrow_slots = narrow_slots;
+  o.max_rows = max_rows;
+  o.wide_target_blocks = wide_target_blocks;
+  return o;
+}
+
+const ScheduleOptions kH100Mma = ScheduleOptions::for_device(132, ItemKernel::wide);
 
 long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
 
@@ -93,7 +118,8 @@ struct Run {
 
 // Replays the schedule and checks every rule; the first broken one is returned with the problem.
 ::testing::AssertionResult check_schedule(Kind kind, const AttentionShape& shape, const SharingTree& tree,
-                                          const ScheduleOptions& options, const Schedule& s) {
+                                          const ScheduleOptions& options, const Schedule& s,
+                                          long long chunk_scores = kTestChunkScores) {
   auto fail = [&] { return ::testing::AssertionFailure() << problem_text(kind, shape, tree, options) << "\n  "; };
   const int g = shape.group_size();
   const int queries = shape.num_seqs * shape.q_len * shape.q_heads;
@@ -140,7 +166,10 @@ struct Run {
       if (!(0 <= it.token_begin && it.token_begin < it.token_end && it.token_end <= list_tokens)) {
         return fail() << name << ": token range is empty or outside its " << list_tokens << "-token list " << list_text(list);
       }
-      if (kind == Kind::segment && it.num_segments != 1) return fail() << name << ": a segment item covers one segment";
+      if (kind != Kind::flat && it.num_segments != 1) return fail() << name << ": a segment item covers one segment";
+      if (kind == Kind::gemm && tree.seqs_below(list.front()).size() > 1) {
+        return fail() << name << ": segment " << list.front() << " is shared, so it belongs to GEMM chunks";
+      }
 
       const int first_seq = s.row_query[it.first_row] / shape.q_heads / shape.q_len;
       if (kind == Kind::flat) {
@@ -182,6 +211,53 @@ struct Run {
       if (!fresh && entry->second != it.num_rows) {
         return fail() << name << ": a split part of a block of " << entry->second << " rows has " << it.num_rows;
       }
+    }
+  }
+  // GEMM chunks: a shared segment's tokens against all its stacked rows, every KV head at once.
+  std::map<int, std::vector<std::pair<int, int>>> chunk_ranges;  // segment -> token ranges
+  if (kind != Kind::gemm && !s.gemm_chunks.empty()) return fail() << "only gemm_schedule makes GEMM chunks";
+  for (std::size_t i = 0; i < s.gemm_chunks.size(); ++i, ++item_number) {
+    const GemmChunk& c = s.gemm_chunks[i];
+    const std::string name = "GEMM chunk " + std::to_string(i) + " {segment " + std::to_string(c.segment) + ", tokens [" +
+                             std::to_string(c.token_begin) + ", " + std::to_string(c.token_end) + ")}";
+    if (c.segment < 0 || c.segment >= tree.num_segments()) return fail() << name << ": no such segment";
+    const std::vector<int>& below = tree.seqs_below(c.segment);
+    if (below.size() < 2) return fail() << name << ": the segment is not shared";
+    if (!(0 <= c.token_begin && c.token_begin < c.token_end && c.token_end <= tree.length(c.segment))) {
+      return fail() << name << ": token range outside the segment's " << tree.length(c.segment) << " tokens";
+    }
+    if (c.rows != static_cast<int>(below.size()) * shape.q_len * g || c.head_row_stride != c.rows) {
+      return fail() << name << ": " << c.rows << " rows with stride " << c.head_row_stride << ", expected "
+                    << below.size() * shape.q_len * g << " each";
+    }
+    const long long tokens = c.token_end - c.token_begin;
+    if (tokens > 16 && tokens * shape.kv_heads * c.rows > chunk_scores) {
+      return fail() << name << ": " << tokens * shape.kv_heads * c.rows << " scores, over the bound of " << chunk_scores;
+    }
+    chunk_ranges[c.segment].push_back({c.token_begin, c.token_end});
+    for (int h = 0; h < shape.kv_heads; ++h) {
+      for (int r = 0; r < c.rows; ++r) {
+        const int row = c.first_row + h * c.head_row_stride + r;
+        if (row < 0 || row >= rows) return fail() << name << ": row " << row << " outside [0, " << rows << ")";
+        if (row_owner[row] != -1) return fail() << name << ": row " << row << " also belongs to item " << row_owner[row];
+        row_owner[row] = item_number;
+        const int q = s.row_query[row];
+        const std::size_t gathered = static_cast<std::size_t>(c.gathered_row) + static_cast<std::size_t>(h) * c.rows + r;
+        if (gathered >= s.gather_query.size() || s.gather_query[gathered] != q) {
+          return fail() << name << ": row " << row << " (" << query_text(shape, q) << ") is not gathered row " << gathered;
+        }
+        if (q % shape.q_heads / g != h) return fail() << name << ": row " << row << " is not of KV head " << h;
+        const long long to = std::min<long long>(c.token_end, s.row_limit[row]);
+        if (c.token_begin < to) attended[q].push_back({c.segment, c.token_begin, to});
+      }
+    }
+  }
+  for (auto& [segment, ranges] : chunk_ranges) {
+    std::sort(ranges.begin(), ranges.end());
+    int end = 0;
+    for (const auto& [b, e] : ranges) {
+      if (b != end) return fail() << "the GEMM chunks of segment " << segment << " do not tile it at token " << end;
+      end = e;
     }
   }
   for (int r = 0; r < rows; ++r) {
@@ -254,8 +330,8 @@ struct Run {
     const int qi = q / shape.q_heads % shape.q_len, seq = q / shape.q_heads / shape.q_len;
     std::map<int, long long> expected;  // segment -> tokens [0, n) attended
     for (int segment : tree.path(seq)) {
-      const long long n = segment == tree.leaf(seq) ? causal_leaf_tokens(tree.length(segment), shape.q_len, qi)
-                                                    : tree.length(segment);
+      // The causal rule, written out: the leaf hides its last q_len - 1 - qi tokens from query qi.
+      const long long n = tree.length(segment) - (segment == tree.leaf(seq) ? shape.q_len - 1 - qi : 0);
       if (n > 0) expected[segment] = n;
     }
     std::vector<Run>& runs = attended[q];
@@ -289,17 +365,19 @@ struct Run {
 }
 
 // {narrow target, max rows, wide target}: the simulator's "no split" rule needs equal targets at 1.
-const ScheduleOptions kOptions[] = {{1, kNarrowRows, 1}, {1, kWideRows, 1},     {1, kWgmmaRows, 1},
-                                    {8, kNarrowRows, 8}, {8, kWideRows, 8},     {8, kWgmmaRows, 8},
-                                    {528, kNarrowRows, 528}, {528, kWideRows, 528}, {1188, kWgmmaRows, 132}};
+const ScheduleOptions kOptions[] = {options_of(1, kNarrowRows, 1),     options_of(1, kWideRows, 1),
+                                    options_of(1, kWgmmaRows, 1),      options_of(8, kNarrowRows, 8),
+                                    options_of(8, kWideRows, 8),       options_of(8, kWgmmaRows, 8),
+                                    options_of(528, kNarrowRows, 528), options_of(528, kWideRows, 528),
+                                    options_of(1188, kWgmmaRows, 132)};
 
-// Both schedules under every option set; returns how many schedules were replayed.
-long long check_all_options(const AttentionShape& shape, const SharingTree& tree) {
+// Every schedule under every option set; returns how many schedules were replayed.
+long long check_all_options(const AttentionShape& shape, const SharingTree& tree, long long chunk_scores = kTestChunkScores) {
   long long replayed = 0;
   for (const ScheduleOptions& options : kOptions) {
-    for (Kind kind : {Kind::flat, Kind::segment}) {
-      const Schedule s = make_schedule(kind, shape, tree, options);
-      EXPECT_TRUE(check_schedule(kind, shape, tree, options, s));
+    for (Kind kind : kKinds) {
+      const Schedule s = make_schedule(kind, shape, tree, options, chunk_scores);
+      EXPECT_TRUE(check_schedule(kind, shape, tree, options, s, chunk_scores));
       ++replayed;
     }
   }
@@ -418,8 +496,8 @@ TEST(BothSchedules, HideTheCausalTailOfTheLeafAndNothingElse) {
   const AttentionShape shape = make_shape(1, 4, 1, 1, 64, DType::bf16);
   for (Kind kind : {Kind::flat, Kind::segment}) {
     SCOPED_TRACE(kind_name(kind));
-    const Schedule s = make_schedule(kind, shape, tree, {1, kWideRows, 1});
-    EXPECT_TRUE(check_schedule(kind, shape, tree, {1, kWideRows, 1}, s));
+    const Schedule s = make_schedule(kind, shape, tree, options_of(1, kWideRows, 1));
+    EXPECT_TRUE(check_schedule(kind, shape, tree, options_of(1, kWideRows, 1), s));
     ASSERT_EQ(s.num_rows(), kind == Kind::flat ? 4 : 8);
     // flat: one list prefix + leaf (8 tokens); segment: the prefix's 4 rows, then the leaf's 4 rows.
     const std::vector<int> want = kind == Kind::flat ? std::vector<int>{5, 6, 7, 8} : std::vector<int>{5, 5, 5, 5, 0, 1, 2, 3};
@@ -434,7 +512,7 @@ TEST(BothSchedules, LeaveAQueryWhosePathIsEmptyToTheMerge) {
   const AttentionShape shape = make_shape(2, 1, 4, 1, 64, DType::bf16);
   check_all_options(shape, tree);
   for (Kind kind : {Kind::flat, Kind::segment}) {
-    const Schedule s = make_schedule(kind, shape, tree, {});
+    const Schedule s = make_schedule(kind, shape, tree, kH100Mma);
     for (int q = 0; q < 8; ++q) {
       EXPECT_EQ(s.merge_offsets[q + 1] - s.merge_offsets[q], q < 4 ? 0 : 1) << kind_name(kind) << " query " << q;
     }
@@ -445,15 +523,15 @@ TEST(BothSchedules, LeaveAQueryWhosePathIsEmptyToTheMerge) {
 TEST(BothSchedules, SkipTheMergeWhenEveryQueryHasOneRow) {
   const SharingTree tree = SharingTree::prefix_suffix(300, {40, 40});
   const AttentionShape shape = make_shape(2, 1, 8, 1, 64, DType::bf16);
-  EXPECT_FALSE(flat_schedule(shape, tree, {1, kNarrowRows, 1}).needs_merge()) << "one item per sequence";
-  EXPECT_TRUE(segment_schedule(shape, tree, {1, kNarrowRows, 1}).needs_merge()) << "prefix and suffix partials";
+  EXPECT_FALSE(flat_schedule(shape, tree, options_of(1, kNarrowRows, 1)).needs_merge()) << "one item per sequence";
+  EXPECT_TRUE(segment_schedule(shape, tree, options_of(1, kNarrowRows, 1)).needs_merge()) << "prefix and suffix partials";
 }
 
 TEST(BothSchedules, RefuseALeafTooShortForTheCausalQueries) {
   const SharingTree tree = SharingTree::prefix_suffix(10, {2});  // q_len 4 needs a leaf of >= 3
   const AttentionShape shape = make_shape(1, 4, 4, 1, 64, DType::bf16);
-  EXPECT_THROW(flat_schedule(shape, tree, {}), std::invalid_argument);
-  EXPECT_THROW(segment_schedule(shape, tree, {}), std::invalid_argument);
+  EXPECT_THROW(flat_schedule(shape, tree, kH100Mma), std::invalid_argument);
+  EXPECT_THROW(segment_schedule(shape, tree, kH100Mma), std::invalid_argument);
 }
 
 // A chain of 70 segments (some empty) with a second sequence branching off at depth 40.
@@ -474,7 +552,7 @@ TEST(FlatSchedule, CutsAPathDeeperThanKMaxItemSegmentsIntoSeveralItems) {
   for (int q_len : {1, 4}) {
     const AttentionShape shape = make_shape(2, q_len, 8, 2, 64, DType::bf16);
     check_all_options(shape, tree);
-    const Schedule s = flat_schedule(shape, tree, {1, kWideRows, 1});
+    const Schedule s = flat_schedule(shape, tree, options_of(1, kWideRows, 1));
     // Sequence 0's 70 segments need ceil(70 / 32) = 3 token lists per KV head.
     int lists_of_seq0 = 0;
     for (const auto* items : {&s.narrow_items, &s.wide_items}) {
@@ -507,7 +585,11 @@ std::vector<WorkItem> items_over(const Schedule& s, int segment) {
 TEST(PersistentBlocks, OnlyForManyShortItems) {
   const int slots = 396;  // 3 blocks on each of 132 SMs
   auto leaves = [](int n, int tokens) {
-    return std::vector<WorkItem>(static_cast<std::size_t>(n), WorkItem{0, 0, 1, 0, 1, 0, tokens});
+    WorkItem leaf;
+    leaf.num_rows = 1;
+    leaf.num_segments = 1;
+    leaf.token_end = tokens;
+    return std::vector<WorkItem>(static_cast<std::size_t>(n), leaf);
   };
   EXPECT_TRUE(persistent_blocks(leaves(8192, 64), slots)) << "MHA (256, 8192, 64): 8192 one-tile leaves";
   EXPECT_FALSE(persistent_blocks(leaves(1024, 64), slots)) << "(1024, 16384, 64): under 8 blocks' worth per slot";
@@ -522,7 +604,7 @@ TEST(SegmentSchedule, SplitABlockIntoAtMostKMaxSplitsParts) {
   // merge folds 32 partials per round.
   const SharingTree tree = SharingTree::prefix_suffix(16384, std::vector<int>(32, 64));
   const AttentionShape shape = make_shape(32, 1, 8, 1, 128, DType::bf16);
-  const ScheduleOptions options{1188, kWgmmaRows, 132};
+  const ScheduleOptions options = options_of(1188, kWgmmaRows, 132);
   const Schedule s = segment_schedule(shape, tree, options);
   EXPECT_TRUE(check_schedule(Kind::segment, shape, tree, options, s));
   const std::vector<WorkItem> over_prefix = items_over(s, 0);
@@ -535,7 +617,7 @@ TEST(BothSchedules, SplitALongSegmentIntoPartsOfAtLeastKMinSplitTokensWhenTheGri
   const AttentionShape shape = make_shape(2, 1, 8, 1, 128, DType::bf16);
   for (Kind kind : {Kind::flat, Kind::segment}) {
     SCOPED_TRACE(kind_name(kind));
-    const ScheduleOptions options{528, kWideRows, 528};
+    const ScheduleOptions options = options_of(528, kWideRows, 528);
     const Schedule s = make_schedule(kind, shape, tree, options);
     EXPECT_TRUE(check_schedule(kind, shape, tree, options, s));
     const std::vector<WorkItem> over_prefix = items_over(s, 0);
@@ -559,7 +641,7 @@ TEST(BothSchedules, DoNotSplitWithOneSlotAndATargetOfOneBlock) {
   const SharingTree tree = SharingTree::prefix_suffix(8192, {64, 64});
   const AttentionShape shape = make_shape(2, 1, 8, 1, 128, DType::bf16);
   for (Kind kind : {Kind::flat, Kind::segment}) {
-    const Schedule s = make_schedule(kind, shape, tree, {1, kWideRows, 1});
+    const Schedule s = make_schedule(kind, shape, tree, options_of(1, kWideRows, 1));
     EXPECT_EQ(items_over(s, 0).size(), kind == Kind::flat ? 2u : 1u) << kind_name(kind);
   }
 }
@@ -587,7 +669,7 @@ TEST(SegmentSchedule, ReadsASharedPrefixOncePerRowBlockOfStackedQueriesNotOncePe
                        Row{1024, 1, 8, 1, kWideRows}, Row{3, 1, 4, 4, kWideRows}, Row{1024, 1, 8, 1, kWgmmaRows}}) {
     const SharingTree tree = SharingTree::prefix_suffix(prefix, std::vector<int>(c.batch, 17));
     const AttentionShape shape = make_shape(c.batch, c.q_len, c.q_heads, c.kv_heads, 64, DType::bf16);
-    const ScheduleOptions options{1, c.max_rows, 1};
+    const ScheduleOptions options = options_of(1, c.max_rows, 1);
     const long long rows = static_cast<long long>(c.batch) * c.q_len * shape.group_size();
     SCOPED_TRACE(shape.describe() + ", max_rows " + std::to_string(c.max_rows));
     const Schedule hydragen = segment_schedule(shape, tree, options);
@@ -609,16 +691,18 @@ TEST(BothSchedules, CoverTheLargeProblemsOfTheGpuTests) {
   // test_large.cpp's cases, replayed here so that a failure there is not a schedule bug.
   std::vector<int> ragged;
   for (int i = 0; i < 256; ++i) ragged.push_back(3 + (i * 37) % 65);
-  check_all_options(make_shape(1024, 1, 8, 1, 128, DType::bf16), SharingTree::prefix_suffix(16384, std::vector<int>(1024, 64)));
-  check_all_options(make_shape(64, 1, 32, 32, 128, DType::bf16), SharingTree::prefix_suffix(8192, std::vector<int>(64, 64)));
-  check_all_options(make_shape(256, 4, 8, 2, 64, DType::bf16), SharingTree::prefix_suffix(4096, ragged));
+  // GEMM chunks of the plan's size (gemm_schedule's bound in segment_plan.cpp), not the random tests' small ones.
+  const long long plan_chunk = 1LL << 26;
+  check_all_options(make_shape(1024, 1, 8, 1, 128, DType::bf16), SharingTree::prefix_suffix(16384, std::vector<int>(1024, 64)), plan_chunk);
+  check_all_options(make_shape(64, 1, 32, 32, 128, DType::bf16), SharingTree::prefix_suffix(8192, std::vector<int>(64, 64)), plan_chunk);
+  check_all_options(make_shape(256, 4, 8, 2, 64, DType::bf16), SharingTree::prefix_suffix(4096, ragged), plan_chunk);
 }
 
 TEST(SegmentSchedule, StacksRowsSequenceBySequenceQueryByQueryHeadByHeadInABlock) {
   // Rows of a segment's block: sequence-major, then query index, then query head within the KV head.
   const SharingTree tree = SharingTree::prefix_suffix(40, {3, 5});
   const AttentionShape shape = make_shape(2, 2, 4, 2, 64, DType::bf16);
-  const Schedule s = segment_schedule(shape, tree, {1, kWideRows, 1});
+  const Schedule s = segment_schedule(shape, tree, options_of(1, kWideRows, 1));
   const std::vector<WorkItem> over_prefix = items_over(s, 0);
   ASSERT_EQ(over_prefix.size(), 2u);  // one per KV head, 8 rows each
   for (const WorkItem& it : over_prefix) {
@@ -633,7 +717,7 @@ TEST(SegmentSchedule, StacksRowsSequenceBySequenceQueryByQueryHeadByHeadInABlock
 // Narrow blocks on 396 resident slots: parts enough for a wave, then more only while the last wave
 // would be less than half full (a short wave of streaming blocks cannot keep DRAM busy), up to 4 waves.
 TEST(FlatSchedule, SplitNarrowBlocksIntoAWaveWithNoShortLastWave) {
-  const ScheduleOptions options{396, kNarrowRows, 132};
+  const ScheduleOptions options = options_of(396, kNarrowRows, 132);
   // B sequences -> parts per sequence: 64 -> 6 (384 blocks); 256 -> 1 (a wave of 256 blocks);
   // 512 -> 2 (1024 blocks: the last wave holds 232, not 116); 2048 -> 1 (more than four waves).
   for (const auto& [batch, parts] : std::vector<std::pair<int, std::size_t>>{{64, 6}, {256, 1}, {512, 2}, {2048, 1}}) {
@@ -648,7 +732,7 @@ TEST(FlatSchedule, SplitNarrowBlocksIntoAWaveWithNoShortLastWave) {
 // from DRAM and need one block per SM, not a full wave of resident ones; the short-last-wave rule
 // still holds beyond one wave. Blocks that share a prefix (the test above) keep the full wave.
 TEST(FlatSchedule, SplitStreamingNarrowBlocksToOnePerSm) {
-  const ScheduleOptions options{396, kNarrowRows, 132, 132};
+  const ScheduleOptions options = options_of(396, kNarrowRows, 132);
   // B sequences -> parts: 32 -> 4 (128 blocks); 64 -> 2; 128 -> 1; 512 -> 2 (1024 blocks: one part
   // would leave 116 blocks in the second wave of 396).
   for (const auto& [batch, parts] : std::vector<std::pair<int, std::size_t>>{{32, 4}, {64, 2}, {128, 1}, {512, 2}}) {
@@ -663,7 +747,7 @@ TEST(FlatSchedule, SplitStreamingNarrowBlocksToOnePerSm) {
 // cuda-hydragen on an H100 (132 SMs, wgmma blocks): one launch of narrow blocks only where it puts
 // at most one block on each SM and the wide form would need a second launch for the leaves.
 TEST(HydragenSchedule, RunsOneNarrowLaunchWhereItPutsAtMostOneBlockOnEachSm) {
-  const ScheduleOptions options{396, kWgmmaRows, 132, 132};
+  const ScheduleOptions options = options_of(396, kWgmmaRows, 132);
   ScheduleOptions narrow_options = options;
   narrow_options.max_rows = kNarrowRows;
   struct Row {
@@ -689,6 +773,64 @@ TEST(HydragenSchedule, RunsOneNarrowLaunchWhereItPutsAtMostOneBlockOnEachSm) {
       EXPECT_TRUE(check_schedule(Kind::segment, shape, tree, options, s));
     }
   }
+}
+
+// ---- the device's numbers and cuda-hydragen-cublas's chunks ---------------------------------------
+
+TEST(ScheduleOptions, ComeFromTheSmCountOfTheDevice) {
+  const ScheduleOptions h100 = ScheduleOptions::for_device(132, ItemKernel::wgmma);
+  EXPECT_EQ(h100.sms, 132);
+  EXPECT_EQ(h100.narrow_slots, 396) << "3 narrow blocks per SM";
+  EXPECT_EQ(h100.max_rows, kWgmmaRows);
+  EXPECT_EQ(h100.wide_target_blocks, 132) << "one wave of one wgmma block per SM";
+  const ScheduleOptions a100 = ScheduleOptions::for_device(108, ItemKernel::wide);
+  EXPECT_EQ(a100.narrow_slots, 324);
+  EXPECT_EQ(a100.max_rows, kWideRows);
+  EXPECT_EQ(a100.wide_target_blocks, 972) << "three waves of 3 mma.sync blocks per SM";
+  EXPECT_EQ(ScheduleOptions::for_device(142, ItemKernel::narrow).max_rows, kNarrowRows);
+}
+
+TEST(ScheduleOptions, AScheduleRefusesOptionsNotTakenFromADevice) {
+  const SharingTree tree = SharingTree::prefix_suffix(64, {3, 5});
+  const AttentionShape shape = make_shape(2, 1, 8, 1, 64, DType::bf16);
+  ScheduleOptions unset;
+  EXPECT_THROW(segment_schedule(shape, tree, unset), std::invalid_argument);
+  unset = kH100Mma;
+  unset.sms = 0;
+  try {
+    flat_schedule(shape, tree, unset);
+    ADD_FAILURE() << "no exception";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("ScheduleOptions.sms must be positive"), std::string::npos) << e.what();
+  }
+}
+
+TEST(GemmSchedule, ChunksEachSharedSegmentWithinTheBoundAndLeavesTheOthersToItems) {
+  // 8 sequences x q_len 1 x g 4 = 32 stacked rows per KV head, 2 KV heads: 64 scores per token. A
+  // bound of 6400 scores fits 100 tokens, 96 as a multiple of 16: ceil(1000 / 96) = 11 chunks.
+  const SharingTree tree = SharingTree::prefix_suffix(1000, std::vector<int>(8, 17));
+  const AttentionShape shape = make_shape(8, 1, 8, 2, 64, DType::bf16);
+  const Schedule s = gemm_schedule(shape, tree, kH100Mma, 6400);
+  EXPECT_TRUE(check_schedule(Kind::gemm, shape, tree, kH100Mma, s, 6400));
+  ASSERT_EQ(s.gemm_chunks.size(), 11u);
+  for (const GemmChunk& c : s.gemm_chunks) {
+    EXPECT_EQ(c.segment, 0);
+    EXPECT_EQ(c.rows, 32);
+    EXPECT_EQ(c.gathered_row, 0) << "one shared segment: its queries are gathered once for all its chunks";
+    EXPECT_LE(c.token_end - c.token_begin, 96);
+  }
+  EXPECT_EQ(s.gather_query.size(), 64u);
+  EXPECT_EQ(items_over(s, 0).size(), 0u) << "the prefix is the GEMMs'";
+  for (int leaf = 1; leaf <= 8; ++leaf) EXPECT_EQ(items_over(s, leaf).size(), 2u) << "one item per KV head";
+  EXPECT_EQ(s.max_partials(), 12) << "11 chunks and the leaf";
+}
+
+TEST(GemmSchedule, TakesAtLeast16TokensAChunkWhateverTheBound) {
+  const SharingTree tree = SharingTree::prefix_suffix(100, std::vector<int>(4, 3));
+  const AttentionShape shape = make_shape(4, 1, 4, 1, 64, DType::bf16);
+  const Schedule s = gemm_schedule(shape, tree, kH100Mma, 1);
+  EXPECT_TRUE(check_schedule(Kind::gemm, shape, tree, kH100Mma, s, 1));
+  EXPECT_EQ(s.gemm_chunks.size(), 7u) << "ceil(100 / 16)";
 }
 
 }  // namespace

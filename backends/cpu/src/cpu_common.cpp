@@ -29,24 +29,15 @@ void widen_queries(const AttentionShape& shape, const ConstTensor& q, std::vecto
   });
 }
 
-namespace {
-// Index of (seq, query qi, head j of kv_head's group) in [B, q_len, Hq].
-std::size_t query_index(const AttentionShape& shape, int seq, int qi, int kv_head, int j) {
-  return (static_cast<std::size_t>(seq) * shape.q_len + qi) * shape.q_heads +
-         static_cast<std::size_t>(kv_head) * shape.group_size() + j;
-}
-}  // namespace
-
 void gather_rows(const AttentionShape& shape, const float* q32, const std::vector<int>& seqs, int kv_head,
                  RowMatrix& rows) {
-  const int g = shape.group_size(), d = shape.head_dim;
-  rows.resize(static_cast<Eigen::Index>(seqs.size()) * shape.q_len * g, d);
+  const QueryIndex index = query_index(shape);
+  const int per_seq = index.rows_per_seq(), d = shape.head_dim;
+  rows.resize(static_cast<Eigen::Index>(seqs.size()) * per_seq, d);
   Eigen::Index r = 0;
   for (int seq : seqs) {
-    for (int qi = 0; qi < shape.q_len; ++qi) {
-      for (int j = 0; j < g; ++j) {
-        rows.row(r++) = Eigen::Map<const Eigen::RowVectorXf>(q32 + query_index(shape, seq, qi, kv_head, j) * d, d);
-      }
+    for (int stacked = 0; stacked < per_seq; ++stacked) {
+      rows.row(r++) = Eigen::Map<const Eigen::RowVectorXf>(q32 + index.stacked_row(seq, kv_head, stacked) * d, d);
     }
   }
 }
@@ -57,7 +48,7 @@ std::vector<long long> row_limits(const AttentionShape& shape, std::size_t num_s
   limits.reserve(num_seqs * shape.q_len * g);
   for (std::size_t s = 0; s < num_seqs; ++s) {
     for (int qi = 0; qi < shape.q_len; ++qi) {
-      limits.insert(limits.end(), g, is_leaf ? causal_leaf_tokens(len, shape.q_len, qi) : len);
+      limits.insert(limits.end(), g, attended_tokens(len, is_leaf, shape.q_len, qi));
     }
   }
   return limits;
@@ -65,17 +56,15 @@ std::vector<long long> row_limits(const AttentionShape& shape, std::size_t num_s
 
 void write_rows(const AttentionShape& shape, const Partial& result, int first_row, int seq, int kv_head,
                 const AttentionOutputs& out) {
-  const int g = shape.group_size(), d = shape.head_dim;
+  const QueryIndex index = query_index(shape);
+  const int d = shape.head_dim;
   const std::size_t elem = dtype_size(shape.dtype);
   auto* lse = static_cast<float*>(out.lse.data);
   dispatch_storage(shape.dtype, [&](auto tag) {
-    for (int qi = 0; qi < shape.q_len; ++qi) {
-      for (int j = 0; j < g; ++j) {
-        const int r = first_row + qi * g + j;
-        const std::size_t index = query_index(shape, seq, qi, kv_head, j);
-        narrow_row<decltype(tag)>(result.o.row(r).data(), static_cast<unsigned char*>(out.o.data) + index * d * elem, d);
-        lse[index] = result.lse[r];
-      }
+    for (int stacked = 0; stacked < index.rows_per_seq(); ++stacked) {
+      const auto row = static_cast<std::size_t>(index.stacked_row(seq, kv_head, stacked));
+      narrow_row<decltype(tag)>(result.o.row(first_row + stacked).data(), static_cast<unsigned char*>(out.o.data) + row * d * elem, d);
+      lse[row] = result.lse[first_row + stacked];
     }
   });
 }

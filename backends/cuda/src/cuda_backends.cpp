@@ -23,24 +23,20 @@ void register_cuda_backends(BackendRegistry& registry) {
   const DeviceMemory* memory = &cuda::device_memory();
   registry.add(make_backend({"cuda-naive",
                              "per query row, scores materialized in global memory, then softmax and P V: the teaching baseline" + supported,
-                             memory, cuda_supports, cuda::make_naive_plan}));
+                             memory, cuda_supports, without_options(cuda::make_naive_plan)}));
   registry.add(make_backend({"cuda-flash",
                              "FlashAttention-style: per (sequence, KV head) over its path, K/V tiles in shared memory, online "
                              "softmax, tensor cores (fp16/bf16), split-KV + merge when the grid is under-filled" + supported,
-                             memory, cuda_supports, cuda::make_flash_plan}));
+                             memory, cuda_supports, without_options(cuda::make_flash_plan)}));
   registry.add(make_backend({"cuda-hydragen",
-                             "per segment, the queries of every sequence below it in one tensor-core attention (128-row wgmma blocks on "
-                             "sm_90, 64-row mma.sync elsewhere; a problem small enough for one 16-row block per SM in one launch "
-                             "of those), then one merge kernel along each path" + supported,
-                             memory, cuda_supports, cuda::make_hydragen_plan}));
-  registry.add(make_backend({"cuda-hydragen-wide",
-                             "cuda-hydragen always with wide blocks for the shared segments (wgmma on sm_90), even where one "
-                             "launch of 16-row blocks is faster" + supported,
-                             memory, cuda_supports, cuda::make_hydragen_wide_plan}));
-  registry.add(make_backend({"cuda-hydragen-mma",
-                             "cuda-hydragen-wide with the shared segments on mma.sync 64-row blocks on every GPU (the sm_80 "
-                             "kernel; cuda-hydragen uses 128-row wgmma blocks on sm_90)" + supported,
-                             memory, cuda_supports, cuda::make_hydragen_mma_plan}));
+                             "per segment, the queries of every sequence below it in one fused tensor-core attention (128-row "
+                             "wgmma blocks on sm_90a, 64-row mma.sync elsewhere), leaves beside it, then one merge kernel" + supported,
+                             memory, cuda_supports, cuda::make_hydragen_plan, cuda::hydragen_options(), cuda::hydragen_variants()}));
+  registry.add(make_backend({"cuda-hydragen-cublas",
+                             "the same decomposition with cuBLAS: per shared segment, S = Q K^T and O = P V as strided-batched "
+                             "GEMMs over chunks of its tokens with a softmax kernel between; leaves on the fused kernel; the "
+                             "same merge" + supported,
+                             memory, cuda_supports, without_options(cuda::make_hydragen_cublas_plan)}));
 }
 
 }  // namespace hydragen

@@ -1,6 +1,7 @@
 #pragma once
 // Owners of CUDA handles: created in the constructor, destroyed in the destructor (which cannot
 // report a failure, so it drops it), never copied.
+#include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
 #include "hydragen/cuda/check.hpp"
@@ -29,6 +30,18 @@ class OwnedEvent {
 
  private:
   cudaEvent_t e_ = nullptr;
+};
+
+class OwnedCublas {
+ public:
+  OwnedCublas() { CUBLAS_CHECK(cublasCreate(&h_)); }
+  ~OwnedCublas() { (void)cublasDestroy(h_); }
+  OwnedCublas(const OwnedCublas&) = delete;
+  OwnedCublas& operator=(const OwnedCublas&) = delete;
+  cublasHandle_t get() const { return h_; }
+
+ private:
+  cublasHandle_t h_ = nullptr;
 };
 
 }  // namespace hydragen::cuda

@@ -5,18 +5,21 @@
 #include <string>
 
 #include "hydragen/attention.hpp"
+#include "hydragen/indexing.hpp"
 
 namespace hydragen::cuda {
 
 namespace {
 
 // A run of tokens some sequences attend together: the segments laid end to end, the sequences whose
-// queries attend them, and whether the last segment is their leaf (causal rows).
+// queries attend them, and whether the last segment is their leaf (causal rows). A GEMM group
+// (gemm_schedule) becomes GEMM chunks instead of items.
 struct Group {
   std::vector<int> segments;
   std::vector<int> seqs;
   long long tokens;
   bool ends_in_leaf;
+  bool gemm = false;
 };
 
 int checked_int(long long value, const char* what) {
@@ -26,10 +29,8 @@ int checked_int(long long value, const char* what) {
 
 // Parts per narrow block for `count` blocks on `slots` resident at once: enough for `min_blocks`,
 // then more while a launch of more than a wave would leave its last wave less than half full, until
-// there are four waves. A short last wave of streaming blocks cannot keep DRAM busy: cuda-flash
-// redundant at B = 512 (512 blocks on 396) ran at 84-87% of copy bandwidth in one part each, 89-95%
-// in two (H100). Otherwise parts only add partials to merge and pipeline fills: (256, 4096, 0), 256
-// blocks, 0.206 ms in one part, 0.215 in four.
+// there are four waves. A short last wave of streaming blocks cannot keep DRAM busy; beyond that,
+// parts only add partials to merge and pipeline fills (perf-notes v8).
 long long narrow_parts(long long count, long long slots, long long min_blocks) {
   if (count == 0) return 1;
   for (long long parts = std::max<long long>(1, min_blocks / count);; ++parts) {
@@ -40,11 +41,8 @@ long long narrow_parts(long long count, long long slots, long long min_blocks) {
 
 // Whether the narrow blocks stream K/V alone: no wide launch beside them, and no (segment, KV head)
 // read by two of them (a flat batch, or cuda-flash over redundant storage, whose tree is flat).
-// Such blocks need only one per SM: fewer, longer ones ran faster than a full wave of resident
-// blocks, cuda-flash redundant (64, 4096, 0) 0.0628 -> 0.0567 ms, (128, 1024, 0) 0.0384 -> 0.0319,
-// (32, 16384, 0) 0.1097 -> 0.1023. Blocks that share a segment read it from L2 and want the full
-// wave: cuda-flash shared took up to 1.29x longer with one block per SM, and cuda-hydragen's leaves,
-// beside its prefix launch, up to 1.05x (H100).
+// Such blocks need only one per SM (fewer, longer ones ran faster); blocks that share a segment
+// read it from L2 and want the full wave of resident blocks (perf-notes v9).
 template <typename Block>
 bool narrow_blocks_stream(const std::vector<Block>& blocks, int kv_heads) {
   std::vector<bool> read;
@@ -60,19 +58,69 @@ bool narrow_blocks_stream(const std::vector<Block>& blocks, int kv_heads) {
   return true;
 }
 
-// Shared by both schedules: cut each group into row blocks and token splits; every item gets rows
-// of its own (the partial outputs it writes), and each query lists its rows for the merge.
-Schedule build(const AttentionShape& shape, const std::vector<Group>& groups, const ScheduleOptions& options) {
-  const int g = shape.group_size();
-  const int rows_per_seq = shape.q_len * g;
+// Partial rows of one group's stacked rows [first, first + count) over KV head kv_head: each row's
+// query and the positions of the group's tokens it may see.
+void add_rows(const AttentionShape& shape, const Group& grp, int kv_head, int first, int count, Schedule& s) {
+  const QueryIndex index = query_index(shape);
+  const int per_seq = index.rows_per_seq();
+  for (int r = first; r < first + count; ++r) {
+    const int stacked = r % per_seq;
+    s.row_query.push_back(static_cast<int>(index.stacked_row(grp.seqs[r / per_seq], kv_head, stacked)));
+    s.row_limit.push_back(checked_int(attended_tokens(grp.tokens, grp.ends_in_leaf, shape.q_len, stacked / index.group_size),
+                                      "tokens of a path"));
+  }
+}
+
+// A GEMM group's chunks: as many tokens per chunk as keep KV heads x rows x tokens within
+// max_chunk_scores (a multiple of 16, at least 16), all stacked rows of every KV head. Rows are
+// numbered chunk by chunk, KV head by KV head within a chunk.
+void add_gemm_chunks(const AttentionShape& shape, const Group& grp, int segment, int rows, long long max_chunk_scores,
+                     Schedule& s) {
+  const long long per_token = static_cast<long long>(shape.kv_heads) * rows;
+  const long long fit = std::max<long long>(16, max_chunk_scores / per_token / 16 * 16);
+  const long long chunks = (grp.tokens + fit - 1) / fit;
+  const int gathered = static_cast<int>(s.gather_query.size());
+  for (int kv_head = 0; kv_head < shape.kv_heads; ++kv_head) {
+    const int first = s.num_rows();
+    add_rows(shape, grp, kv_head, 0, rows, s);
+    s.gather_query.insert(s.gather_query.end(), s.row_query.begin() + first, s.row_query.end());
+    s.row_query.resize(static_cast<std::size_t>(first));
+    s.row_limit.resize(static_cast<std::size_t>(first));
+  }
+  for (long long c = 0; c < chunks; ++c) {
+    GemmChunk chunk;
+    chunk.segment = segment;
+    chunk.token_begin = checked_int(grp.tokens * c / chunks, "token");
+    chunk.token_end = checked_int(grp.tokens * (c + 1) / chunks, "token");
+    chunk.rows = rows;
+    chunk.first_row = s.num_rows();
+    chunk.head_row_stride = rows;
+    chunk.gathered_row = gathered;
+    s.gemm_chunks.push_back(chunk);
+    for (int kv_head = 0; kv_head < shape.kv_heads; ++kv_head) add_rows(shape, grp, kv_head, 0, rows, s);
+  }
+}
+
+// Shared by the schedules: cut each group into row blocks and token splits (or GEMM chunks); every
+// item gets rows of its own (the partial outputs it writes), and each query lists its rows for the
+// merge.
+Schedule build(const AttentionShape& shape, const std::vector<Group>& groups, const ScheduleOptions& options,
+               long long max_chunk_scores = 0) {
+  options.validate();
+  const int rows_per_seq = query_index(shape).rows_per_seq();
   struct Block {
     const Group* group;
     int kv_head, first, count;  // rows [first, first + count) of the group's stacked queries
   };
   std::vector<Block> blocks;
+  Schedule s;
   for (const Group& grp : groups) {
     if (grp.tokens == 0) continue;  // attends nothing: no rows, the merge writes the identity
     const int rows = checked_int(static_cast<long long>(grp.seqs.size()) * rows_per_seq, "query rows of a segment");
+    if (grp.gemm) {
+      add_gemm_chunks(shape, grp, grp.segments.front(), rows, max_chunk_scores, s);
+      continue;
+    }
     const int block_rows = rows <= kNarrowRows ? kNarrowRows : options.max_rows;
     for (int kv_head = 0; kv_head < shape.kv_heads; ++kv_head) {
       for (int r0 = 0; r0 < rows; r0 += block_rows) blocks.push_back({&grp, kv_head, r0, std::min(block_rows, rows - r0)});
@@ -84,33 +132,30 @@ Schedule build(const AttentionShape& shape, const std::vector<Group>& groups, co
   long long count[2] = {0, 0};  // narrow, wide
   for (const Block& b : blocks) ++count[b.count > kNarrowRows];
   // Wide: rounded down, as wide_target_blocks is a whole number of waves and overshooting it by a
-  // few blocks would cost a nearly empty extra wave (1280 prefix blocks in waves of 396 ran 4 waves,
-  // ncu). Narrow: narrow_parts, aiming for one block per SM where they stream their own K/V and for
-  // a full wave of resident blocks otherwise.
+  // few blocks would cost a nearly empty extra wave (perf-notes v3). Narrow: narrow_parts, aiming
+  // for one block per SM where they stream their own K/V and for a full wave of resident blocks
+  // otherwise.
   const long long narrow_min = narrow_blocks_stream(blocks, shape.kv_heads) ? std::min(options.sms, options.narrow_slots)
                                                                             : options.narrow_slots;
   const long long parts[2] = {narrow_parts(count[0], options.narrow_slots, narrow_min),
                               options.wide_target_blocks / std::max<long long>(1, count[1])};
-  Schedule s;
   for (const Block& b : blocks) {
     const Group& grp = *b.group;
     const long long splits = std::clamp<long long>(
         std::min({parts[b.count > kNarrowRows], grp.tokens / kMinSplitTokens, static_cast<long long>(kMaxSplits)}), 1,
         grp.tokens);
     for (long long part = 0; part < splits; ++part) {
-      const WorkItem item{b.kv_head, s.num_rows(), b.count, static_cast<int>(s.item_segments.size()),
-                          static_cast<int>(grp.segments.size()), checked_int(grp.tokens * part / splits, "token"),
-                          checked_int(grp.tokens * (part + 1) / splits, "token")};
+      WorkItem item;
+      item.kv_head = b.kv_head;
+      item.first_row = s.num_rows();
+      item.num_rows = b.count;
+      item.first_segment = static_cast<int>(s.item_segments.size());
+      item.num_segments = static_cast<int>(grp.segments.size());
+      item.token_begin = checked_int(grp.tokens * part / splits, "token");
+      item.token_end = checked_int(grp.tokens * (part + 1) / splits, "token");
       (b.count <= kNarrowRows ? s.narrow_items : s.wide_items).push_back(item);
       s.item_segments.insert(s.item_segments.end(), grp.segments.begin(), grp.segments.end());
-      for (int r = b.first; r < b.first + b.count; ++r) {
-        // Row r of the group: sequence r / rows_per_seq, query qi, head j of the KV head's group.
-        const int seq = grp.seqs[r / rows_per_seq];
-        const int qi = r % rows_per_seq / g, j = r % g;
-        s.row_query.push_back((seq * shape.q_len + qi) * shape.q_heads + b.kv_head * g + j);
-        const long long masked = grp.ends_in_leaf ? shape.q_len - 1 - qi : 0;  // causal leaf
-        s.row_limit.push_back(checked_int(grp.tokens - masked, "tokens of a path"));
-      }
+      add_rows(shape, grp, b.kv_head, b.first, b.count, s);
     }
   }
   const int queries = shape.num_seqs * shape.q_len * shape.q_heads;
@@ -124,7 +169,32 @@ Schedule build(const AttentionShape& shape, const std::vector<Group>& groups, co
   return s;
 }
 
+// One group per segment: its tokens, the sequences below it, and whether it is their leaf.
+std::vector<Group> segment_groups(const SharingTree& tree) {
+  std::vector<Group> groups;
+  for (int segment = 0; segment < tree.num_segments(); ++segment) {
+    groups.push_back({{segment}, tree.seqs_below(segment), tree.length(segment), tree.is_leaf(segment), false});
+  }
+  return groups;
+}
+
 }  // namespace
+
+ScheduleOptions ScheduleOptions::for_device(int sms, ItemKernel wide) {
+  ScheduleOptions o;
+  o.sms = sms;
+  o.narrow_slots = blocks_per_sm(ItemKernel::narrow) * sms;
+  o.max_rows = cuda::max_rows(wide);
+  o.wide_target_blocks = (wide == ItemKernel::wgmma ? 1 : 3) * blocks_per_sm(wide) * sms;
+  return o;
+}
+
+void ScheduleOptions::validate() const {
+  for (const auto& [name, value] : {std::pair<const char*, int>{"sms", sms}, {"narrow_slots", narrow_slots},
+                                    {"max_rows", max_rows}, {"wide_target_blocks", wide_target_blocks}}) {
+    if (value < 1) throw std::invalid_argument(std::string("ScheduleOptions.") + name + " must be positive, got " + std::to_string(value));
+  }
+}
 
 int Schedule::max_partials() const {
   int most = 0;
@@ -140,10 +210,11 @@ bool Schedule::needs_merge() const {
 }
 
 bool persistent_blocks(const std::vector<WorkItem>& items, int slots) {
+  // Many items per slot, two 64-token tiles per item on average.
   if (static_cast<long long>(items.size()) < 8LL * slots) return false;
   long long tokens = 0;
   for (const WorkItem& item : items) tokens += item.token_end - item.token_begin;
-  return tokens <= 128LL * static_cast<long long>(items.size());  // two 64-token tiles per item on average
+  return tokens <= 2LL * kMmaTokens * static_cast<long long>(items.size());
 }
 
 Schedule flat_schedule(const AttentionShape& shape, const SharingTree& tree, const ScheduleOptions& options) {
@@ -154,7 +225,7 @@ Schedule flat_schedule(const AttentionShape& shape, const SharingTree& tree, con
     // Paths deeper than kMaxItemSegments become several groups; only the last holds the leaf.
     for (std::size_t first = 0; first < path.size(); first += kMaxItemSegments) {
       const std::size_t last = std::min(path.size(), first + kMaxItemSegments);
-      Group grp{{path.begin() + static_cast<long>(first), path.begin() + static_cast<long>(last)}, {seq}, 0, last == path.size()};
+      Group grp{{path.begin() + static_cast<long>(first), path.begin() + static_cast<long>(last)}, {seq}, 0, last == path.size(), false};
       for (int segment : grp.segments) grp.tokens += tree.length(segment);
       groups.push_back(std::move(grp));
     }
@@ -164,11 +235,15 @@ Schedule flat_schedule(const AttentionShape& shape, const SharingTree& tree, con
 
 Schedule segment_schedule(const AttentionShape& shape, const SharingTree& tree, const ScheduleOptions& options) {
   validate_problem(shape, tree);
-  std::vector<Group> groups;
-  for (int segment = 0; segment < tree.num_segments(); ++segment) {
-    groups.push_back({{segment}, tree.seqs_below(segment), tree.length(segment), tree.is_leaf(segment)});
-  }
-  return build(shape, groups, options);
+  return build(shape, segment_groups(tree), options);
+}
+
+Schedule gemm_schedule(const AttentionShape& shape, const SharingTree& tree, const ScheduleOptions& options,
+                       long long max_chunk_scores) {
+  validate_problem(shape, tree);
+  std::vector<Group> groups = segment_groups(tree);
+  for (Group& grp : groups) grp.gemm = grp.seqs.size() > 1;
+  return build(shape, groups, options, max_chunk_scores);
 }
 
 Schedule hydragen_schedule(const AttentionShape& shape, const SharingTree& tree, const ScheduleOptions& options) {

@@ -23,11 +23,6 @@ struct GraphHolder {
     if (graph != nullptr) (void)cudaGraphDestroy(graph);
   }
 };
-struct CublasHolder {
-  cublasHandle_t h = nullptr;
-  CublasHolder() { CUBLAS_CHECK(cublasCreate(&h)); }
-  ~CublasHolder() { (void)cublasDestroy(h); }
-};
 
 TimingResult summarize(std::vector<double> ms) {
   std::sort(ms.begin(), ms.end());
@@ -155,12 +150,12 @@ Peaks measure_peaks() {
   fill_random_bf16<<<1024, 256, 0, stream>>>(b.data(), elems, 2u);
   check_launch("fill_random_bf16");
   CUDA_CHECK(cudaStreamSynchronize(stream));
-  CublasHolder cublas;
+  OwnedCublas cublas;
   const float alpha = 1.f, beta = 0.f;
   const double gemm_ms = median_ms(
       [&](cudaStream_t s) {
-        CUBLAS_CHECK(cublasSetStream(cublas.h, s));
-        CUBLAS_CHECK(cublasGemmEx(cublas.h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &alpha, a.data(), CUDA_R_16BF, n, b.data(),
+        CUBLAS_CHECK(cublasSetStream(cublas.get(), s));
+        CUBLAS_CHECK(cublasGemmEx(cublas.get(), CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &alpha, a.data(), CUDA_R_16BF, n, b.data(),
                                   CUDA_R_16BF, n, &beta, c.data(), CUDA_R_16BF, n, CUBLAS_COMPUTE_32F,
                                   CUBLAS_GEMM_DEFAULT));
       },

@@ -8,8 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "hydragen/host_device.hpp"
+#include "hydragen/indexing.hpp"
 #include "hydragen/memory.hpp"
+#include "hydragen/plan_options.hpp"
 #include "hydragen/shape.hpp"
 #include "hydragen/sharing_tree.hpp"
 #include "hydragen/tensor.hpp"
@@ -31,10 +32,6 @@ struct AttentionOutputs {
 struct Stream {
   void* handle = nullptr;
 };
-
-// Causal leaf: with q_len queries per sequence, query qi (0-based) attends every token of its
-// ancestors and all but the last q_len-1-qi tokens of its leaf. The leaf needs >= q_len-1 tokens.
-HYDRAGEN_HD long long causal_leaf_tokens(long long leaf_len, int q_len, int qi) { return leaf_len - (q_len - 1 - qi); }
 
 // Throws std::invalid_argument naming the field: shape.validate(), the tree's sequence count, and
 // leaves too short for the causal queries.
@@ -67,22 +64,40 @@ class AttentionBackend {
   virtual std::string summary() const = 0;  // one line for --list: what it is, dtypes, head dims, trees
   virtual const DeviceMemory& memory() const = 0;
   virtual Support supports(const AttentionShape& shape, const SharingTree& tree) const = 0;
+  // The plan options it takes (plan_options.hpp); none by default.
+  virtual std::vector<PlanOption> options() const { return {}; }
+  // The option sets the test harness checks it under: the defaults first, then each form worth
+  // covering on small problems.
+  virtual std::vector<PlanOptions> variants() const { return {PlanOptions{}}; }
 
-  // validate_problem, then supports (throws Unsupported with the reason), then make_plan.
-  std::unique_ptr<AttentionPlan> plan(const AttentionShape& shape, const SharingTree& tree) const;
+  // validate_problem, then the options (resolve_options: std::invalid_argument for one it does not
+  // take), then supports (throws Unsupported with the reason), then make_plan with every option set.
+  std::unique_ptr<AttentionPlan> plan(const AttentionShape& shape, const SharingTree& tree,
+                                      const PlanOptions& options = {}) const;
 
  protected:
-  virtual std::unique_ptr<AttentionPlan> make_plan(const AttentionShape& shape, const SharingTree& tree) const = 0;
+  virtual std::unique_ptr<AttentionPlan> make_plan(const AttentionShape& shape, const SharingTree& tree,
+                                                   const PlanOptions& options) const = 0;
 };
 
-// Most backends are a name, a memory, a support rule and a plan factory: make_backend assembles one.
+// Most backends are a name, a memory, a support rule and a plan factory (and perhaps options):
+// make_backend assembles one.
 struct BackendSpec {
   std::string name;
   std::string summary;
   const DeviceMemory* memory = nullptr;
   std::function<Support(const AttentionShape&, const SharingTree&)> supports;
-  std::function<std::unique_ptr<AttentionPlan>(const AttentionShape&, const SharingTree&)> plan;
+  // Receives every declared option set (resolve_options).
+  std::function<std::unique_ptr<AttentionPlan>(const AttentionShape&, const SharingTree&, const PlanOptions&)> plan;
+  std::vector<PlanOption> options = {};
+  std::vector<PlanOptions> variants = {PlanOptions{}};  // each must resolve against `options`
 };
 std::unique_ptr<AttentionBackend> make_backend(BackendSpec spec);
+
+// BackendSpec::plan for a backend that takes no options, from make(shape, tree).
+template <typename MakePlan>
+auto without_options(MakePlan make) {
+  return [make](const AttentionShape& shape, const SharingTree& tree, const PlanOptions&) { return make(shape, tree); };
+}
 
 }  // namespace hydragen

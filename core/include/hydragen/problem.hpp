@@ -36,11 +36,17 @@ enum class Storage { shared, redundant };
 std::string_view storage_name(Storage storage);
 Storage parse_storage(std::string_view text);  // throws std::invalid_argument naming the text
 
-// "name" or "name:shared|redundant": how the sweep and benchmark CLIs name a backend with a storage.
+// How the command lines name a backend run: "name[:option=value...][:shared|redundant]", e.g.
+// "cuda-hydragen:form=wide", "cuda-flash:redundant". Fields after the name may come in any order.
 struct BackendChoice {
   std::string backend;
   Storage storage = Storage::shared;
+  bool storage_named = false;  // the spec named the storage (else the default, shared)
+  PlanOptions options;
+  // The backend with its options, without the storage ("cuda-hydragen:form=wide"): the CSV's backend column.
+  std::string label() const;
 };
+// Throws std::invalid_argument naming the field that is neither a storage nor name=value.
 BackendChoice parse_backend_choice(std::string_view spec);
 
 // O and LSE in fp64, whatever the backend's dtype.
@@ -90,6 +96,7 @@ class StagedProblem {
 };
 
 // Plans, stages, poisons the outputs, runs once and fetches: the whole path a correctness check takes.
-Results run_backend(const AttentionBackend& backend, const Problem& problem, Storage storage = Storage::shared);
+Results run_backend(const AttentionBackend& backend, const Problem& problem, Storage storage = Storage::shared,
+                    const PlanOptions& options = {});
 
 }  // namespace hydragen

@@ -1,8 +1,8 @@
 #pragma once
 // A work item's token list in shared memory: its segments laid end to end, so a kernel can find
 // the K/V row of any position of the list.
-#include "../schedule.hpp"
 #include "params.hpp"
+#include "tile_config.hpp"
 
 namespace hydragen::cuda {
 

@@ -1,15 +1,12 @@
 #pragma once
 // Combines each query's partial rows into O and LSE with the core merge (hydragen/merge.hpp); a
-// query of one partial row was written by its block (row_output.cuh), a query of none gets the
-// identity (O = 0, LSE = -inf).
+// query of one partial row was written by its block (row_output.cuh) unless the plan says otherwise
+// (MergeParams::single_rows_direct), a query of none gets the identity (O = 0, LSE = -inf).
 //
-// One warp per query, or four for a query of many partials (each folds a quarter, then the first
-// the other three: 32 partials in two rounds of loads each would otherwise be 16 rounds in a
-// row); lane owns D / 32 adjacent columns (one vector load per partial). The
-// partials' row ids and LSEs come 32 at a time, one per lane; their outputs 4 at a time, all loads
-// issued before the core merge folds them in order, so no load waits on another. (Loads inside the
-// fold put a memory latency per partial on the critical path: 14.5 us for 16 partials per query at
-// B = 64, ncu.)
+// One warp per query, or kMergeWarps for a query of more than kMergeSplitAbove partials (each folds
+// a share, then the first folds the others' states); lane owns D / 32 adjacent columns (one vector
+// load per partial). The partials' row ids and LSEs come kMergeRound at a time, one per lane; their
+// outputs kBatch at a time, all loads issued before the fold, so no load waits on another (perf-notes v7).
 #include <cmath>
 
 #include "dependent_launch.cuh"
@@ -17,11 +14,11 @@
 #include "hydragen/merge.hpp"
 #include "params.hpp"
 #include "row_output.cuh"
+#include "tile_config.hpp"
 
 namespace hydragen::cuda {
 
-inline constexpr int kMergeWarps = 4;        // warps per block
-inline constexpr int kMergeSplitAbove = 8;   // queries of more partials take all kMergeWarps
+static_assert(kMergeRound == 32, "a round of partial row ids is one per lane of a warp");
 
 // N adjacent floats from `src` (16- or 8-byte aligned) in one load.
 template <int N>
@@ -36,8 +33,7 @@ __device__ __forceinline__ void load_floats(const float* src, float (&dst)[N]) {
   }
 }
 
-// WARPS warps per query (1, or kMergeWarps for queries of many partials): each folds a contiguous
-// share of the query's partials, then the first folds the others' states in order.
+// WARPS warps per query (1, or kMergeWarps for queries of many partials).
 template <typename T, int D, int WARPS>
 __global__ void __launch_bounds__(kMergeWarps * 32, 16) merge_partials(const MergeParams p) {
   static_assert(kMergeWarps % WARPS == 0, "a block holds whole queries");
@@ -47,15 +43,15 @@ __global__ void __launch_bounds__(kMergeWarps * 32, 16) merge_partials(const Mer
   const int query = blockIdx.x * (kMergeWarps / WARPS) + warp / WARPS, share = warp % WARPS;
   if (query >= p.num_queries) return;  // uniform across a query's warps, as is the next return
   const int first = p.offsets[query], last = p.offsets[query + 1];
-  if (last - first == 1) return;  // its block wrote it
+  if (last - first == 1 && p.single_rows_direct) return;  // its block wrote it
   const int begin = first + (last - first) * share / WARPS, end = first + (last - first) * (share + 1) / WARPS;
   float o[V] = {};
   float lse = -INFINITY;  // no partial: the merge identity
   // The row ids are the plan's; the partial rows are the attention kernel's, ready after the wait.
   int mine = begin + lane < end ? p.rows[begin + lane] : 0;
   wait_for_primary();
-  for (int base = begin; base < end; base += 32) {
-    const int count = min(32, end - base);
+  for (int base = begin; base < end; base += kMergeRound) {
+    const int count = min(kMergeRound, end - base);
     if (base != begin) mine = lane < count ? p.rows[base + lane] : 0;
     const float mine_lse = lane < count ? p.partial_lse[mine] : -INFINITY;
     for (int k0 = 0; k0 < count; k0 += kBatch) {
@@ -68,12 +64,7 @@ __global__ void __launch_bounds__(kMergeWarps * 32, 16) merge_partials(const Mer
 #pragma unroll
       for (int j = 0; j < kBatch; ++j) {
         const float part_lse = __shfl_sync(0xffffffffu, mine_lse, (k0 + j) % 32);
-        if (k0 + j < count) {
-          const MergeWeights<float> w = merge_weights(lse, part_lse);
-#pragma unroll
-          for (int v = 0; v < V; ++v) o[v] = w.a * o[v] + w.b * part[j][v];
-          lse = w.lse;
-        }
+        if (k0 + j < count) merge_into(o, lse, part[j], part_lse, V);
       }
     }
   }
@@ -84,12 +75,7 @@ __global__ void __launch_bounds__(kMergeWarps * 32, 16) merge_partials(const Mer
     if (lane == 0) states[warp][D] = lse;
     __syncthreads();
     if (share != 0) return;
-    for (int w = 1; w < WARPS; ++w) {
-      const MergeWeights<float> mw = merge_weights(lse, states[warp + w][D]);
-#pragma unroll
-      for (int v = 0; v < V; ++v) o[v] = mw.a * o[v] + mw.b * states[warp + w][lane * V + v];
-      lse = mw.lse;
-    }
+    for (int w = 1; w < WARPS; ++w) merge_into(o, lse, &states[warp + w][lane * V], states[warp + w][D], V);
   }
   store_values(static_cast<T*>(p.o) + static_cast<long long>(query) * D, o, AdjacentColumns<V>{lane});
   if (lane == 0) p.lse[query] = lse;

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "element.cuh"
+#include "hydragen/indexing.hpp"
 #include "params.hpp"
 
 namespace hydragen::cuda {
@@ -27,17 +28,18 @@ template <typename T, int D>
 __global__ void __launch_bounds__(kNaiveThreads) naive_attention(const NaiveParams p) {
   __shared__ float sq[D];
   __shared__ float scratch[kNaiveThreads / 32];
-  const int query = blockIdx.x;  // (b * q_len + qi) * Hq + h
-  const int h = query % p.q_heads, qi = query / p.q_heads % p.q_len, seq = query / p.q_heads / p.q_len;
-  const int kv_head = h / (p.q_heads / p.kv_heads);
-  const int masked = p.q_len - 1 - qi;  // causal: the last `masked` leaf tokens are hidden
+  const int query = blockIdx.x;  // a row of [B, q_len, Hq]
+  const QueryIndex index{p.q_len, p.q_heads, p.q_heads / p.kv_heads};
+  const int seq = index.seq_of(query), qi = index.qi_of(query), kv_head = index.kv_head_of(query);
   for (int d = threadIdx.x; d < D; d += kNaiveThreads) sq[d] = to_float(static_cast<const T*>(p.q)[static_cast<long long>(query) * D + d]);
   __syncthreads();
 
   float* const scores = p.scores + static_cast<long long>(query) * p.max_path;
   const int first = p.path_offsets[seq], last = p.path_offsets[seq + 1];
   // Visible tokens of path segment i: all, or the causal part of the leaf.
-  auto visible = [&](int i) { return p.segment_length[p.path_segments[i]] - (i == last - 1 ? masked : 0); };
+  auto visible = [&](int i) {
+    return static_cast<int>(attended_tokens(p.segment_length[p.path_segments[i]], i == last - 1, p.q_len, qi));
+  };
 
   float local_max = -INFINITY;
   long long pos = 0;

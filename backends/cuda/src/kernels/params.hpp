@@ -1,70 +1,97 @@
 #pragma once
-// What the host hands the attention kernels: plain structs shared by host and device code, one
-// params struct per kernel family, passed by value.
-#include <cstdint>
-
+// What the host hands the kernels: plain structs shared by host and device code, one params struct
+// per kernel family, passed by value. Each field's shape is written here once; plans fill them by
+// name.
 namespace hydragen::cuda {
 
-// One block of segment attention: up to 16 (narrow), 64 (wide) or 128 (wgmma) query rows attend the tokens
-// [token_begin, token_end) of a list of segments laid end to end (the item's token list).
+// One block of segment attention: up to 16 (narrow), 64 (wide) or 128 (wgmma) query rows attend the
+// tokens [token_begin, token_end) of a list of segments laid end to end (the item's token list).
 struct WorkItem {
-  int kv_head;
-  int first_row;      // into the row tables and the partial outputs
-  int num_rows;
-  int first_segment;  // into item_segments
-  int num_segments;
-  int token_begin;    // positions in the item's token list
-  int token_end;
+  int kv_head = 0;
+  int first_row = 0;      // into the row tables and the partial outputs
+  int num_rows = 0;
+  int first_segment = 0;  // into item_segments
+  int num_segments = 0;
+  int token_begin = 0;    // positions in the item's token list
+  int token_end = 0;
 };
 
 // Bytes of one TMA descriptor (CUtensorMap): 128, 64-byte aligned.
 inline constexpr int kTensorMapBytes = 128;
 
-// Where a query's partial rows go and how they become its O and LSE: the block of a query's only
-// row writes them (row_output.cuh); the merge kernel folds a query's several rows (merge.cuh).
+// Where a query's partial rows go and how they become its O and LSE (merge.cuh, row_output.cuh).
 struct MergeParams {
-  float* partial_o;    // [rows, D]
-  float* partial_lse;  // [rows] natural log; -inf for a row that saw no token
-  const int* offsets;  // [num_queries + 1] into rows
-  const int* rows;     // partial rows of each query, ascending
-  void* o;             // [B, q_len, Hq, D] storage dtype
-  float* lse;          // [B, q_len, Hq]
-  int num_queries;     // B * q_len * Hq
+  float* partial_o = nullptr;    // [rows, D] fp32, normalized
+  float* partial_lse = nullptr;  // [rows] natural log; -inf for a row that saw no token
+  const int* offsets = nullptr;  // [num_queries + 1] into rows
+  const int* rows = nullptr;     // partial rows of each query, ascending
+  void* o = nullptr;             // [B, q_len, Hq, D] storage dtype
+  float* lse = nullptr;          // [B, q_len, Hq]
+  int num_queries = 0;           // B * q_len * Hq
+  // Whether the block computing a query's only partial row writes it to O and LSE itself (then the
+  // merge skips that query). False when some rows come from a producer that can only write the
+  // workspace (the cuBLAS products): the merge then folds every query.
+  bool single_rows_direct = true;
 };
 
-// Segment attention (the flash and hydragen backends): every item attends its rows to a token range
-// and hands each row, one partial result of its query, to row_output.cuh.
+// Segment attention (cuda-flash, cuda-hydragen): every item attends its rows to a token range and
+// hands each row, one partial result of its query, to row_output.cuh.
 struct SegmentAttentionParams {
-  const void* q;                // [B, q_len, Hq, D] storage dtype
-  const void* const* k;         // [num_segments] -> [length, Hkv, D]
-  const void* const* v;         // [num_segments] -> [length, Hkv, D]
-  const int* segment_length;    // [num_segments]
-  const WorkItem* items;        // [num_items]
-  int num_items;                // set by launch_segment_attention
-  const int* item_segments;     // segment ids, WorkItem::first_segment indexes here
-  const int* row_query;         // [rows] query row (b * q_len + qi) * Hq + h
-  const int* row_limit;         // [rows] positions of its item's token list the row may see (causal leaf)
+  const void* q = nullptr;               // [B, q_len, Hq, D] storage dtype
+  const void* const* k = nullptr;        // [num_segments] -> [length, Hkv, D]
+  const void* const* v = nullptr;        // [num_segments] -> [length, Hkv, D]
+  const int* segment_length = nullptr;   // [num_segments]
+  const WorkItem* items = nullptr;       // [num_items]
+  int num_items = 0;
+  const int* item_segments = nullptr;    // segment ids; WorkItem::first_segment indexes here
+  const int* row_query = nullptr;        // [rows] the query row (indexing.hpp) of each partial row
+  const int* row_limit = nullptr;        // [rows] positions of its item's token list the row may see (causal leaf)
   MergeParams merge;
-  const void* kv_maps;          // [num_segments][2] TMA descriptors (K, V) of the segments wgmma items
-                                // read (one segment per item); null for the other kernels
-  int kv_heads;
-  float scale_log2;             // score scale * log2(e): the kernels exponentiate with exp2
+  const void* kv_maps = nullptr;         // [num_segments][2] TMA descriptors (K, V) of the segments wgmma items
+                                         // read (one segment per item); null for the other kernels
+  int kv_heads = 0;
+  float scale_log2 = 0;                  // score scale * log2(e): the kernels exponentiate with exp2
 };
 
 // The naive kernel: one block per query row, scores materialized in `scores`.
 struct NaiveParams {
-  const void* q;               // [B, q_len, Hq, D]
-  const void* const* k;        // [num_segments] -> [length, Hkv, D]
-  const void* const* v;        // [num_segments] -> [length, Hkv, D]
-  const int* segment_length;   // [num_segments]
-  const int* path_offsets;     // [B + 1] into path_segments
-  const int* path_segments;    // root-to-leaf segments of each sequence
-  float* scores;               // [B * q_len * Hq, max_path] workspace
-  void* o;                     // [B, q_len, Hq, D]
-  float* lse;                  // [B, q_len, Hq]
-  int q_len, q_heads, kv_heads;
-  long long max_path;          // row stride of scores
-  float scale;
+  const void* q = nullptr;              // [B, q_len, Hq, D]
+  const void* const* k = nullptr;       // [num_segments] -> [length, Hkv, D]
+  const void* const* v = nullptr;       // [num_segments] -> [length, Hkv, D]
+  const int* segment_length = nullptr;  // [num_segments]
+  const int* path_offsets = nullptr;    // [B + 1] into path_segments
+  const int* path_segments = nullptr;   // root-to-leaf segments of each sequence
+  float* scores = nullptr;              // [B * q_len * Hq, max_path] workspace
+  void* o = nullptr;                    // [B, q_len, Hq, D]
+  float* lse = nullptr;                 // [B, q_len, Hq]
+  int q_len = 0, q_heads = 0, kv_heads = 0;
+  long long max_path = 0;               // row stride of scores
+  float scale = 0;
+};
+
+// cuda-hydragen-cublas: gathers the queries of its shared segments into [Hkv][rows][D] matrices.
+struct GatherParams {
+  const void* q = nullptr;         // [B, q_len, Hq, D] storage dtype
+  void* gathered = nullptr;        // [num_rows, D] storage dtype
+  const int* row_query = nullptr;  // [num_rows] the query row each gathered row copies
+  int num_rows = 0;
+};
+
+// cuda-hydragen-cublas: the softmax of one chunk's scores, per KV head and stacked row: P (storage
+// dtype, normalized over the chunk) for the P V product and each row's LSE as a partial row.
+struct ChunkSoftmaxParams {
+  const float* scores = nullptr;   // [Hkv][rows][row_stride] raw Q K^T of the chunk (tokens columns used)
+  void* probabilities = nullptr;   // [Hkv][rows][row_stride] storage dtype
+  float* partial_lse = nullptr;    // [partial rows]: row (h, r) at first_row + h * head_row_stride + r
+  const int* row_limit = nullptr;  // [partial rows] positions of the segment each row may see
+  int rows = 0;                    // stacked query rows per KV head
+  int kv_heads = 0;
+  int tokens = 0;                  // the chunk's tokens
+  int row_stride = 0;              // elements between rows of scores and probabilities (>= tokens)
+  int token_begin = 0;             // the chunk's first position in its segment
+  int first_row = 0;               // partial row of KV head 0's first stacked row
+  int head_row_stride = 0;         // partial rows between consecutive KV heads
+  float scale_log2 = 0;            // score scale * log2(e)
 };
 
 }  // namespace hydragen::cuda

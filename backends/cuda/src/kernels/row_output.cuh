@@ -1,13 +1,10 @@
 #pragma once
-// How a segment-attention block hands over its rows. Each row is one partial result of a query
-// (O normalized, LSE natural log) over the tokens its item saw. A query with a single partial row
-// has its O and LSE written at once (no merge kernel runs when every query has one); otherwise the
-// row goes to the fp32 workspace for the merge kernel.
-//
-// Tried and measured slower (H100, 2026-11-21): the block writing a query's last partial merging
-// them itself (a counter per query, fence and atomic), to save the merge launch. Its epilogue, a
-// fence and three rounds of dependent loads, cost each leaf block more than the merge kernel costs
-// in all: (1024, 4096, 64) 0.073 -> 0.079 ms, (32, 1024, 64) 0.018 -> 0.023 ms.
+// How a segment-attention block hands over its rows: the kernels' store step. Each row is one
+// partial result of a query (O normalized, LSE natural log) over the tokens its item saw. A query
+// with a single partial row has its O and LSE written at once (no merge kernel runs when every
+// query has one); otherwise the row goes to the fp32 workspace for the merge kernel. (The block
+// folding a query's other partials itself, to save the merge launch, measured slower: perf-notes
+// v3, v9, v10.)
 #include <type_traits>
 
 #include "element.cuh"
@@ -52,12 +49,12 @@ __device__ __forceinline__ void store_values(T* dst, const float (&o)[N], Column
   }
 }
 
-// Where one row of a block goes: its query and how many partial rows that query has. Loaded when
-// the block starts, so the epilogue does not begin with a chain of dependent loads.
+// Where one row of a block goes. Loaded when the block starts, so the store step does not begin
+// with a chain of dependent loads.
 struct RowOutput {
   int row = -1;  // -1: none (a lane past the item's rows)
   int query = 0;
-  int count = 0;  // partial rows of the query
+  bool direct = false;  // the query's only partial row: written to O and LSE, not to the workspace
 };
 
 __device__ __forceinline__ RowOutput row_output(const SegmentAttentionParams& p, int row) {
@@ -65,7 +62,7 @@ __device__ __forceinline__ RowOutput row_output(const SegmentAttentionParams& p,
   if (row >= 0) {
     out.row = row;
     out.query = p.row_query[row];
-    out.count = p.merge.offsets[out.query + 1] - p.merge.offsets[out.query];
+    out.direct = p.merge.single_rows_direct && p.merge.offsets[out.query + 1] - p.merge.offsets[out.query] == 1;
   }
   return out;
 }
@@ -77,10 +74,11 @@ __device__ __forceinline__ void finish_row(const SegmentAttentionParams& p, cons
                                            float lse, Columns columns) {
   const MergeParams& m = p.merge;
   const bool leader = threadIdx.x % GROUP == 0;
-  if (out.count == 1) {
+  if (out.row < 0) return;
+  if (out.direct) {
     store_values(static_cast<T*>(m.o) + static_cast<long long>(out.query) * D, o, columns);
     if (leader) m.lse[out.query] = lse;
-  } else if (out.count > 1) {
+  } else {
     store_values(m.partial_o + static_cast<long long>(out.row) * D, o, columns);
     if (leader) m.partial_lse[out.row] = lse;
   }

@@ -9,13 +9,14 @@
 #include "item_segments.cuh"
 #include "params.hpp"
 #include "row_output.cuh"
+#include "tile_config.hpp"
 
 namespace hydragen::cuda {
 
 template <typename T, int D>
-__global__ void __launch_bounds__(128) segment_attention_simt(const SegmentAttentionParams p) {
+__global__ void __launch_bounds__(kSimtThreads) segment_attention_simt(const SegmentAttentionParams p) {
   allow_dependents();  // the merge may start once every block has (dependent_launch.cuh)
-  constexpr int KT = 32, ROWS = 16, LANES = 8;  // tokens per tile, rows per block, lanes per row
+  constexpr int KT = kSimtTokens, ROWS = kNarrowRows, LANES = kSimtThreads / ROWS;  // lanes per row
   __shared__ float sq[ROWS][D];
   __shared__ float sk[KT][D + 1];  // +1: the 8 lanes of a row read 8 different tokens without conflict
   __shared__ float sv[KT][D];

@@ -2,14 +2,17 @@
 // Segment attention on Hopper's warpgroup tensor cores (sm_90a, fp16/bf16): the wide items of the
 // segment schedule, up to 128 stacked query rows over one segment's token range.
 //
-// A block is two consumer warpgroups (64 rows each) and a producer warpgroup. The producer streams
-// 128-token K and V tiles into shared memory with TMA (two stages each, mbarriers full/empty), in
-// the 128-byte-swizzled layout wgmma reads directly (wgmma.cuh). Per tile, a consumer warpgroup
-// issues S_i = Q K_i^T (both operands in shared memory) together with O += P_{i-1} V_{i-1} (P as
-// 16-bit register fragments), then runs the online softmax of S_i while the other warpgroup has the
-// tensor cores: the two take turns through a pair of named barriers (ping-pong), so the exp2 of one
-// overlaps the matrix products of the other. K stages are released when S is done, V stages when
-// the product that read them is, so each stage is refilled as early as possible.
+// A block is two consumer warpgroups (64 rows each) and a producer warpgroup. The kernel's steps:
+//   load     produce_kv_tiles: the producer streams 128-token K and V tiles into shared memory with
+//            TMA (two stages each, mbarriers full/empty), in the 128-byte-swizzled layout wgmma
+//            reads directly (wgmma.cuh); load_q: the consumers copy their Q rows
+//   compute  consume_kv_tiles: per tile, a consumer warpgroup issues S_i = Q K_i^T (both operands in
+//            shared memory) with O += P_{i-1} V_{i-1} (P as 16-bit register fragments), then runs
+//            the online softmax of S_i while the other warpgroup has the tensor cores: the two take
+//            turns through a pair of named barriers (ping-pong), so the exp2 of one overlaps the
+//            matrix products of the other. K stages are released when S is done, V stages when the
+//            product that read them is, so each stage is refilled as early as possible.
+//   store    row_output.cuh
 #include <type_traits>
 
 #include "async_copy.cuh"
@@ -19,54 +22,177 @@
 #include "online_softmax.cuh"
 #include "params.hpp"
 #include "row_output.cuh"
+#include "tile_config.hpp"
 #include "wgmma.cuh"
 
 namespace hydragen::cuda {
 
+// One block's shared memory: Q and the K and V stages, each 1024-aligned (the swizzle atom), and
+// the stages' barriers. Full: the tile has landed (one arrival + the TMA bytes). Empty: the 8
+// consumer warps are done with it.
 template <int D>
-struct WgmmaTile {
-  static constexpr int kRows = 128;    // query rows per block: two warpgroups of 64
-  static constexpr int kTokens = 128;  // tokens per K/V tile (the N of S = Q K^T)
-  static constexpr int kConsumers = 256;
-  static constexpr int kThreads = kConsumers + 128;  // + the producer warpgroup (one thread issues)
-  // Registers are allocated per warpgroup: 65536 / 384 = 168 each by default; the producer gives
-  // most of its share to the consumers (setmaxnreg), which hold S, O and P (160 live values).
-  static constexpr int kProducerRegisters = 40;
-  static constexpr int kConsumerRegisters = 232;
-  static constexpr int kRowBytes = 128;             // one swizzled row: 64 16-bit values (a TMA box row)
-  static constexpr int kQBytes = kRows * D * 2;     // [D / 64][kRows][128 B]
-  static constexpr int kKvBytes = kTokens * D * 2;  // one K or V tile: [D / 64][kTokens][128 B]
-  // 1 KB of slack to align the swizzle atoms; Q, two K stages, two V stages.
-  static constexpr int kSmemBytes = 1024 + kQBytes + 4 * kKvBytes;
+struct WgmmaSharedStorage {
+  using Tile = WgmmaTile<D>;
+  alignas(1024) unsigned char q[Tile::kQBytes];                   // [D / 64][kRows][128 B]
+  alignas(1024) unsigned char k[Tile::kStages][Tile::kKvBytes];  // [stage][D / 64][kTokens][128 B]
+  alignas(1024) unsigned char v[Tile::kStages][Tile::kKvBytes];
+  unsigned long long full_k[Tile::kStages], full_v[Tile::kStages];
+  unsigned long long empty_k[Tile::kStages], empty_v[Tile::kStages];
+
+  // Dynamic shared memory is only 16-byte aligned: the launch asks for 1 KB more.
+  static constexpr int kLaunchBytes = static_cast<int>(sizeof(WgmmaSharedStorage)) + 1024;
 };
+
+// The consumers' named barriers (id 0 is __syncthreads').
+enum class WgmmaBarrier : int {
+  q_ready = 1,  // Q has landed, for both warpgroups
+  turn0 = 2,    // warpgroup 0's turn at the tensor cores
+  turn1 = 3,    // warpgroup 1's
+};
+
+template <int D>
+__device__ __forceinline__ void consumer_sync(WgmmaBarrier b) {
+  named_sync(static_cast<int>(b), WgmmaTile<D>::kConsumerThreads);
+}
+template <int D>
+__device__ __forceinline__ void consumer_arrive(WgmmaBarrier b) {
+  named_arrive(static_cast<int>(b), WgmmaTile<D>::kConsumerThreads);
+}
+__device__ __forceinline__ WgmmaBarrier turn_of(int wg) {
+  return static_cast<WgmmaBarrier>(static_cast<int>(WgmmaBarrier::turn0) + wg);
+}
+
+// Load step (the producer's one thread): every K and V tile of the item. Use u of a stage waits for
+// the consumers' release of use u - 1 (parity of u - 1; a fresh barrier passes parity 1 at once).
+template <int D>
+__device__ __forceinline__ void produce_kv_tiles(const SegmentAttentionParams& p, const WorkItem& item, int tiles,
+                                                 WgmmaSharedStorage<D>& smem) {
+  using Tile = WgmmaTile<D>;
+  const unsigned char* const maps =
+      static_cast<const unsigned char*>(p.kv_maps) + 2 * kTensorMapBytes * p.item_segments[item.first_segment];
+  for (int it = 0; it < tiles; ++it) {
+    const int stage = it & 1;
+    const unsigned free_parity = ((it >> 1) & 1) ^ 1;
+    const int p0 = item.token_begin + it * Tile::kTokens;
+    mbarrier_wait(smem_address(&smem.empty_k[stage]), free_parity);
+    mbarrier_arrive_expect(smem_address(&smem.full_k[stage]), Tile::kKvBytes);
+    for (int cb = 0; cb < D / 64; ++cb) {
+      tma_load_3d(smem_address(smem.k[stage]) + cb * Tile::kTokens * Tile::kRowBytes, maps, 64 * cb, item.kv_head, p0,
+                  smem_address(&smem.full_k[stage]));
+    }
+    mbarrier_wait(smem_address(&smem.empty_v[stage]), free_parity);
+    mbarrier_arrive_expect(smem_address(&smem.full_v[stage]), Tile::kKvBytes);
+    for (int cb = 0; cb < D / 64; ++cb) {
+      tma_load_3d(smem_address(smem.v[stage]) + cb * Tile::kTokens * Tile::kRowBytes, maps + kTensorMapBytes, 64 * cb,
+                  item.kv_head, p0, smem_address(&smem.full_v[stage]));
+    }
+  }
+}
+
+// Load step (the consumers): row r of the block is query row row_query[first_row + r]; rows past
+// num_rows are zeros. Completes with cp_async_wait and the q_ready barrier.
+template <typename T, int D>
+__device__ __forceinline__ void load_q(const SegmentAttentionParams& p, const WorkItem& item, WgmmaSharedStorage<D>& smem) {
+  using Tile = WgmmaTile<D>;
+  constexpr int CHUNKS = D / 8;
+  const T* const q = static_cast<const T*>(p.q);
+  for (int c = threadIdx.x; c < Tile::kRows * CHUNKS; c += Tile::kConsumerThreads) {
+    const int r = c / CHUNKS, col = c % CHUNKS * 8;
+    const bool real = r < item.num_rows;
+    const T* src = real ? q + static_cast<long long>(p.row_query[item.first_row + r]) * D + col : q;
+    cp_async_16(smem.q + col / 64 * Tile::kRows * Tile::kRowBytes + swizzle128(r, col % 64), src, real ? 16 : 0);
+  }
+  cp_async_commit();
+}
+
+// Compute step (one consumer warpgroup `wg`): every tile of the item into O and the softmax state.
+// Step i issues S_i (i < tiles) and P_{i-1} V_{i-1} (i > 0). The first and last steps are separate
+// instantiations, so no wgmma or wait sits under a runtime condition: ptxas serializes the wgmmas
+// (C7514) when it cannot prove an accumulator is complete where it is read (perf-notes v6).
+template <typename T, int D>
+__device__ __forceinline__ void consume_kv_tiles(WgmmaSharedStorage<D>& smem, const WorkItem& item, int tiles, int wg,
+                                                 const int (&limit)[2], float scale_log2,
+                                                 RowPairSoftmax<WgmmaTile<D>::kTokens / 8, D / 8>& softmax,
+                                                 float (&o)[D / 2]) {
+  using Tile = WgmmaTile<D>;
+  constexpr int KT = Tile::kTokens, ROWS = Tile::kRows;
+  const int lane = threadIdx.x % 32, t = lane % 4;
+  const unsigned q_wg = smem_address(smem.q) + wg * 64 * Tile::kRowBytes;
+  float s[KT / 2];          // S of the current tile, then its probabilities
+  unsigned pa[KT / 16][4];  // P of the previous tile as A fragments: live until its product lands
+  auto step = [&](int i, auto issue_s, auto issue_pv) {
+    constexpr bool has_s = decltype(issue_s)::value, has_pv = decltype(issue_pv)::value;
+    if constexpr (has_s) mbarrier_wait(smem_address(&smem.full_k[i & 1]), (i >> 1) & 1);
+    if constexpr (has_pv) mbarrier_wait(smem_address(&smem.full_v[(i - 1) & 1]), ((i - 1) >> 1) & 1);
+    consumer_sync<D>(turn_of(wg));
+    wgmma_fence();
+    if constexpr (has_s) {
+#pragma unroll
+      for (int ks = 0; ks < D / 16; ++ks) {     // 16 columns at a time: chunk pairs of a swizzled row
+        const unsigned column = (ks % 4) * 32;  // the hardware applies the swizzle to the address
+        wgmma_ss<T, KT>(s, wgmma_descriptor(q_wg + ks / 4 * ROWS * Tile::kRowBytes + column, 16, 1024),
+                        wgmma_descriptor(smem_address(smem.k[i & 1]) + ks / 4 * KT * Tile::kRowBytes + column, 16, 1024),
+                        ks > 0);
+      }
+      wgmma_commit();
+    }
+    if constexpr (has_pv) {
+#pragma unroll
+      for (int kc = 0; kc < KT / 16; ++kc) {  // 16 tokens at a time
+        wgmma_rs<T, D>(o, pa[kc],
+                       wgmma_descriptor(smem_address(smem.v[(i - 1) & 1]) + kc * 16 * Tile::kRowBytes,
+                                        KT * Tile::kRowBytes, 1024),
+                       1);
+      }
+      wgmma_commit();
+    }
+    if (has_s || wg == 0) consumer_arrive<D>(turn_of(1 - wg));  // the other's turn
+
+    float alpha[2];
+    if constexpr (has_s) {
+      wgmma_wait<has_pv ? 1 : 0>();
+      wgmma_hold(s);
+      __syncwarp();
+      if (lane == 0) mbarrier_arrive(smem_address(&smem.empty_k[i & 1]));
+      const int p0 = item.token_begin + i * KT;
+      softmax.update(s, p0 + 2 * t, limit, scale_log2, p0 + KT > min(limit[0], limit[1]), alpha);
+    }
+    if constexpr (has_pv) {
+      wgmma_wait<0>();
+      wgmma_hold(o);
+      wgmma_hold(pa);
+      __syncwarp();
+      if (lane == 0) mbarrier_arrive(smem_address(&smem.empty_v[(i - 1) & 1]));
+    }
+    if constexpr (has_s) {
+      if constexpr (has_pv) softmax.rescale(o, alpha);  // O holds P V up to tile i - 1 now (zero before)
+#pragma unroll
+      for (int kc = 0; kc < KT / 16; ++kc) probabilities_as_a<T, KT / 8>(s, kc, pa[kc]);
+    }
+  };
+  using yes = std::true_type;
+  using no = std::false_type;
+  step(0, yes{}, no{});  // items have at least one token (the schedules never make an empty one)
+  for (int i = 1; i < tiles; ++i) step(i, yes{}, yes{});
+  step(tiles, no{}, yes{});
+}
 
 template <typename T, int D>
 __global__ void __launch_bounds__(WgmmaTile<D>::kThreads, 1) segment_attention_wgmma(const SegmentAttentionParams p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   allow_dependents();  // the merge may start once every block has (dependent_launch.cuh)
   using Tile = WgmmaTile<D>;
-  constexpr int KT = Tile::kTokens, ROWS = Tile::kRows, NS = KT / 8, CHUNKS = D / 8;
   extern __shared__ unsigned char smem_raw[];
-  unsigned char* const smem = smem_raw + ((1024 - smem_address(smem_raw) % 1024) % 1024);
-  const unsigned q_at = smem_address(smem);  // [Q | K0 | K1 | V0 | V1], each 1024-aligned
-  auto k_at = [&](int stage) { return q_at + Tile::kQBytes + stage * Tile::kKvBytes; };
-  auto v_at = [&](int stage) { return q_at + Tile::kQBytes + (2 + stage) * Tile::kKvBytes; };
-  __shared__ __align__(8) unsigned long long barriers[8];
-  const unsigned bar0 = smem_address(barriers);
-  // Full: the tile has landed (1 arrival + TMA bytes). Empty: the 8 consumer warps are done with it.
-  auto full_k = [&](int stage) { return bar0 + 8 * stage; };
-  auto full_v = [&](int stage) { return bar0 + 8 * (2 + stage); };
-  auto empty_k = [&](int stage) { return bar0 + 8 * (4 + stage); };
-  auto empty_v = [&](int stage) { return bar0 + 8 * (6 + stage); };
+  auto& smem = *reinterpret_cast<WgmmaSharedStorage<D>*>(smem_raw + (1024 - smem_address(smem_raw) % 1024) % 1024);
 
   const WorkItem item = p.items[blockIdx.x];
-  const int tiles = (item.token_end - item.token_begin + KT - 1) / KT;
+  const int tiles = (item.token_end - item.token_begin + Tile::kTokens - 1) / Tile::kTokens;
   if (threadIdx.x == 0) {
-    for (int stage = 0; stage < 2; ++stage) {
-      mbarrier_init(full_k(stage), 1);
-      mbarrier_init(full_v(stage), 1);
-      mbarrier_init(empty_k(stage), 8);
-      mbarrier_init(empty_v(stage), 8);
+    for (int stage = 0; stage < Tile::kStages; ++stage) {
+      mbarrier_init(smem_address(&smem.full_k[stage]), 1);
+      mbarrier_init(smem_address(&smem.full_v[stage]), 1);
+      mbarrier_init(smem_address(&smem.empty_k[stage]), 8);
+      mbarrier_init(smem_address(&smem.empty_v[stage]), 8);
     }
     mbarrier_init_fence();
   }
@@ -76,47 +202,16 @@ __global__ void __launch_bounds__(WgmmaTile<D>::kThreads, 1) segment_attention_w
   // threadIdx.x looks divergent to it, and ptxas then serializes every wgmma after that branch
   // (C7520: each one waited for before the next issues).
   const int wg = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x / 128), 0);
-  if (wg == 2) {  // the producer warpgroup: one thread issues every copy
+  if (wg == 2) {
     setmaxnreg_dec<Tile::kProducerRegisters>();
-    if (threadIdx.x == Tile::kConsumers) {
-      // Use u of a stage waits for the consumers' release of use u - 1 (parity of u - 1; a fresh
-      // barrier passes parity 1 at once).
-      const unsigned char* const maps = static_cast<const unsigned char*>(p.kv_maps) +
-                                        2 * kTensorMapBytes * p.item_segments[item.first_segment];
-      for (int it = 0; it < tiles; ++it) {
-        const int stage = it & 1;
-        const unsigned free_parity = ((it >> 1) & 1) ^ 1;
-        const int p0 = item.token_begin + it * KT;
-        mbarrier_wait(empty_k(stage), free_parity);
-        mbarrier_arrive_expect(full_k(stage), Tile::kKvBytes);
-        for (int cb = 0; cb < D / 64; ++cb) {
-          tma_load_3d(k_at(stage) + cb * KT * Tile::kRowBytes, maps, 64 * cb, item.kv_head, p0, full_k(stage));
-        }
-        mbarrier_wait(empty_v(stage), free_parity);
-        mbarrier_arrive_expect(full_v(stage), Tile::kKvBytes);
-        for (int cb = 0; cb < D / 64; ++cb) {
-          tma_load_3d(v_at(stage) + cb * KT * Tile::kRowBytes, maps + kTensorMapBytes, 64 * cb, item.kv_head, p0,
-                      full_v(stage));
-        }
-      }
-    }
+    if (threadIdx.x == Tile::kConsumerThreads) produce_kv_tiles<D>(p, item, tiles, smem);
     return;
   }
 
   setmaxnreg_inc<Tile::kConsumerRegisters>();
-  const int warp = threadIdx.x / 32 % 4, lane = threadIdx.x % 32;
-  const int g = lane / 4, t = lane % 4;
-  // Q: row r of the block is query row row_query[first_row + r]; rows past num_rows are zeros.
-  const T* const q = static_cast<const T*>(p.q);
-  for (int c = threadIdx.x; c < ROWS * CHUNKS; c += Tile::kConsumers) {
-    const int r = c / CHUNKS, col = c % CHUNKS * 8;
-    const bool real = r < item.num_rows;
-    const T* src = real ? q + static_cast<long long>(p.row_query[item.first_row + r]) * D + col : q;
-    cp_async_16(smem + col / 64 * ROWS * Tile::kRowBytes + swizzle128(r, col % 64), src, real ? 16 : 0);
-  }
-  cp_async_commit();
-
+  load_q<T, D>(p, item, smem);
   // This lane's rows within the block, and the positions of the token list each sees.
+  const int warp = threadIdx.x / 32 % 4, g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
   const int r0 = wg * 64 + warp * 16 + g, r1 = r0 + 8;
   const bool has0 = r0 < item.num_rows, has1 = r1 < item.num_rows;
   const int limit[2] = {has0 ? min(p.row_limit[item.first_row + r0], item.token_end) : 0,
@@ -125,70 +220,12 @@ __global__ void __launch_bounds__(WgmmaTile<D>::kThreads, 1) segment_attention_w
   const RowOutput out1 = row_output(p, has1 ? item.first_row + r1 : -1);
   cp_async_wait<0>();
   fence_proxy_async();
-  named_sync(1, Tile::kConsumers);  // Q complete for both warpgroups
-  constexpr int kTurn = 2;          // named barriers 2 and 3: warpgroup 0's and 1's turn
-  if (wg == 1) named_arrive(kTurn, Tile::kConsumers);  // warpgroup 0 goes first
+  consumer_sync<D>(WgmmaBarrier::q_ready);
+  if (wg == 1) consumer_arrive<D>(WgmmaBarrier::turn0);  // warpgroup 0 goes first
 
-  const unsigned q_wg = q_at + wg * 64 * Tile::kRowBytes;
-  RowPairSoftmax<NS, D / 8> softmax;
+  RowPairSoftmax<Tile::kTokens / 8, D / 8> softmax;
   float o[D / 2] = {};  // O: 8-column fragments, wgmma accumulator layout
-  float s[KT / 2];      // S of the current tile, then its probabilities
-  unsigned pa[KT / 16][4];  // P of the previous tile as A fragments: live until its product lands
-  // Step i issues S_i (i < tiles) and P_{i-1} V_{i-1} (i > 0). The first and last steps are
-  // separate instantiations, so no wgmma or wait sits under a runtime condition: ptxas serializes
-  // the wgmmas (C7514) when it cannot prove an accumulator is complete where it is read.
-  auto step = [&](int i, auto issue_s, auto issue_pv) {
-    constexpr bool has_s = decltype(issue_s)::value, has_pv = decltype(issue_pv)::value;
-    if constexpr (has_s) mbarrier_wait(full_k(i & 1), (i >> 1) & 1);
-    if constexpr (has_pv) mbarrier_wait(full_v((i - 1) & 1), ((i - 1) >> 1) & 1);
-    named_sync(kTurn + wg, Tile::kConsumers);
-    wgmma_fence();
-    if constexpr (has_s) {
-#pragma unroll
-      for (int ks = 0; ks < D / 16; ++ks) {  // 16 columns at a time: chunk pairs of a swizzled row
-        const unsigned column = (ks % 4) * 32;  // the hardware applies the swizzle to the address
-        wgmma_ss<T, KT>(s, wgmma_descriptor(q_wg + ks / 4 * ROWS * Tile::kRowBytes + column, 16, 1024),
-                        wgmma_descriptor(k_at(i & 1) + ks / 4 * KT * Tile::kRowBytes + column, 16, 1024), ks > 0);
-      }
-      wgmma_commit();
-    }
-    if constexpr (has_pv) {
-#pragma unroll
-      for (int kc = 0; kc < KT / 16; ++kc) {  // 16 tokens at a time
-        wgmma_rs<T, D>(o, pa[kc],
-                       wgmma_descriptor(v_at((i - 1) & 1) + kc * 16 * Tile::kRowBytes, KT * Tile::kRowBytes, 1024), 1);
-      }
-      wgmma_commit();
-    }
-    if (has_s || wg == 0) named_arrive(kTurn + 1 - wg, Tile::kConsumers);  // the other's turn
-
-    float alpha[2];
-    if constexpr (has_s) {
-      wgmma_wait<has_pv ? 1 : 0>();
-      wgmma_hold(s);
-      __syncwarp();
-      if (lane == 0) mbarrier_arrive(empty_k(i & 1));
-      const int p0 = item.token_begin + i * KT;
-      softmax.update(s, p0 + 2 * t, limit, p.scale_log2, p0 + KT > min(limit[0], limit[1]), alpha);
-    }
-    if constexpr (has_pv) {
-      wgmma_wait<0>();
-      wgmma_hold(o);
-      wgmma_hold(pa);
-      __syncwarp();
-      if (lane == 0) mbarrier_arrive(empty_v((i - 1) & 1));
-    }
-    if constexpr (has_s) {
-      if constexpr (has_pv) softmax.rescale(o, alpha);  // O holds P V up to tile i - 1 now (zero before)
-#pragma unroll
-      for (int kc = 0; kc < KT / 16; ++kc) probabilities_as_a<T, NS>(s, kc, pa[kc]);
-    }
-  };
-  using yes = std::true_type;
-  using no = std::false_type;
-  step(0, yes{}, no{});  // items have at least one token (the schedules never make an empty one)
-  for (int i = 1; i < tiles; ++i) step(i, yes{}, yes{});
-  step(tiles, no{}, yes{});
+  consume_kv_tiles<T, D>(smem, item, tiles, wg, limit, p.scale_log2, softmax, o);
 
   float inv[2], lse[2];
   softmax.finish(inv, lse);

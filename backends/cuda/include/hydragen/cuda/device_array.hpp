@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "hydragen/cuda/memory.hpp"
 #include "hydragen/memory.hpp"
@@ -35,5 +36,13 @@ class DeviceArray {
 
   Buffer buffer_;  // moves leave it empty, so a moved-from array has size() 0
 };
+
+// A DeviceArray holding a copy of `values` (plans upload their tables with it).
+template <typename T>
+DeviceArray<T> upload(const std::vector<T>& values) {
+  DeviceArray<T> array(values.size());
+  device_memory().copy_from_host(array.data(), values.data(), array.bytes());
+  return array;
+}
 
 }  // namespace hydragen::cuda

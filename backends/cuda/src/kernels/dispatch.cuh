@@ -1,0 +1,51 @@
+#pragma once
+// The one list of what has kernels, and what every kernel family's launch code shares.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime_api.h>
+
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+
+#include "hydragen/cuda/check.hpp"
+#include "hydragen/dtype.hpp"
+
+namespace hydragen::cuda {
+
+// Calls f(T{}) for the storage type, or throws.
+template <typename F>
+void dispatch_dtype(DType dtype, F&& f) {
+  switch (dtype) {
+    case DType::fp32: return f(float{});
+    case DType::fp16: return f(__half{});
+    case DType::bf16: return f(__nv_bfloat16{});
+    default: break;
+  }
+  throw std::invalid_argument("CUDA kernels: dtype " + std::string(dtype_name(dtype)) + " has no kernel (fp32, fp16, bf16)");
+}
+
+// Calls f(T{}, std::integral_constant<int, D>{}) for the storage type and head dim, or throws.
+template <typename F>
+void dispatch(DType dtype, int head_dim, F&& f) {
+  dispatch_dtype(dtype, [&](auto element) {
+    switch (head_dim) {
+      case 64: return f(element, std::integral_constant<int, 64>{});
+      case 128: return f(element, std::integral_constant<int, 128>{});
+      default: break;
+    }
+    throw std::invalid_argument("CUDA kernels: head_dim " + std::to_string(head_dim) + " has no kernel (64, 128)");
+  });
+}
+
+// Raises a kernel's dynamic shared-memory limit (above 48 KB needs the opt-in), once per kernel.
+template <auto Kernel>
+void allow_smem(int bytes) {
+  static const bool done = [bytes] {
+    CUDA_CHECK(cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+    return true;
+  }();
+  (void)done;
+}
+
+}  // namespace hydragen::cuda

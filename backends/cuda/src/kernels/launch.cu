@@ -1,0 +1,54 @@
+// The host side of the launches: what the device has, and which kernel runs a launch of items.
+#include "dispatch.cuh"
+#include "launch.hpp"
+
+namespace hydragen::cuda {
+
+DeviceLimits device_limits() {
+  int device = 0, sms = 0, major = 0, minor = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  DeviceLimits limits;
+  limits.sms = sms;
+#ifdef HYDRAGEN_WGMMA
+  limits.wgmma = major == 9 && minor == 0;  // sm_90a code runs on compute capability 9.0 only (H100, H200)
+#endif
+  limits.dependent_launch = major >= 9;
+  return limits;
+}
+
+bool has_kernels(DType dtype, int head_dim) {
+  try {
+    dispatch(dtype, head_dim, [](auto, auto) {});
+    return true;
+  } catch (const std::invalid_argument&) {
+    return false;
+  }
+}
+
+ItemKernel wide_kernel(DType dtype, bool mma_only, const DeviceLimits& device) {
+  if (dtype == DType::fp32) return ItemKernel::narrow;
+  return device.wgmma && !mma_only ? ItemKernel::wgmma : ItemKernel::wide;
+}
+
+void launch_segment_attention(const SegmentAttentionParams& params, int grid, ItemKernel kernel, DType dtype,
+                              int head_dim, cudaStream_t stream) {
+  if (params.num_items == 0) return;
+  const bool one_per_item = grid == params.num_items;
+  if (grid < 1 || grid > params.num_items || (!one_per_item && (kernel == ItemKernel::wgmma || dtype == DType::fp32))) {
+    throw std::logic_error("segment attention: a grid of " + std::to_string(grid) + " blocks for " +
+                           std::to_string(params.num_items) + " items");
+  }
+  if (dtype == DType::fp32) {
+    if (kernel != ItemKernel::narrow) throw std::logic_error("segment attention: fp32 has only narrow blocks");
+    detail::launch_simt(params, dtype, head_dim, stream);
+  } else if (kernel == ItemKernel::wgmma) {
+    detail::launch_wgmma(params, dtype, head_dim, stream);
+  } else {
+    detail::launch_mma(params, grid, kernel == ItemKernel::wide, dtype, head_dim, stream);
+  }
+}
+
+}  // namespace hydragen::cuda

@@ -1,0 +1,73 @@
+#pragma once
+// Block shapes and tile sizes of the segment-attention and merge kernels: the one place both the
+// kernels and the host (schedule, plans, launch) read them. Plain C++, no CUDA headers.
+// Why each number is what it is: docs/perf-notes.md (the version named beside it).
+
+namespace hydragen::cuda {
+
+// The block shapes a launch of segment-attention items can use.
+enum class ItemKernel {
+  narrow,  // <= 16 rows: 1 row warp x 4 token warps (mma.sync; CUDA cores for fp32)
+  wide,    // <= 64 rows: 4 row warps (mma.sync, sm_80+)
+  wgmma,   // <= 128 rows: 2 consumer warpgroups + 1 producer (wgmma and TMA, sm_90a)
+};
+
+inline constexpr int kNarrowRows = 16;  // one warp's mma.sync fragment rows
+inline constexpr int kWideRows = 64;    // four row warps
+inline constexpr int kWgmmaRows = 128;  // two warpgroups of 64
+
+// mma.sync kernels (narrow and wide): 128 threads, two stages of 64-token K and V tiles. Three
+// blocks per SM: registers are capped for it (__launch_bounds__), and two stages at D = 128 (70 KB)
+// fit three times in 227 KB; two per SM left the 64-row tiles latency-bound (v2, v3).
+inline constexpr int kMmaThreads = 128;
+inline constexpr int kMmaTokens = 64;
+inline constexpr int kMmaBlocksPerSm = 3;
+
+template <int D>
+struct MmaTile {
+  static constexpr int kTokens = kMmaTokens;
+  static constexpr int kStride = D + 8;  // shared row stride in elements: +16 bytes keeps ldmatrix conflict-free
+  static constexpr int kChunks = D / 8;  // 16-byte chunks per row
+  static constexpr int kStageBytes = 2 * kTokens * kStride * 2;  // a K and a V tile of 16-bit values
+  static constexpr int kSmemBytes = 2 * kStageBytes;
+};
+
+// wgmma kernel: 128 rows over 128-token tiles, one block per SM (v4, v5).
+template <int D>
+struct WgmmaTile {
+  static constexpr int kRows = kWgmmaRows;
+  static constexpr int kTokens = 128;  // the N of S = Q K^T
+  static constexpr int kConsumerThreads = 256;
+  static constexpr int kThreads = kConsumerThreads + 128;  // + the producer warpgroup (one thread issues)
+  // Registers are allocated per warpgroup: 65536 / 384 = 168 each by default; the producer gives
+  // most of its share to the consumers (setmaxnreg), which hold S, O and P (160 live values).
+  static constexpr int kProducerRegisters = 40;
+  static constexpr int kConsumerRegisters = 232;
+  static constexpr int kRowBytes = 128;             // one swizzled row: 64 16-bit values (a TMA box row)
+  static constexpr int kQBytes = kRows * D * 2;     // [D / 64][kRows][128 B]
+  static constexpr int kKvBytes = kTokens * D * 2;  // one K or V tile: [D / 64][kTokens][128 B]
+  static constexpr int kStages = 2;
+};
+
+// The CUDA-core kernel for fp32 storage: narrow items, 32-token tiles.
+inline constexpr int kSimtThreads = 128;
+inline constexpr int kSimtTokens = 32;
+
+// A work item's token list holds at most this many segments (ItemSegments' arrays); longer paths
+// are cut into several items.
+inline constexpr int kMaxItemSegments = 32;
+
+// The merge kernel: one warp per query, or kMergeWarps for a query of more than kMergeSplitAbove
+// partials (v7); each warp loads kMergeRound partial row ids at once, one per lane, so a split
+// block of at most kMergeRound parts is folded in one round of loads.
+inline constexpr int kMergeWarps = 4;
+inline constexpr int kMergeSplitAbove = 8;
+inline constexpr int kMergeRound = 32;
+
+constexpr int max_rows(ItemKernel kernel) {
+  return kernel == ItemKernel::narrow ? kNarrowRows : kernel == ItemKernel::wide ? kWideRows : kWgmmaRows;
+}
+
+constexpr int blocks_per_sm(ItemKernel kernel) { return kernel == ItemKernel::wgmma ? 1 : kMmaBlocksPerSm; }
+
+}  // namespace hydragen::cuda

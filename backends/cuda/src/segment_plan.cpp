@@ -1,0 +1,198 @@
+// The plan of every schedule-driven backend (cuda-flash, cuda-hydragen, cuda-hydragen-cublas): the
+// schedule uploaded once, the wide items on the caller's stream beside the narrow ones on a side
+// stream, then the merge.
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "cuda_plan.hpp"
+#include "gemm_attention.hpp"
+#include "handles.hpp"
+#include "hydragen/cuda/check.hpp"
+#include "kernels/launch.hpp"
+#include "plans.hpp"
+#include "schedule.hpp"
+#include "tensor_maps.hpp"
+
+namespace hydragen::cuda {
+
+namespace {
+
+constexpr float kLog2e = 1.4426950408889634f;
+// cuda-hydragen-cublas: the most scores (KV heads x rows x tokens) one GEMM chunk holds: 256 MiB
+// of fp32 scores and their probabilities beside them.
+constexpr long long kMaxChunkScores = 1LL << 26;
+
+class SegmentPlan final : public CudaPlan {
+ public:
+  SegmentPlan(const AttentionShape& shape, const SharingTree& tree, const Schedule& s, ItemKernel wide_kernel,
+              const DeviceLimits& device)
+      : CudaPlan(shape, tree),
+        device_(device),
+        wide_kernel_(wide_kernel),
+        narrow_(upload(s.narrow_items)),
+        wide_(upload(s.wide_items)),
+        item_segments_(upload(s.item_segments)),
+        row_query_(upload(s.row_query)),
+        row_limit_(upload(s.row_limit)),
+        merge_offsets_(upload(s.merge_offsets)),
+        merge_rows_(upload(s.merge_rows)),
+        max_partials_(s.max_partials()),
+        narrow_grid_(grid(s.narrow_items, ItemKernel::narrow)),
+        wide_grid_(grid(s.wide_items, wide_kernel)),
+        partial_o_(static_cast<std::size_t>(s.num_rows()) * shape.head_dim),
+        partial_lse_(static_cast<std::size_t>(s.num_rows())) {
+    if (!s.gemm_chunks.empty()) gemm_ = std::make_unique<GemmAttention>(shape, s);
+    run_merge_ = s.needs_merge() || gemm_ != nullptr;
+    overlap_merge_ = overlap_merge();
+    if (wide_kernel_ == ItemKernel::wgmma) {
+      // TMA descriptors for the segments the wide items read (one segment each in this schedule).
+      for (const WorkItem& item : s.wide_items) {
+        if (item.num_segments != 1) throw std::logic_error("wgmma items read one segment each");
+        map_segments_.push_back(s.item_segments[item.first_segment]);
+      }
+      std::sort(map_segments_.begin(), map_segments_.end());
+      map_segments_.erase(std::unique(map_segments_.begin(), map_segments_.end()), map_segments_.end());
+      kv_maps_ = DeviceArray<CUtensorMap>(2 * static_cast<std::size_t>(tree.num_segments()));
+    }
+  }
+
+  void run(const AttentionInputs& in, const AttentionOutputs& out, Stream stream) override {
+    const cudaStream_t s = bind(in, out, stream);
+    MergeParams m;
+    m.partial_o = partial_o_.data();
+    m.partial_lse = partial_lse_.data();
+    m.offsets = merge_offsets_.data();
+    m.rows = merge_rows_.data();
+    m.o = out.o.data;
+    m.lse = static_cast<float*>(out.lse.data);
+    m.num_queries = shape_.num_seqs * shape_.q_len * shape_.q_heads;
+    m.single_rows_direct = gemm_ == nullptr;  // the cuBLAS products write the workspace only
+    SegmentAttentionParams p;
+    set_inputs(p, in);
+    p.item_segments = item_segments_.data();
+    p.row_query = row_query_.data();
+    p.row_limit = row_limit_.data();
+    p.merge = m;
+    p.kv_maps = kv_maps_.data();
+    p.kv_heads = shape_.kv_heads;
+    p.scale_log2 = shape_.scale * kLog2e;
+    // The narrow items (leaves: short, latency-bound) run on a side stream beside the shared
+    // segments' work, so they fill the SMs it leaves idle. The merge, after both, runs only when
+    // some query has other than one partial row written by its block.
+    const bool both = narrow_.size() > 0 && (wide_.size() > 0 || gemm_ != nullptr);
+    const cudaStream_t narrow_stream = both ? side_.get() : s;
+    if (both) {
+      CUDA_CHECK(cudaEventRecord(fork_.get(), s));
+      CUDA_CHECK(cudaStreamWaitEvent(narrow_stream, fork_.get()));
+    }
+    if (gemm_ != nullptr) gemm_->enqueue(in, m, row_limit_.data(), p.scale_log2, s);
+    p.items = wide_.data();
+    p.num_items = static_cast<int>(wide_.size());
+    launch_segment_attention(p, wide_grid_, wide_kernel_, shape_.dtype, shape_.head_dim, s);
+    p.items = narrow_.data();
+    p.num_items = static_cast<int>(narrow_.size());
+    launch_segment_attention(p, narrow_grid_, ItemKernel::narrow, shape_.dtype, shape_.head_dim, narrow_stream);
+    if (both) {
+      CUDA_CHECK(cudaEventRecord(join_.get(), narrow_stream));
+      CUDA_CHECK(cudaStreamWaitEvent(s, join_.get()));
+    }
+    if (run_merge_) launch_merge(m, max_partials_, overlap_merge_, shape_.dtype, shape_.head_dim, s);
+  }
+
+ private:
+  void rebound(const AttentionInputs& in, cudaStream_t s) override {
+    if (map_segments_.empty()) return;
+    std::vector<CUtensorMap> maps(kv_maps_.size());
+    for (int segment : map_segments_) {
+      const int length = tree_.length(segment);
+      maps[2 * segment] = kv_tensor_map(in.k[segment].data, shape_.dtype, length, shape_.kv_heads, shape_.head_dim);
+      maps[2 * segment + 1] = kv_tensor_map(in.v[segment].data, shape_.dtype, length, shape_.kv_heads, shape_.head_dim);
+    }
+    CUDA_CHECK(cudaMemcpyAsync(kv_maps_.data(), maps.data(), kv_maps_.bytes(), cudaMemcpyHostToDevice, s));
+  }
+
+  // Whether the merge starts while the one attention launch before it ends (dependent_launch.cuh):
+  // only after a single launch (after the join of two streams, or cuBLAS, it waits in stream order)
+  // that leaves half the GPU idle; after a launch that fills the GPU it cost time (perf-notes v8).
+  bool overlap_merge() const {
+    const bool wide = wide_.size() > 0;
+    if ((wide && narrow_.size() > 0) || gemm_ != nullptr || !device_.dependent_launch) return false;
+    const int blocks = wide ? wide_grid_ : narrow_grid_;
+    return blocks > 0 && 2 * blocks <= resident_blocks(wide ? wide_kernel_ : ItemKernel::narrow, device_);
+  }
+
+  // The grid of a launch of `items`: as many persistent mma blocks as are resident at once for many
+  // short items (schedule.hpp's persistent_blocks), a block per item otherwise and always for wgmma
+  // and fp32.
+  int grid(const std::vector<WorkItem>& items, ItemKernel kernel) const {
+    const int n = static_cast<int>(items.size()), slots = resident_blocks(kernel, device_);
+    const bool mma = kernel != ItemKernel::wgmma && shape_.dtype != DType::fp32;
+    return mma && persistent_blocks(items, slots) ? std::min(n, slots) : n;
+  }
+
+  DeviceLimits device_;     // asked once, when the plan was made
+  ItemKernel wide_kernel_;  // runs the wide items
+  DeviceArray<WorkItem> narrow_, wide_;
+  DeviceArray<int> item_segments_, row_query_, row_limit_, merge_offsets_, merge_rows_;
+  int max_partials_;                // the most partial rows of one query
+  int narrow_grid_, wide_grid_;     // blocks of each launch: the items' count, or fewer persistent ones
+  DeviceArray<float> partial_o_;    // [rows, D]
+  DeviceArray<float> partial_lse_;  // [rows]
+  std::unique_ptr<GemmAttention> gemm_;  // cuda-hydragen-cublas's shared segments; null otherwise
+  bool run_merge_ = false;          // some query has no partial row, several, or a cuBLAS one
+  bool overlap_merge_ = false;      // overlap_merge(), once per plan
+  std::vector<int> map_segments_;    // segments read by wgmma items
+  DeviceArray<CUtensorMap> kv_maps_;  // [num_segments][2]: K, V descriptors of map_segments_ (wgmma only)
+  OwnedStream side_;                // runs the narrow items beside the wide ones
+  OwnedEvent fork_{cudaEventDisableTiming}, join_{cudaEventDisableTiming};
+};
+
+std::unique_ptr<AttentionPlan> segment_plan(const AttentionShape& shape, const SharingTree& tree, const Schedule& s,
+                                            ItemKernel wide, const DeviceLimits& device) {
+  return std::make_unique<SegmentPlan>(shape, tree, s, wide, device);
+}
+
+}  // namespace
+
+std::unique_ptr<AttentionPlan> make_flash_plan(const AttentionShape& shape, const SharingTree& tree) {
+  // The wgmma kernel reads one segment per item (TMA descriptors per segment), not the flat
+  // schedule's paths: cuda-flash's wide items run on mma.sync.
+  const DeviceLimits device = device_limits();
+  const ItemKernel wide = wide_kernel(shape.dtype, true, device);
+  return segment_plan(shape, tree, flat_schedule(shape, tree, ScheduleOptions::for_device(device.sms, wide)), wide, device);
+}
+
+std::vector<PlanOption> hydragen_options() {
+  return {{"form",
+           {"auto", "wide", "narrow"},
+           "auto: one launch of 16-row blocks where that puts at most one block on each SM, else wide; wide: the "
+           "shared segments in wide blocks beside 16-row leaf blocks; narrow: every segment in 16-row blocks"},
+          {"kernel", {"auto", "mma"}, "the wide blocks' kernel: auto is wgmma on sm_90a and mma.sync elsewhere; mma is mma.sync everywhere"}};
+}
+
+std::vector<PlanOptions> hydragen_variants() {
+  return {PlanOptions{}, PlanOptions::parse("form=wide"), PlanOptions::parse("form=narrow"),
+          PlanOptions::parse("form=wide:kernel=mma")};
+}
+
+std::unique_ptr<AttentionPlan> make_hydragen_plan(const AttentionShape& shape, const SharingTree& tree,
+                                                  const PlanOptions& options) {
+  const DeviceLimits device = device_limits();
+  const ItemKernel wide = wide_kernel(shape.dtype, options.at("kernel") == "mma", device);
+  ScheduleOptions o = ScheduleOptions::for_device(device.sms, wide);
+  const std::string& form = options.at("form");
+  if (form == "auto") return segment_plan(shape, tree, hydragen_schedule(shape, tree, o), wide, device);
+  if (form == "narrow") o.max_rows = kNarrowRows;
+  return segment_plan(shape, tree, segment_schedule(shape, tree, o), wide, device);
+}
+
+std::unique_ptr<AttentionPlan> make_hydragen_cublas_plan(const AttentionShape& shape, const SharingTree& tree) {
+  const DeviceLimits device = device_limits();
+  const ItemKernel wide = wide_kernel(shape.dtype, false, device);
+  const ScheduleOptions o = ScheduleOptions::for_device(device.sms, wide);
+  return segment_plan(shape, tree, gemm_schedule(shape, tree, o, kMaxChunkScores), wide, device);
+}
+
+}  // namespace hydragen::cuda
