@@ -102,21 +102,17 @@ __device__ __forceinline__ void load_kv_tile(const SegmentAttentionParams& p, co
 }
 
 // The lane's two fragment rows of an item (g and g + 8 of its row warp's 16): whether they exist,
-// their queries, and the positions of the item's token list each sees.
-template <typename T, int D>
+// and the positions of the item's token list each sees.
 struct LaneRows {
-  int row[2];    // within the item
+  int row[2];   // within the item
   bool has[2];
-  const T* q[2];  // [D] the row's query; null for a row past num_rows
-  int limit[2];   // its causal limit, cut at the item's end
+  int limit[2];  // its causal limit, cut at the item's end
 
   __device__ __forceinline__ LaneRows(const SegmentAttentionParams& p, const WorkItem& item, int r0) {
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       row[r] = r0 + 8 * r;
       has[r] = row[r] < item.num_rows;
-      q[r] = has[r] ? static_cast<const T*>(p.q) + static_cast<long long>(p.row_query[item.first_row + row[r]]) * D
-                    : nullptr;
       limit[r] = has[r] ? min(p.row_limit[item.first_row + row[r]], item.token_end) : 0;
     }
   }
@@ -124,14 +120,21 @@ struct LaneRows {
 
 // Load step: the A fragments of Q for the lane's two rows, one per 16 columns (zeros past num_rows).
 template <typename T, int D>
-__device__ __forceinline__ void load_q_fragments(const LaneRows<T, D>& rows, int t, unsigned (&qa)[D / 16][4]) {
+__device__ __forceinline__ void load_q_fragments(const SegmentAttentionParams& p, const WorkItem& item,
+                                                 const LaneRows& rows, int t, unsigned (&qa)[D / 16][4]) {
+  const T* q[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    q[r] = rows.has[r] ? static_cast<const T*>(p.q) + static_cast<long long>(p.row_query[item.first_row + rows.row[r]]) * D
+                       : nullptr;
+  }
 #pragma unroll
   for (int ks = 0; ks < D / 16; ++ks) {
     const int c = 16 * ks + 2 * t;
-    qa[ks][0] = rows.has[0] ? *reinterpret_cast<const unsigned*>(rows.q[0] + c) : 0u;
-    qa[ks][1] = rows.has[1] ? *reinterpret_cast<const unsigned*>(rows.q[1] + c) : 0u;
-    qa[ks][2] = rows.has[0] ? *reinterpret_cast<const unsigned*>(rows.q[0] + c + 8) : 0u;
-    qa[ks][3] = rows.has[1] ? *reinterpret_cast<const unsigned*>(rows.q[1] + c + 8) : 0u;
+    qa[ks][0] = rows.has[0] ? *reinterpret_cast<const unsigned*>(q[0] + c) : 0u;
+    qa[ks][1] = rows.has[1] ? *reinterpret_cast<const unsigned*>(q[1] + c) : 0u;
+    qa[ks][2] = rows.has[0] ? *reinterpret_cast<const unsigned*>(q[0] + c + 8) : 0u;
+    qa[ks][3] = rows.has[1] ? *reinterpret_cast<const unsigned*>(q[1] + c + 8) : 0u;
   }
 }
 
@@ -178,7 +181,7 @@ __device__ __forceinline__ void attend_tile(const unsigned (&qa)[D / 16][4], con
 // kernel folds partial rows, GROUP lanes per row; then the store step.
 template <typename T, int D, int ROWS, int TOKEN_WARPS>
 __device__ __forceinline__ void fold_token_warps(const SegmentAttentionParams& p, const WorkItem& item,
-                                                 const LaneRows<T, D>& rows, const float (&acc)[D / 2], const float (&inv)[2],
+                                                 const LaneRows& rows, const float (&acc)[D / 2], const float (&inv)[2],
                                                  const float (&row_lse)[2], const RowOutput& out, float* scratch) {
   constexpr int GROUP = kMmaThreads / ROWS;
   float* const o_states = scratch;                              // [TOKEN_WARPS][ROWS][D]
@@ -226,8 +229,8 @@ __global__ void __launch_bounds__(kMmaThreads, kMmaBlocksPerSm) segment_attentio
   const int g = lane / 4, t = lane % 4;
   const int row_warp = warp / TOKEN_WARPS, token_warp = warp % TOKEN_WARPS;
   const int tok0 = token_warp * (KT / TOKEN_WARPS);  // this warp's first token within a tile
-  auto load_tile = [&](int slot, int tile, int stage) {
-    load_kv_tile<T, D, kMmaThreads>(p, items[slot], segs[slot], tile, &smem.kv[stage][0][0][0], &smem.kv[stage][1][0][0]);
+  auto load_tile = [&](const WorkItem& item, int slot, int tile, int stage) {
+    load_kv_tile<T, D, kMmaThreads>(p, item, segs[slot], tile, &smem.kv[stage][0][0][0], &smem.kv[stage][1][0][0]);
   };
 
   const ItemRange range = block_items(p.num_items);  // items have tokens
@@ -241,10 +244,10 @@ __global__ void __launch_bounds__(kMmaThreads, kMmaBlocksPerSm) segment_attentio
   }
   __syncthreads();
   int slot = 0, stage = 0;  // stage: where the current tile lands
-  load_tile(0, 0, 0);
+  load_tile(items[0], 0, 0, 0);
   for (int index = range.first;; ++index) {
     const WorkItem item = items[slot];
-    const LaneRows<T, D> rows(p, item, 16 * row_warp + g);
+    const LaneRows rows(p, item, 16 * row_warp + g);
     // Where the rows go: this lane's fragment rows, or, when the token warps are folded first, row
     // threadIdx.x / GROUP of the folded states.
     RowOutput out[2];
@@ -256,7 +259,7 @@ __global__ void __launch_bounds__(kMmaThreads, kMmaBlocksPerSm) segment_attentio
       out[0] = row_output(p, r < item.num_rows ? item.first_row + r : -1);
     }
     unsigned qa[D / 16][4];
-    load_q_fragments<T, D>(rows, t, qa);
+    load_q_fragments<T, D>(p, item, rows, t, qa);
 
     RowPairSoftmax<NT, D / 8> softmax;
     float acc[D / 2] = {};  // O: 8-column fragments
@@ -265,14 +268,14 @@ __global__ void __launch_bounds__(kMmaThreads, kMmaBlocksPerSm) segment_attentio
       // Load the tile after this one: the item's next, or the next item's first.
       const bool ahead = it + 1 < tiles || index < range.last;
       if (it + 1 < tiles) {
-        load_tile(slot, it + 1, stage ^ 1);
+        load_tile(item, slot, it + 1, stage ^ 1);
       } else if (ahead) {
         if (threadIdx.x == 0) {
           items[slot ^ 1] = p.items[index + 1];
           segs[slot ^ 1].fill(p, items[slot ^ 1]);
         }
         __syncthreads();
-        load_tile(slot ^ 1, 0, stage ^ 1);
+        load_tile(items[slot ^ 1], slot ^ 1, 0, stage ^ 1);
       }
       if (ahead) {
         cp_async_wait<1>();
