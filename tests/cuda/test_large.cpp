@@ -54,6 +54,8 @@ const std::vector<LargeCase>& large_cases() {
       // Two sequences: a few blocks cut into 32 split parts each, so the merge kernel folds 32 or 33
       // partial rows per query, four warps to a query (the other cases have 1 to 5).
       {"split_B2_P8192_S64_mqa_hq8_d128", 1, 8, 1, 128, 8192, std::vector<int>(2, 64), 2},
+      // A prefix longer than one GEMM chunk holds (kMaxChunkTokens): cuda-hydragen-cublas merges three.
+      {"long_prefix_B2_P40000_S64_mqa_hq8_d128", 1, 8, 1, 128, 40000, std::vector<int>(2, 64), 40000},
   };
   return cases;
 }

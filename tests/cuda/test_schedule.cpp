@@ -231,6 +231,7 @@ struct Run {
                     << below.size() * shape.q_len * g << " each";
     }
     const long long tokens = c.token_end - c.token_begin;
+    if (tokens > kMaxChunkTokens) return fail() << name << ": more tokens than one softmax block holds";
     if (tokens > 16 && tokens * shape.kv_heads * c.rows > chunk_scores) {
       return fail() << name << ": " << tokens * shape.kv_heads * c.rows << " scores, over the bound of " << chunk_scores;
     }
@@ -823,6 +824,15 @@ TEST(GemmSchedule, ChunksEachSharedSegmentWithinTheBoundAndLeavesTheOthersToItem
   EXPECT_EQ(items_over(s, 0).size(), 0u) << "the prefix is the GEMMs'";
   for (int leaf = 1; leaf <= 8; ++leaf) EXPECT_EQ(items_over(s, leaf).size(), 2u) << "one item per KV head";
   EXPECT_EQ(s.max_partials(), 12) << "11 chunks and the leaf";
+}
+
+TEST(GemmSchedule, CutsALongSegmentOfFewRowsIntoChunksOneSoftmaxBlockHolds) {
+  // 2 sequences x g 8 = 16 rows: the score bound alone would allow a 100000-token chunk.
+  const SharingTree tree = SharingTree::prefix_suffix(100000, {5, 5});
+  const AttentionShape shape = make_shape(2, 1, 8, 1, 128, DType::bf16);
+  const Schedule s = gemm_schedule(shape, tree, kH100Mma, 1LL << 26);
+  EXPECT_TRUE(check_schedule(Kind::gemm, shape, tree, kH100Mma, s, 1LL << 26));
+  EXPECT_EQ(s.gemm_chunks.size(), static_cast<std::size_t>((100000 + kMaxChunkTokens - 1) / kMaxChunkTokens));
 }
 
 TEST(GemmSchedule, TakesAtLeast16TokensAChunkWhateverTheBound) {

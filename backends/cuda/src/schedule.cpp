@@ -72,12 +72,13 @@ void add_rows(const AttentionShape& shape, const Group& grp, int kv_head, int fi
 }
 
 // A GEMM group's chunks: as many tokens per chunk as keep KV heads x rows x tokens within
-// max_chunk_scores (a multiple of 16, at least 16), all stacked rows of every KV head. Rows are
-// numbered chunk by chunk, KV head by KV head within a chunk.
+// max_chunk_scores (a multiple of 16, at least 16) and one softmax block's row (kMaxChunkTokens),
+// all stacked rows of every KV head. Rows are numbered chunk by chunk, KV head by KV head within a
+// chunk.
 void add_gemm_chunks(const AttentionShape& shape, const Group& grp, int segment, int rows, long long max_chunk_scores,
                      Schedule& s) {
   const long long per_token = static_cast<long long>(shape.kv_heads) * rows;
-  const long long fit = std::max<long long>(16, max_chunk_scores / per_token / 16 * 16);
+  const long long fit = std::clamp<long long>(max_chunk_scores / per_token / 16 * 16, 16, kMaxChunkTokens);
   const long long chunks = (grp.tokens + fit - 1) / fit;
   const int gathered = static_cast<int>(s.gather_query.size());
   for (int kv_head = 0; kv_head < shape.kv_heads; ++kv_head) {

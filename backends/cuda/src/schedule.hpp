@@ -83,8 +83,9 @@ Schedule segment_schedule(const AttentionShape& shape, const SharingTree& tree, 
 Schedule hydragen_schedule(const AttentionShape& shape, const SharingTree& tree, const ScheduleOptions& options);
 
 // cuda-hydragen-cublas's schedule: each segment that more than one sequence attends becomes GEMM
-// chunks of at most `max_chunk_scores` scores (KV heads x stacked rows x tokens, at least one
-// 16-token chunk whatever the bound), the other segments items as in segment_schedule.
+// chunks of at most `max_chunk_scores` scores (KV heads x stacked rows x tokens; at least 16 tokens
+// whatever the bound) and at most kMaxChunkTokens tokens, the other segments items as in
+// segment_schedule.
 Schedule gemm_schedule(const AttentionShape& shape, const SharingTree& tree, const ScheduleOptions& options,
                        long long max_chunk_scores);
 

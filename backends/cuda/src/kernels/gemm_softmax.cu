@@ -13,8 +13,8 @@ void launch_gather(const GatherParams& params, DType dtype, int head_dim, cudaSt
     using T = decltype(element);
     constexpr int D = decltype(dim)::value;
     const long long chunks = static_cast<long long>(params.num_rows) * D * static_cast<int>(sizeof(T)) / 16;
-    const int blocks = static_cast<int>(std::min<long long>((chunks + kGemmKernelThreads - 1) / kGemmKernelThreads, 65535));
-    gather_queries<T, D><<<blocks, kGemmKernelThreads, 0, stream>>>(params);
+    const int blocks = static_cast<int>(std::min<long long>((chunks + kGatherThreads - 1) / kGatherThreads, 65535));
+    gather_queries<T, D><<<blocks, kGatherThreads, 0, stream>>>(params);
     check_launch("gather_queries");
   });
 }
@@ -22,10 +22,11 @@ void launch_gather(const GatherParams& params, DType dtype, int head_dim, cudaSt
 void launch_chunk_softmax(const ChunkSoftmaxParams& params, DType dtype, cudaStream_t stream) {
   const long long rows = static_cast<long long>(params.kv_heads) * params.rows;
   if (rows == 0) return;
-  constexpr int kWarps = kGemmKernelThreads / 32;
-  const auto blocks = static_cast<unsigned>((rows + kWarps - 1) / kWarps);
+  if (params.tokens > kMaxChunkTokens) {
+    throw std::logic_error("chunk_softmax: a chunk of " + std::to_string(params.tokens) + " tokens, over kMaxChunkTokens");
+  }
   dispatch_dtype(dtype, [&](auto element) {
-    chunk_softmax<decltype(element)><<<blocks, kGemmKernelThreads, 0, stream>>>(params);
+    chunk_softmax<decltype(element)><<<static_cast<unsigned>(rows), kSoftmaxThreads, 0, stream>>>(params);
     check_launch("chunk_softmax");
   });
 }

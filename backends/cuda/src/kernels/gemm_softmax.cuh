@@ -3,16 +3,18 @@
 // segment's stacked queries into one matrix per KV head, and the softmax of a chunk's scores.
 #include <cmath>
 
+#include "block_reduce.cuh"
 #include "element.cuh"
 #include "params.hpp"
+#include "tile_config.hpp"
 
 namespace hydragen::cuda {
 
-inline constexpr int kGemmKernelThreads = 128;
+inline constexpr int kGatherThreads = 128;
 
 // Row i of `gathered` is query row row_query[i] of Q; one 16-byte chunk per thread.
 template <typename T, int D>
-__global__ void __launch_bounds__(kGemmKernelThreads) gather_queries(const GatherParams p) {
+__global__ void __launch_bounds__(kGatherThreads) gather_queries(const GatherParams p) {
   constexpr int kChunks = D * static_cast<int>(sizeof(T)) / 16;  // per row
   const long long total = static_cast<long long>(p.num_rows) * kChunks;
   for (long long c = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; c < total;
@@ -23,42 +25,43 @@ __global__ void __launch_bounds__(kGemmKernelThreads) gather_queries(const Gathe
   }
 }
 
-// One warp per (KV head, stacked row): the running max and sum of the visible scaled scores in one
-// pass (the online softmax, per lane, then across the lanes), then P = exp(s - max) / sum in a
-// second; masked positions and rows that see nothing get P = 0 (LSE -inf).
+// One block per (KV head, stacked row), the row's scores in its registers (kSoftmaxPerThread each,
+// so the scores are read once): the max and the sum of the visible scaled scores over the block,
+// then P = exp(s - max) / sum; masked positions and rows that see nothing get P = 0 (LSE -inf).
 template <typename T>
-__global__ void __launch_bounds__(kGemmKernelThreads) chunk_softmax(const ChunkSoftmaxParams p) {
+__global__ void __launch_bounds__(kSoftmaxThreads) chunk_softmax(const ChunkSoftmaxParams p) {
   constexpr float kLn2 = 0.6931471805599453f;
-  const int lane = threadIdx.x % 32;
-  const long long pair = blockIdx.x * static_cast<long long>(kGemmKernelThreads / 32) + threadIdx.x / 32;
-  if (pair >= static_cast<long long>(p.kv_heads) * p.rows) return;
+  __shared__ float scratch[kSoftmaxThreads / 32];
+  const long long pair = blockIdx.x;  // kv_head * rows + r
   const int kv_head = static_cast<int>(pair / p.rows), r = static_cast<int>(pair % p.rows);
   const int partial = p.first_row + kv_head * p.head_row_stride + r;
   const int visible = max(0, min(p.row_limit[partial] - p.token_begin, p.tokens));
   const float* s = p.scores + pair * p.row_stride;
   T* const prob = static_cast<T*>(p.probabilities) + pair * p.row_stride;
 
-  float m = -INFINITY, l = 0.f;  // log2 units
-  for (int t = lane; t < visible; t += 32) {
-    const float x = s[t] * p.scale_log2;
-    if (x > m) {
-      l = l * exp2f(m - x) + 1.f;
-      m = x;
-    } else {
-      l += exp2f(x - m);
-    }
+  float x[kSoftmaxPerThread];  // token threadIdx.x + i * kSoftmaxThreads, scaled to log2 units
+  float m = -INFINITY;
+#pragma unroll
+  for (int i = 0; i < kSoftmaxPerThread; ++i) {
+    const int t = threadIdx.x + i * kSoftmaxThreads;
+    x[i] = t < visible ? s[t] * p.scale_log2 : -INFINITY;
+    m = fmaxf(m, x[i]);
   }
-  for (int offset = 16; offset > 0; offset /= 2) {
-    const float m_other = __shfl_xor_sync(0xffffffffu, m, offset), l_other = __shfl_xor_sync(0xffffffffu, l, offset);
-    const float top = fmaxf(m, m_other);
-    l = (l > 0.f ? l * exp2f(m - top) : 0.f) + (l_other > 0.f ? l_other * exp2f(m_other - top) : 0.f);
-    m = top;
+  m = block_reduce<kSoftmaxThreads>(m, [](float a, float b) { return fmaxf(a, b); }, scratch);
+  float l = 0.f;
+#pragma unroll
+  for (int i = 0; i < kSoftmaxPerThread; ++i) {
+    x[i] = m == -INFINITY ? 0.f : exp2f(x[i] - m);  // exp2(-inf) = 0 for the masked positions
+    l += x[i];
   }
+  l = block_reduce<kSoftmaxThreads>(l, [](float a, float b) { return a + b; }, scratch);
   const float inv = l > 0.f ? 1.f / l : 0.f;
-  for (int t = lane; t < p.row_stride; t += 32) {
-    prob[t] = from_float<T>(t < visible ? exp2f(s[t] * p.scale_log2 - m) * inv : 0.f);
+#pragma unroll
+  for (int i = 0; i < kSoftmaxPerThread; ++i) {
+    const int t = threadIdx.x + i * kSoftmaxThreads;
+    if (t < p.row_stride) prob[t] = from_float<T>(x[i] * inv);
   }
-  if (lane == 0) p.partial_lse[partial] = l > 0.f ? (m + log2f(l)) * kLn2 : -INFINITY;
+  if (threadIdx.x == 0) p.partial_lse[partial] = l > 0.f ? (m + log2f(l)) * kLn2 : -INFINITY;
 }
 
 }  // namespace hydragen::cuda

@@ -4,6 +4,7 @@
 // one thread per output column. No tiling, no shared K/V, no tensor cores.
 #include <cmath>
 
+#include "block_reduce.cuh"
 #include "element.cuh"
 #include "hydragen/indexing.hpp"
 #include "params.hpp"
@@ -11,18 +12,6 @@
 namespace hydragen::cuda {
 
 inline constexpr int kNaiveThreads = 128;
-
-// Block-wide reduction of one value per thread (max or sum).
-template <typename Op>
-__device__ float block_reduce(float value, Op op, float* scratch) {
-  for (int x = 16; x > 0; x >>= 1) value = op(value, __shfl_xor_sync(0xffffffffu, value, x));
-  if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = value;
-  __syncthreads();
-  value = scratch[0];
-  for (int w = 1; w < kNaiveThreads / 32; ++w) value = op(value, scratch[w]);
-  __syncthreads();  // scratch is reused by the next reduction
-  return value;
-}
 
 template <typename T, int D>
 __global__ void __launch_bounds__(kNaiveThreads) naive_attention(const NaiveParams p) {
@@ -55,14 +44,14 @@ __global__ void __launch_bounds__(kNaiveThreads) naive_attention(const NaivePara
     }
     pos += n;
   }
-  const float m = block_reduce(local_max, [](float a, float b) { return fmaxf(a, b); }, scratch);
+  const float m = block_reduce<kNaiveThreads>(local_max, [](float a, float b) { return fmaxf(a, b); }, scratch);
   float local_sum = 0.f;
   // The scores were written before the reduction's barrier, so every thread sees all of them.
   for (long long t = threadIdx.x; t < pos; t += kNaiveThreads) {
     scores[t] = expf(scores[t] - m);
     local_sum += scores[t];
   }
-  const float sum = block_reduce(local_sum, [](float a, float b) { return a + b; }, scratch);  // syncs: P visible
+  const float sum = block_reduce<kNaiveThreads>(local_sum, [](float a, float b) { return a + b; }, scratch);  // syncs: P visible
 
   for (int d = threadIdx.x; d < D; d += kNaiveThreads) {
     float acc = 0.f;

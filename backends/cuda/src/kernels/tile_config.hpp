@@ -64,6 +64,12 @@ inline constexpr int kMergeWarps = 4;
 inline constexpr int kMergeSplitAbove = 8;
 inline constexpr int kMergeRound = 32;
 
+// cuda-hydragen-cublas: one block of kSoftmaxThreads holds a chunk's score row in registers,
+// kSoftmaxPerThread scores each, so a GEMM chunk has at most kMaxChunkTokens tokens.
+inline constexpr int kSoftmaxThreads = 256;
+inline constexpr int kSoftmaxPerThread = 64;
+inline constexpr int kMaxChunkTokens = kSoftmaxThreads * kSoftmaxPerThread;
+
 constexpr int max_rows(ItemKernel kernel) {
   return kernel == ItemKernel::narrow ? kNarrowRows : kernel == ItemKernel::wide ? kWideRows : kWgmmaRows;
 }
