@@ -26,7 +26,15 @@ void launch_chunk_softmax(const ChunkSoftmaxParams& params, DType dtype, cudaStr
     throw std::logic_error("chunk_softmax: a chunk of " + std::to_string(params.tokens) + " tokens, over kMaxChunkTokens");
   }
   dispatch_dtype(dtype, [&](auto element) {
-    chunk_softmax<decltype(element)><<<static_cast<unsigned>(rows), kSoftmaxThreads, 0, stream>>>(params);
+    using T = decltype(element);
+    const auto blocks = static_cast<unsigned>(rows);
+    if (params.tokens <= 16 * kSoftmaxThreads) {
+      chunk_softmax<T, 16><<<blocks, kSoftmaxThreads, 0, stream>>>(params);
+    } else if (params.tokens <= 32 * kSoftmaxThreads) {
+      chunk_softmax<T, 32><<<blocks, kSoftmaxThreads, 0, stream>>>(params);
+    } else {
+      chunk_softmax<T, kSoftmaxPerThread><<<blocks, kSoftmaxThreads, 0, stream>>>(params);
+    }
     check_launch("chunk_softmax");
   });
 }

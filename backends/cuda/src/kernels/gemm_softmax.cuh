@@ -25,10 +25,11 @@ __global__ void __launch_bounds__(kGatherThreads) gather_queries(const GatherPar
   }
 }
 
-// One block per (KV head, stacked row), the row's scores in its registers (kSoftmaxPerThread each,
-// so the scores are read once): the max and the sum of the visible scaled scores over the block,
-// then P = exp(s - max) / sum; masked positions and rows that see nothing get P = 0 (LSE -inf).
-template <typename T>
+// One block per (KV head, stacked row), the row's scores in its registers (PER_THREAD each, so the
+// scores are read once): the max and the sum of the visible scaled scores over the block, then
+// P = exp(s - max) / sum; masked positions and rows that see nothing get P = 0 (LSE -inf). The
+// launch picks the smallest PER_THREAD that holds the chunk: fewer registers, more blocks per SM.
+template <typename T, int PER_THREAD>
 __global__ void __launch_bounds__(kSoftmaxThreads) chunk_softmax(const ChunkSoftmaxParams p) {
   constexpr float kLn2 = 0.6931471805599453f;
   __shared__ float scratch[kSoftmaxThreads / 32];
@@ -39,10 +40,10 @@ __global__ void __launch_bounds__(kSoftmaxThreads) chunk_softmax(const ChunkSoft
   const float* s = p.scores + pair * p.row_stride;
   T* const prob = static_cast<T*>(p.probabilities) + pair * p.row_stride;
 
-  float x[kSoftmaxPerThread];  // token threadIdx.x + i * kSoftmaxThreads, scaled to log2 units
+  float x[PER_THREAD];  // token threadIdx.x + i * kSoftmaxThreads, scaled to log2 units
   float m = -INFINITY;
 #pragma unroll
-  for (int i = 0; i < kSoftmaxPerThread; ++i) {
+  for (int i = 0; i < PER_THREAD; ++i) {
     const int t = threadIdx.x + i * kSoftmaxThreads;
     x[i] = t < visible ? s[t] * p.scale_log2 : -INFINITY;
     m = fmaxf(m, x[i]);
@@ -50,14 +51,14 @@ __global__ void __launch_bounds__(kSoftmaxThreads) chunk_softmax(const ChunkSoft
   m = block_reduce<kSoftmaxThreads>(m, [](float a, float b) { return fmaxf(a, b); }, scratch);
   float l = 0.f;
 #pragma unroll
-  for (int i = 0; i < kSoftmaxPerThread; ++i) {
+  for (int i = 0; i < PER_THREAD; ++i) {
     x[i] = m == -INFINITY ? 0.f : exp2f(x[i] - m);  // exp2(-inf) = 0 for the masked positions
     l += x[i];
   }
   l = block_reduce<kSoftmaxThreads>(l, [](float a, float b) { return a + b; }, scratch);
   const float inv = l > 0.f ? 1.f / l : 0.f;
 #pragma unroll
-  for (int i = 0; i < kSoftmaxPerThread; ++i) {
+  for (int i = 0; i < PER_THREAD; ++i) {
     const int t = threadIdx.x + i * kSoftmaxThreads;
     if (t < p.row_stride) prob[t] = from_float<T>(x[i] * inv);
   }
