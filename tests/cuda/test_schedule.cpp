@@ -226,8 +226,8 @@ struct Run {
     if (!(0 <= c.token_begin && c.token_begin < c.token_end && c.token_end <= tree.length(c.segment))) {
       return fail() << name << ": token range outside the segment's " << tree.length(c.segment) << " tokens";
     }
-    if (c.rows != static_cast<int>(below.size()) * shape.q_len * g || c.head_row_stride != c.rows) {
-      return fail() << name << ": " << c.rows << " rows with stride " << c.head_row_stride << ", expected "
+    if (c.rows != static_cast<int>(below.size()) * shape.q_len * g) {
+      return fail() << name << ": " << c.rows << " rows, expected "
                     << below.size() * shape.q_len * g << " each";
     }
     const long long tokens = c.token_end - c.token_begin;
@@ -238,7 +238,7 @@ struct Run {
     chunk_ranges[c.segment].push_back({c.token_begin, c.token_end});
     for (int h = 0; h < shape.kv_heads; ++h) {
       for (int r = 0; r < c.rows; ++r) {
-        const int row = c.first_row + h * c.head_row_stride + r;
+        const int row = c.first_row + h * c.rows + r;
         if (row < 0 || row >= rows) return fail() << name << ": row " << row << " outside [0, " << rows << ")";
         if (row_owner[row] != -1) return fail() << name << ": row " << row << " also belongs to item " << row_owner[row];
         row_owner[row] = item_number;

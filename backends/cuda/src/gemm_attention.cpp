@@ -81,7 +81,6 @@ void GemmAttention::enqueue(const AttentionInputs& in, const MergeParams& merge,
     softmax.row_stride = ld;
     softmax.token_begin = c.token_begin;
     softmax.first_row = c.first_row;
-    softmax.head_row_stride = c.head_row_stride;
     softmax.scale_log2 = scale_log2;
     launch_chunk_softmax(softmax, shape_.dtype, stream);
     // O_h [rows][D] = P_h V_h, column-major: O_h^T (D x rows) = V_h^T (D x tokens) * P_h^T (tokens x rows).
@@ -89,7 +88,7 @@ void GemmAttention::enqueue(const AttentionInputs& in, const MergeParams& merge,
                                             kv_heads * d, d, probabilities_.data(), type, ld,
                                             static_cast<long long>(c.rows) * ld, &zero,
                                             merge.partial_o + static_cast<std::size_t>(c.first_row) * d, CUDA_R_32F, d,
-                                            static_cast<long long>(c.head_row_stride) * d, kv_heads, CUBLAS_COMPUTE_32F,
+                                            static_cast<long long>(c.rows) * d, kv_heads, CUBLAS_COMPUTE_32F,
                                             CUBLAS_GEMM_DEFAULT));
   }
 }

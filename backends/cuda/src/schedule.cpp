@@ -75,31 +75,25 @@ void add_rows(const AttentionShape& shape, const Group& grp, int kv_head, int fi
 // max_chunk_scores (a multiple of 16, at least 16) and one softmax block's row (kMaxChunkTokens),
 // all stacked rows of every KV head. Rows are numbered chunk by chunk, KV head by KV head within a
 // chunk.
-void add_gemm_chunks(const AttentionShape& shape, const Group& grp, int segment, int rows, long long max_chunk_scores,
-                     Schedule& s) {
+void add_gemm_chunks(const AttentionShape& shape, const Group& grp, int rows, long long max_chunk_scores, Schedule& s) {
   const long long per_token = static_cast<long long>(shape.kv_heads) * rows;
   const long long fit = std::clamp<long long>(max_chunk_scores / per_token / 16 * 16, 16, kMaxChunkTokens);
   const long long chunks = (grp.tokens + fit - 1) / fit;
   const int gathered = static_cast<int>(s.gather_query.size());
-  for (int kv_head = 0; kv_head < shape.kv_heads; ++kv_head) {
-    const int first = s.num_rows();
-    add_rows(shape, grp, kv_head, 0, rows, s);
-    s.gather_query.insert(s.gather_query.end(), s.row_query.begin() + first, s.row_query.end());
-    s.row_query.resize(static_cast<std::size_t>(first));
-    s.row_limit.resize(static_cast<std::size_t>(first));
-  }
   for (long long c = 0; c < chunks; ++c) {
     GemmChunk chunk;
-    chunk.segment = segment;
+    chunk.segment = grp.segments.front();
     chunk.token_begin = checked_int(grp.tokens * c / chunks, "token");
     chunk.token_end = checked_int(grp.tokens * (c + 1) / chunks, "token");
     chunk.rows = rows;
     chunk.first_row = s.num_rows();
-    chunk.head_row_stride = rows;
     chunk.gathered_row = gathered;
     s.gemm_chunks.push_back(chunk);
     for (int kv_head = 0; kv_head < shape.kv_heads; ++kv_head) add_rows(shape, grp, kv_head, 0, rows, s);
   }
+  // Every chunk has the same rows: the gathered queries are the first chunk's.
+  const auto first = s.row_query.begin() + s.gemm_chunks[s.gemm_chunks.size() - chunks].first_row;
+  s.gather_query.insert(s.gather_query.end(), first, first + per_token);
 }
 
 // Shared by the schedules: cut each group into row blocks and token splits (or GEMM chunks); every
@@ -119,7 +113,7 @@ Schedule build(const AttentionShape& shape, const std::vector<Group>& groups, co
     if (grp.tokens == 0) continue;  // attends nothing: no rows, the merge writes the identity
     const int rows = checked_int(static_cast<long long>(grp.seqs.size()) * rows_per_seq, "query rows of a segment");
     if (grp.gemm) {
-      add_gemm_chunks(shape, grp, grp.segments.front(), rows, max_chunk_scores, s);
+      add_gemm_chunks(shape, grp, rows, max_chunk_scores, s);
       continue;
     }
     const int block_rows = rows <= kNarrowRows ? kNarrowRows : options.max_rows;

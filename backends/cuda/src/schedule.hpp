@@ -40,13 +40,13 @@ struct ScheduleOptions {
 };
 
 // One chunk of a shared segment for cuda-hydragen-cublas: the tokens [token_begin, token_end) of
-// the segment against its `rows` stacked query rows, for every KV head at once.
+// the segment against its `rows` stacked query rows, for every KV head at once. Its partial rows
+// are KV head by KV head: row r of KV head h is first_row + h * rows + r.
 struct GemmChunk {
   int segment = 0;
   int token_begin = 0, token_end = 0;  // positions in the segment
   int rows = 0;                        // stacked query rows per KV head
   int first_row = 0;                   // partial row of KV head 0's first stacked row
-  int head_row_stride = 0;             // partial rows between consecutive KV heads (= rows)
   int gathered_row = 0;                // KV head 0's first row in the gathered queries; head h at + h * rows
 };
 

@@ -34,8 +34,7 @@ __global__ void __launch_bounds__(kSoftmaxThreads) chunk_softmax(const ChunkSoft
   constexpr float kLn2 = 0.6931471805599453f;
   __shared__ float scratch[kSoftmaxThreads / 32];
   const long long pair = blockIdx.x;  // kv_head * rows + r
-  const int kv_head = static_cast<int>(pair / p.rows), r = static_cast<int>(pair % p.rows);
-  const int partial = p.first_row + kv_head * p.head_row_stride + r;
+  const int partial = p.first_row + static_cast<int>(pair);  // the chunk's rows are KV head by KV head
   const int visible = max(0, min(p.row_limit[partial] - p.token_begin, p.tokens));
   const float* s = p.scores + pair * p.row_stride;
   T* const prob = static_cast<T*>(p.probabilities) + pair * p.row_stride;

@@ -82,15 +82,14 @@ struct GatherParams {
 struct ChunkSoftmaxParams {
   const float* scores = nullptr;   // [Hkv][rows][row_stride] raw Q K^T of the chunk (tokens columns used)
   void* probabilities = nullptr;   // [Hkv][rows][row_stride] storage dtype
-  float* partial_lse = nullptr;    // [partial rows]: row (h, r) at first_row + h * head_row_stride + r
+  float* partial_lse = nullptr;    // [partial rows]: row (h, r) at first_row + h * rows + r
   const int* row_limit = nullptr;  // [partial rows] positions of the segment each row may see
   int rows = 0;                    // stacked query rows per KV head
   int kv_heads = 0;
   int tokens = 0;                  // the chunk's tokens
   int row_stride = 0;              // elements between rows of scores and probabilities (>= tokens)
   int token_begin = 0;             // the chunk's first position in its segment
-  int first_row = 0;               // partial row of KV head 0's first stacked row
-  int head_row_stride = 0;         // partial rows between consecutive KV heads
+  int first_row = 0;               // partial row of KV head 0's first stacked row (GemmChunk)
   float scale_log2 = 0;            // score scale * log2(e)
 };
 
