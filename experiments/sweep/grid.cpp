@@ -58,6 +58,13 @@ Grid models() {
   return g;
 }
 
+// Several queries per sequence (speculative decoding, a prefill chunk after a shared prompt): the
+// prefix's reads are shared by q_len * B * g query rows per KV head.
+Grid spec() {
+  return Grid{{"cuda-flash:redundant", "cuda-flash:shared", "cuda-hydragen"},
+              product({DType::bf16}, {64, 256, 1024}, {4096, 8192, 16384}, {64}, {2, 4, 8}, {8}, {1}, {128})};
+}
+
 // The CPU backends, sized to finish in about a minute on 2 cores: MHA (the prefix re-read from
 // memory by flat) and GQA g = 8 (flat already packs the heads).
 Grid cpu() {
@@ -82,6 +89,7 @@ const std::vector<Preset>& presets() {
       {"grid", "B = 32..4096 doubling, P in 1024..16384, S in 0,64,128,256,512; bf16 Hq=8 Hkv=1 D=128", full_grid},
       {"mha", "Hq=Hkv=32 D=128 (a CodeLlama-7B layer): B = 32..256, P = 1024..8192, S = 64; bf16", mha},
       {"models", "Hq=Hkv=40 D=128, Hq=32 Hkv=8 D=128, Hq=Hkv=32 D=64: B in 64,256, P in 2048,8192, S = 64; bf16", models},
+      {"spec", "q_len in 2,4,8 (speculative decoding): B in 64,256,1024, P in 4096,8192,16384, S = 64; bf16 Hq=8 Hkv=1 D=128", spec},
       {"cpu", "cpu-flat vs cpu-hydragen, fp32 D=128 Hq=8 Hkv in 8,1: B in 16,64, P in 1024,4096,16384, S = 64", cpu},
       {"quick", "B in 32,1024, P in 1024,16384, S = 64; bf16 Hq=8 Hkv=1 D=128; with cuda-hydragen-cublas: a few points for smoke runs", quick},
   };

@@ -32,6 +32,7 @@ struct Options {
   std::vector<std::string> dtypes{"bf16"};
   std::vector<int> batch{32}, prefix{1024}, suffix{64}, q_len{1}, q_heads{8}, kv_heads{1}, head_dim{128};
   std::string csv, json;
+  bool points = false;
   sweep::TimingConfig timing;
 };
 
@@ -69,6 +70,12 @@ void print_table(const std::vector<sweep::Row>& rows) {
 
 int run(const Options& o, const CLI::App& app) {
   const sweep::Grid grid = grid_from(o, app);
+  if (o.points) {  // what experiments/peers/peers.py --points prints for the same preset
+    for (const sweep::ShapePoint& s : grid.shapes) {
+      std::printf("%d,%d,%d,%d,%d,%d,%d\n", s.batch, s.prefix, s.suffix, s.q_len, s.q_heads, s.kv_heads, s.head_dim);
+    }
+    return 0;
+  }
   std::vector<std::string> names;
   for (const std::string& spec : grid.backends) {
     const sweep::Point point = sweep::make_point(spec, {});
@@ -153,6 +160,7 @@ int main(int argc, char** argv) {
   app.add_option("--seed", o.timing.seed, "seed of the N(0,1) inputs");
   app.add_option("--csv", o.csv, "write the CSV here (default: stdout)");
   app.add_option("--json", o.json, "also write the rows as a JSON array here");
+  app.add_flag("--points", o.points, "print the grid's points (B,P,S,q_len,Hq,Hkv,D), one a line, and exit");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,135 @@
+"""FlashInfer peers (flashinfer-python 0.5.x), each over one paged KV cache [pages, 2, page, Hkv, D] (NHD):
+the prefix's pages once, then each sequence's suffix pages.
+
+  flashinfer-cascade   MultiLevelCascadeAttentionWrapper with two levels: every query over the prefix
+                       pages (one request), then each sequence over its own pages (causal), merged by
+                       FlashInfer's merge_state. Its unique level needs a token per sequence: S = 0 is
+                       unsupported.
+  flashinfer-paged     BatchDecodeWithPagedKVCacheWrapper (CUDA cores, FlashInfer's default) over page
+                       tables that all start with the same prefix pages, so the prefix is stored once and
+                       read through L2: what a serving system with prefix caching runs. One query per
+                       sequence only.
+  flashinfer-paged-tc  the same page tables through FlashInfer's tensor-core kernels: the decode wrapper
+                       with use_tensor_cores=True at q_len 1 (what serving systems pick for GQA), the
+                       paged prefill wrapper (causal) at q_len > 1.
+
+plan() runs once per point, outside the timed region (a decode step plans once for all layers).
+"""
+import math
+
+from harness import Unsupported
+
+WORKSPACE_BYTES = 256 << 20  # FlashInfer's split-k scratch; it recommends 128 MB
+
+
+def page_size_for(P):
+    """Pages of 16 tokens (vLLM's default) where the prefix fills them, else the largest power of two
+    that divides P: the prefix's last page must be full for the paged tables to share it."""
+    return next(ps for ps in (16, 8, 4, 2, 1) if P % ps == 0)
+
+
+class FlashInferMethod:
+    storage = "shared"
+    lse_base = 2.0  # FlashInfer's LSE is log2 of the sum of 2^(scaled logits * log2 e); the check converts it
+    _shared = {}  # the flashinfer module and the workspace, made once for all methods
+
+    def __init__(self, torch, dtype):
+        self.torch, self.dtype = torch, dtype
+        self.unavailable = None
+        if "module" not in self._shared:
+            try:
+                import flashinfer
+                self._shared["module"] = flashinfer
+                self._shared["workspace"] = torch.zeros(WORKSPACE_BYTES, dtype=torch.uint8, device="cuda")
+            except ImportError as e:
+                self._shared["module"] = None
+                self._shared["why"] = f"flashinfer is not importable here ({e})"
+        if self._shared["module"] is None:
+            self.unavailable = dict(status="unsupported", detail=self._shared["why"])
+        self.fi, self.workspace = self._shared["module"], self._shared.get("workspace")
+
+    def paged_cache(self, x, pt):
+        """(cache [prefix pages + B * suffix pages, 2, ps, Hkv, D], ps, prefix pages, suffix pages per sequence)."""
+        torch = self.torch
+        ps = page_size_for(pt.P)
+        n_p, n_s = pt.P // ps, -(-pt.S // ps)
+        cache = torch.zeros(n_p + pt.B * n_s, 2, ps, pt.Hkv, pt.D, dtype=self.dtype, device="cuda")
+        cache[:n_p, 0] = x["pk"].view(n_p, ps, pt.Hkv, pt.D)
+        cache[:n_p, 1] = x["pv"].view(n_p, ps, pt.Hkv, pt.D)
+        if n_s:
+            own = cache[n_p:].view(pt.B, n_s * ps, 2, pt.Hkv, pt.D)  # a sequence's pages, token-major
+            own[:, :pt.S, 0], own[:, :pt.S, 1] = x["sk"], x["sv"]
+        return cache, ps, n_p, n_s
+
+    def ints(self, values):
+        return self.torch.tensor(values, dtype=self.torch.int32, device="cuda")
+
+    def last_page_len(self, pt, ps):
+        return pt.S - (-(-pt.S // ps) - 1) * ps if pt.S else ps
+
+    def paged_tables(self, pt, ps, n_p, n_s):
+        """Every sequence's page table: the prefix pages, then its own (indptr, indices, last page lengths)."""
+        torch = self.torch
+        per_seq = n_p + n_s
+        own = n_p + torch.arange(pt.B * n_s, dtype=torch.int32, device="cuda").view(pt.B, n_s)
+        indices = torch.cat([torch.arange(n_p, dtype=torch.int32, device="cuda").expand(pt.B, n_p), own], 1)
+        indptr = torch.arange(pt.B + 1, dtype=torch.int32, device="cuda") * per_seq
+        return indptr, indices.reshape(-1).contiguous(), self.ints([self.last_page_len(pt, ps)] * pt.B)
+
+    def common(self, pt):
+        return dict(q_data_type=self.dtype, kv_data_type=self.dtype, sm_scale=1.0 / math.sqrt(pt.D))
+
+
+class FlashInferCascade(FlashInferMethod):
+    name = "flashinfer-cascade"
+
+    def prepare(self, x, pt):
+        if pt.S == 0:
+            raise Unsupported("the cascade's unique level needs at least one token per sequence (S = 0)")
+        torch = self.torch
+        cache, ps, n_p, n_s = self.paged_cache(x, pt)
+        rows = pt.B * pt.q_len
+        wrapper = self.fi.MultiLevelCascadeAttentionWrapper(2, self.workspace, "NHD")
+        seq_rows = torch.arange(pt.B + 1, dtype=torch.int32, device="cuda") * pt.q_len
+        wrapper.plan([self.ints([0, rows]), seq_rows],
+                     [self.ints([0, n_p]), torch.arange(pt.B + 1, dtype=torch.int32, device="cuda") * n_s],
+                     [torch.arange(n_p, dtype=torch.int32, device="cuda"),
+                      n_p + torch.arange(pt.B * n_s, dtype=torch.int32, device="cuda")],
+                     [self.ints([ps]), self.ints([self.last_page_len(pt, ps)] * pt.B)],
+                     pt.Hq, pt.Hkv, pt.D, ps, causal=True, **self.common(pt))
+        q = x["q"].view(rows, pt.Hq, pt.D)
+        return lambda: (wrapper.run(q, cache).view(pt.B, pt.q_len, pt.Hq, pt.D), None)  # run returns no LSE
+
+
+class FlashInferPaged(FlashInferMethod):
+    name, tensor_cores = "flashinfer-paged", False
+
+    def prepare(self, x, pt):
+        cache, ps, n_p, n_s = self.paged_cache(x, pt)
+        indptr, indices, last = self.paged_tables(pt, ps, n_p, n_s)
+        rows = pt.B * pt.q_len
+        q = x["q"].view(rows, pt.Hq, pt.D)
+        if pt.q_len == 1:
+            wrapper = self.fi.BatchDecodeWithPagedKVCacheWrapper(self.workspace, "NHD",
+                                                                 use_tensor_cores=self.tensor_cores)
+            wrapper.plan(indptr, indices, last, pt.Hq, pt.Hkv, pt.D, ps, **self.common(pt))
+        elif not self.tensor_cores:
+            raise Unsupported("FlashInfer's decode kernel takes one query per sequence (flashinfer-paged-tc runs "
+                              "several)")
+        else:
+            wrapper = self.fi.BatchPrefillWithPagedKVCacheWrapper(self.workspace, "NHD")
+            wrapper.plan(self.ints(list(range(0, rows + 1, pt.q_len))), indptr, indices, last,
+                         pt.Hq, pt.Hkv, pt.D, ps, causal=True, **self.common(pt))
+
+        def run():
+            o, lse = wrapper.run(q, cache, return_lse=True)  # LSE [rows, Hq]
+            return o.view(pt.B, pt.q_len, pt.Hq, pt.D), lse.view(pt.B, pt.q_len, pt.Hq)
+
+        return run
+
+
+class FlashInferPagedTensorCores(FlashInferPaged):
+    name, tensor_cores = "flashinfer-paged-tc", True
+
+
+METHODS = (FlashInferCascade, FlashInferPaged, FlashInferPagedTensorCores)

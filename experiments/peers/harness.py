@@ -1,0 +1,297 @@
+"""The measuring protocol the peers share with hydragen-sweep: presets, inputs, the fp32 check, CUDA-graph
+timing with L2 flushed, the cost model and the sweep's CSV schema. The methods live beside this file
+(torch_methods.py, flashinfer_methods.py); peers.py is the command line.
+
+Everything here that needs torch takes it as an argument, so `--help` and `--points` run without it.
+"""
+import gc
+import itertools
+import math
+import subprocess
+import os
+import sys
+import time
+from collections import namedtuple
+
+CHECK_SEQS = 16  # sequences checked against the fp32 reference, spread over the batch
+CHECK_TOL = 2e-2  # relative L2 error of O (max abs of LSE); bf16 points measure about 2e-3
+WARMUP = 3
+
+Point = namedtuple("Point", "B P S q_len Hq Hkv D")
+CSV_HEADER = ("device,commit,backend,storage,dtype,B,P,S,q_len,Hq,Hkv,D,median_ms,min_ms,max_ms,tflops,gbps,"
+              "floor_ms,time_over_floor,status,detail\n")
+
+
+def product(batch, prefix, suffix, q_len, heads):
+    """Points in hydragen-sweep's order (sweep::product: B, P, S, q_len, then the heads)."""
+    return [Point(b, p, s, ql, *h) for b, p, s, ql, h in itertools.product(batch, prefix, suffix, q_len, heads)]
+
+
+def _doubling(first, last):
+    return [first << i for i in range(int(math.log2(last // first)) + 1)]
+
+
+# hydragen-sweep's presets (experiments/sweep/grid.cpp), bf16; a ctest compares the two lists point by point.
+PRESETS = {
+    "quick": ("B in 32,1024, P in 1024,16384, S = 64; Hq=8 Hkv=1 D=128",
+              product([32, 1024], [1024, 16384], [64], [1], [(8, 1, 128)])),
+    "paper-fig4": ("the paper's Fig. 4: (B,P) in (512,1024) (1024,2048) (2048,4096) (4096,8192), S = 0..512 step 16",
+                   [Point(b, p, s, 1, 8, 1, 128) for b, p in ((512, 1024), (1024, 2048), (2048, 4096), (4096, 8192))
+                    for s in range(0, 513, 16)]),
+    "grid": ("B = 32..4096 doubling, P in 1024..16384, S in 0,64,128,256,512; Hq=8 Hkv=1 D=128",
+             product(_doubling(32, 4096), [1024, 2048, 4096, 8192, 16384], [0, 64, 128, 256, 512], [1], [(8, 1, 128)])),
+    "mha": ("Hq=Hkv=32 D=128: B = 32..256, P = 1024..8192, S = 64",
+            product(_doubling(32, 256), [1024, 2048, 4096, 8192], [64], [1], [(32, 32, 128)])),
+    "models": ("Hq=Hkv=40 D=128, Hq=32 Hkv=8 D=128, Hq=Hkv=32 D=64: B in 64,256, P in 2048,8192, S = 64",
+               [pt for h in ((40, 40, 128), (32, 8, 128), (32, 32, 64))
+                for pt in product([64, 256], [2048, 8192], [64], [1], [h])]),
+    "spec": ("several queries per sequence (speculative decoding): q_len in 2,4,8, B in 64,256,1024, "
+             "P in 4096,8192,16384, S = 64; Hq=8 Hkv=1 D=128",
+             product([64, 256, 1024], [4096, 8192, 16384], [64], [2, 4, 8], [(8, 1, 128)])),
+}
+
+
+class Unsupported(Exception):
+    """A point a method cannot run (the row is written with status `unsupported` and this reason)."""
+
+
+def commit():
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=os.path.dirname(os.path.abspath(__file__)),
+                              capture_output=True, text=True, check=True).stdout.strip() or "unknown"
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def first_line(error):
+    return (str(error).strip().splitlines() or [type(error).__name__])[0]
+
+
+def oom_detail(error):  # torch's message goes on to allocator advice: keep what was asked and what was free
+    return ". ".join(first_line(error).split(". ")[:3])
+
+
+def quoted(text):  # device names carry no commas, but a detail message might
+    return '"' + text.replace('"', '""') + '"'
+
+
+def cost(pt, elem=2):
+    """FLOPs and floor bytes of a point, as core/src/cost_model.cpp counts them: query qi of q_len attends
+    all of the prefix and all but the last q_len - 1 - qi suffix tokens; every distinct K/V byte once,
+    Q, O and an fp32 LSE."""
+    attended = pt.q_len * (pt.P + pt.S) - pt.q_len * (pt.q_len - 1) // 2
+    flops = 4.0 * pt.B * pt.Hq * pt.D * attended
+    rows = pt.B * pt.q_len * pt.Hq
+    floor_bytes = (pt.P + pt.B * pt.S) * pt.Hkv * pt.D * 2 * elem + rows * pt.D * elem + rows * (pt.D * elem + 4)
+    return flops, floor_bytes
+
+
+class Harness:
+    """The protocol on one GPU; built once torch is imported and a GPU is known to be present."""
+
+    def __init__(self, torch, dtype, replays, seed, verify=True):
+        self.torch = torch
+        self.verify = verify  # check each point against the fp32 reference before timing it
+        self.dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
+        self.replays, self.seed = replays, seed
+        props = torch.cuda.get_device_properties(0)
+        # A memset of this buffer evicts L2 and, at tens of microseconds, keeps the CPU's launches ahead
+        # of the GPU so replays do not time launch latency; reading it back then evicts the memset's
+        # dirty lines, so their write-backs stay out of the timed region (as in hydragen-sweep).
+        self.flush = torch.empty(max(2 * props.L2_cache_size, 128 << 20), dtype=torch.uint8, device="cuda")
+
+    # -- machine -----------------------------------------------------------------------------------
+
+    def _median_ms(self, fn, runs=10):
+        torch = self.torch
+        fn()
+        ms = []
+        for _ in range(runs):
+            start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn()
+            stop.record()
+            stop.synchronize()
+            ms.append(start.elapsed_time(stop))
+        return sorted(ms)[runs // 2]
+
+    def measure_peaks(self):
+        """(FLOP/s of a bf16 8192^3 matmul on random data, device-to-device copy bytes/s counting read + write)."""
+        torch = self.torch
+        n_bytes = 1 << 30
+        src = torch.ones(n_bytes, dtype=torch.uint8, device="cuda")
+        dst = torch.empty_like(src)
+        copy_ms = self._median_ms(lambda: dst.copy_(src))
+        del src, dst
+        n = 8192
+        a, b = (torch.randn(n, n, dtype=torch.bfloat16, device="cuda") for _ in range(2))
+        c = torch.empty_like(a)
+        gemm_ms = self._median_ms(lambda: torch.matmul(a, b, out=c))
+        del a, b, c
+        torch.cuda.empty_cache()
+        return 2.0 * n**3 / (gemm_ms * 1e-3), 2.0 * n_bytes / (copy_ms * 1e-3)
+
+    # -- inputs and reference ----------------------------------------------------------------------
+
+    def make_inputs(self, pt):
+        """Q [B, q_len, Hq, D]; prefix K/V [P, Hkv, D]; suffix K/V [B, S, Hkv, D]; N(0,1) in the dtype."""
+        torch = self.torch
+        gen = torch.Generator(device="cuda").manual_seed(self.seed)
+
+        def randn(*size):
+            return torch.randn(*size, generator=gen, dtype=self.dtype, device="cuda")
+
+        return dict(q=randn(pt.B, pt.q_len, pt.Hq, pt.D), pk=randn(pt.P, pt.Hkv, pt.D), pv=randn(pt.P, pt.Hkv, pt.D),
+                    sk=randn(pt.B, pt.S, pt.Hkv, pt.D), sv=randn(pt.B, pt.S, pt.Hkv, pt.D))
+
+    @staticmethod
+    def check_indices(B):
+        n = min(B, CHECK_SEQS)
+        return sorted({round(i * (B - 1) / max(n - 1, 1)) for i in range(n)})
+
+    def reference(self, x, pt, seqs):
+        """fp32 softmax(q K^T scale) V and LSE of each checked sequence: [n, q_len * Hq, D], [n, q_len * Hq].
+        Query qi sees the prefix and all but the last q_len - 1 - qi suffix tokens (DESIGN.md section 2)."""
+        torch = self.torch
+        g = pt.Hq // pt.Hkv
+        outs, lses = [], []
+        for b in seqs:
+            k = torch.cat([x["pk"], x["sk"][b]]).float()  # [P+S, Hkv, D]
+            v = torch.cat([x["pv"], x["sv"][b]]).float()
+            out_b, lse_b = [], []
+            for qi in range(pt.q_len):
+                seen = pt.P + pt.S - (pt.q_len - 1 - qi)
+                scores = torch.einsum("hgd,lhd->hgl", x["q"][b, qi].float().view(pt.Hkv, g, pt.D), k[:seen])
+                scores /= math.sqrt(pt.D)
+                out_b.append(torch.einsum("hgl,lhd->hgd", torch.softmax(scores, -1), v[:seen]).reshape(-1, pt.D))
+                lse_b.append(torch.logsumexp(scores, -1).reshape(-1))
+            outs.append(torch.cat(out_b))
+            lses.append(torch.cat(lse_b))
+        return torch.stack(outs), torch.stack(lses)
+
+    def check(self, out, lse, ref, seqs):
+        """'' when within tolerance, else why. out [B, q_len, Hq, D] (any view of it); lse [B, q_len, Hq] or None."""
+        torch = self.torch
+        idx = torch.tensor(seqs, device="cuda")
+        ref_out, ref_lse = ref
+        B = out.shape[0]
+        got = out.reshape(B, -1, out.shape[-1]).index_select(0, idx).float()
+        err = (got - ref_out).norm().item() / ref_out.norm().item()
+        why = []
+        if not err <= CHECK_TOL:  # also catches NaN
+            why.append(f"O rel L2 error {err:.3g} > {CHECK_TOL:g}, max abs error {(got - ref_out).abs().max().item():.3g}")
+        if lse is not None:
+            got_lse = lse.reshape(B, -1).index_select(0, idx).float()
+            lse_err = (got_lse - ref_lse).abs().max().item()
+            if not lse_err <= CHECK_TOL:
+                why.append(f"LSE max abs error {lse_err:.3g} > {CHECK_TOL:g}")
+        return "; ".join(why), err
+
+    # -- timing ------------------------------------------------------------------------------------
+
+    def time_replays(self, run):
+        """(median, min, max) ms over the replays of a CUDA graph of run(), L2 flushed before each; a note if eager."""
+        torch = self.torch
+        side = torch.cuda.Stream()  # torch.cuda.graph wants warm-up off the default stream
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(WARMUP):
+                run()
+        torch.cuda.current_stream().wait_stream(side)
+        note = ""
+        try:
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                run()
+            launch = graph.replay
+        except torch.cuda.OutOfMemoryError:
+            raise
+        except RuntimeError as e:
+            launch, note = run, f"eager timing: graph capture failed ({first_line(e)})"
+        events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                  for _ in range(self.replays)]
+        for start, stop in events:
+            self.flush.zero_()
+            self.flush.max()
+            start.record()
+            launch()
+            stop.record()
+        torch.cuda.synchronize()
+        ms = sorted(start.elapsed_time(stop) for start, stop in events)
+        return ms[len(ms) // 2], ms[0], ms[-1], note
+
+    def measure(self, method, x, pt, ref, seqs):
+        """One CSV row's measurement: dict(status, detail, median_ms, min_ms, max_ms)."""
+        torch = self.torch
+        result = dict(status="ok", detail="")
+        try:
+            run = method.prepare(x, pt)
+            out, lse = run()
+            if lse is not None:  # natural log, as the reference's (some libraries return log2)
+                lse = lse.float() * math.log(getattr(method, "lse_base", math.e))
+            if ref is not None:
+                why, err = self.check(out, lse, ref, seqs)
+                if why:
+                    return dict(status="error", detail=why)
+                result["detail"] = f"checked {len(seqs)} seqs: rel L2 error {err:.2g}"
+            del out, lse
+            median, lo, hi, note = self.time_replays(run)
+            result.update(median_ms=median, min_ms=lo, max_ms=hi)
+            result["detail"] = "; ".join(filter(None, [result["detail"], note]))
+        except Unsupported as e:
+            result = dict(status="unsupported", detail=str(e))
+        except torch.cuda.OutOfMemoryError as e:
+            result = dict(status="oom", detail=oom_detail(e))
+        except Exception as e:  # a point that fails is recorded, never fatal
+            result = dict(status="error", detail=f"{type(e).__name__}: {first_line(e)}")
+        return result
+
+
+def csv_row(device, sha, dtype, method, pt, m, flops, floor_bytes, floor_ms):
+    numbers = [""] * 7  # median, min, max, tflops, gbps, floor, time/floor: empty unless ok
+    if m["status"] == "ok":
+        ms = m["median_ms"]
+        numbers = [f"{v:.6g}" for v in (ms, m["min_ms"], m["max_ms"], flops / (ms * 1e-3) * 1e-12,
+                                          floor_bytes / (ms * 1e-3) * 1e-9, floor_ms)] + [f"{ms / floor_ms:.3f}"]
+    fields = [quoted(device), sha, method.name, method.storage, dtype, *pt, *numbers, m["status"], quoted(m["detail"])]
+    return ",".join(str(f) for f in fields) + "\n"
+
+
+def sweep(torch, harness, methods, points, dtype, sha, out, prog):
+    """Measures every method at every point, one CSV row each (in point order), progress on stderr."""
+    device = torch.cuda.get_device_name(0)
+    print(f"{prog}: torch {torch.__version__}, measuring peaks...", file=sys.stderr, flush=True)
+    peak_flops, peak_bytes = harness.measure_peaks()
+    print(f"{prog}: {device}, peaks {peak_flops * 1e-12:.0f} TFLOP/s, {peak_bytes * 1e-9:.0f} GB/s",
+          file=sys.stderr, flush=True)
+    out.write(CSV_HEADER)
+    total, done, start = len(points) * len(methods), 0, time.monotonic()
+    for pt in points:
+        flops, floor_bytes = cost(pt)
+        floor_ms = max(flops / peak_flops, floor_bytes / peak_bytes) * 1e3
+        x = ref = seqs = None
+        shape_failure = None
+        try:
+            x = harness.make_inputs(pt)
+            if harness.verify:
+                seqs = harness.check_indices(pt.B)
+                ref = harness.reference(x, pt, seqs)
+        except torch.cuda.OutOfMemoryError as e:
+            shape_failure = dict(status="oom", detail="inputs: " + oom_detail(e))
+        for method in methods:
+            m = shape_failure or method.unavailable or harness.measure(method, x, pt, ref, seqs)
+            gc.collect()  # drop the method's K/V copies and graph pool before the next one allocates
+            torch.cuda.empty_cache()
+            out.write(csv_row(device, sha, dtype, method, pt, m, flops, floor_bytes, floor_ms))
+            out.flush()
+            done += 1
+            elapsed = time.monotonic() - start
+            what = f"[{done}/{total}] {method.name:<20} B={pt.B:<5} P={pt.P:<6} S={pt.S:<4} q_len={pt.q_len}"
+            if (pt.Hq, pt.Hkv, pt.D) != (8, 1, 128):
+                what += f" Hq={pt.Hq} Hkv={pt.Hkv} D={pt.D}"
+            if m["status"] == "ok":
+                what += f" {m['median_ms']:9.4f} ms {m['median_ms'] / floor_ms:7.2f}x floor"
+            else:
+                what += f" {m['status']}: {m['detail']}"
+            print(f"{what}  ({elapsed:.0f} s, ~{elapsed / done * (total - done):.0f} s left)", file=sys.stderr, flush=True)
+        del x, ref

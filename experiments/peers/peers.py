@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""Times other libraries' shared-prefix attention at hydragen-sweep's points, by its protocol, into its CSV schema.
+
+  torch-flash          (redundant) torch's flash attention, every sequence owning a copy of the prefix
+  torch-hydragen       (shared)    the paper's PyTorch formulation of Hydragen (Appendix B)
+  flashinfer-cascade   (shared)    FlashInfer's two-level cascade wrapper
+  flashinfer-paged     (shared)    FlashInfer's paged decode, the prefix pages in every page table
+  flashinfer-paged-tc  (shared)    the same through FlashInfer's tensor-core kernels
+
+Timing follows DESIGN.md section 6: eager warm-up, a CUDA graph of one call, L2 written then read back
+before each replay outside the timed region, CUDA events around each replay, median/min/max. Run on a
+GPU machine; `--help` and `--points` work anywhere (torch is imported after the arguments are parsed).
+"""
+import argparse
+import sys
+
+import harness
+
+PROG = "peers.py"
+METHOD_NAMES = ("torch-flash", "torch-hydragen", "flashinfer-cascade", "flashinfer-paged", "flashinfer-paged-tc")
+DEFAULTS = dict(batch=[32], prefix=[1024], suffix=[64], q_len=[1], q_heads=8, kv_heads=1, head_dim=128)
+
+
+class UsageError(Exception):
+    pass
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line and exit 2, not argparse's usage block
+        raise UsageError(message)
+
+
+def int_list(text):
+    try:
+        values = [int(v) for v in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got '{text}'")
+    if any(v < 0 for v in values):
+        raise argparse.ArgumentTypeError(f"expected non-negative integers, got '{text}'")
+    return values
+
+
+def parse_args(argv):
+    presets = "; ".join(f"{n}: {d}" for n, (d, _) in harness.PRESETS.items())
+    p = Parser(prog=PROG, description=__doc__.split("\n\n")[0],
+               epilog=f"Presets (hydragen-sweep's, bf16): {presets}. A preset or explicit lists, not both, as in "
+                      f"hydragen-sweep; without either: B=32 P=1024 S=64 q_len=1 Hq=8 Hkv=1 D=128.")
+    p.add_argument("--preset", choices=list(harness.PRESETS), help="a named grid of hydragen-sweep's")
+    p.add_argument("--batch", type=int_list, help="batch sizes B, comma separated")
+    p.add_argument("--prefix", type=int_list, help="shared prefix lengths P")
+    p.add_argument("--suffix", type=int_list, help="suffix lengths S (every sequence)")
+    p.add_argument("--q-len", type=int_list, help="queries per sequence (causal within the suffix)")
+    p.add_argument("--q-heads", type=int, help="query heads Hq")
+    p.add_argument("--kv-heads", type=int, help="key/value heads Hkv")
+    p.add_argument("--head-dim", type=int, help="head dimension D")
+    p.add_argument("--dtype", choices=["bf16", "fp16"], default="bf16")
+    p.add_argument("--replays", type=int, default=50, help="timed graph replays per point (median reported)")
+    p.add_argument("--methods", default=",".join(METHOD_NAMES), help="comma separated (default: all): " +
+                   ", ".join(METHOD_NAMES) + "; a library not installed gives rows marked unsupported")
+    p.add_argument("--seed", type=int, default=0, help="seed of the N(0,1) inputs")
+    p.add_argument("--no-check", action="store_true", help="skip the check against the fp32 reference")
+    p.add_argument("--commit", help="commit column (default: git rev-parse --short HEAD, else unknown); "
+                                    "the device machine's copy of the tree has no .git")
+    p.add_argument("--csv", help="write the CSV here (default: stdout)")
+    p.add_argument("--points", action="store_true", help="print the points (B,P,S,q_len,Hq,Hkv,D), one a line, and exit")
+    a = p.parse_args(argv)
+
+    explicit = [f for f in ("batch", "prefix", "suffix", "q_len", "q_heads", "kv_heads", "head_dim")
+                if getattr(a, f) is not None]
+    if a.preset and explicit:
+        p.error(f"--{explicit[0].replace('_', '-')} cannot change a --preset's grid")
+    if a.preset:
+        a.grid = harness.PRESETS[a.preset][1]
+    else:
+        v = {f: getattr(a, f) if getattr(a, f) is not None else d for f, d in DEFAULTS.items()}
+        a.grid = harness.product(v["batch"], v["prefix"], v["suffix"], v["q_len"],
+                                 [(v["q_heads"], v["kv_heads"], v["head_dim"])])
+    a.methods = a.methods.split(",")
+    if unknown := [m for m in a.methods if m not in METHOD_NAMES]:
+        p.error(f"--methods: unknown {', '.join(unknown)} (known: {', '.join(METHOD_NAMES)})")
+    for pt in a.grid:
+        if min(pt.B, pt.P, pt.q_len, pt.Hq, pt.Hkv, pt.D) < 1 or pt.Hq % pt.Hkv:
+            p.error(f"need positive B, P, q_len, Hq, Hkv, D with Hkv dividing Hq (got {pt})")
+        if pt.S < pt.q_len - 1:
+            p.error(f"a suffix needs at least q_len - 1 tokens for the causal queries (got S={pt.S}, q_len={pt.q_len})")
+    if a.replays < 1:
+        p.error("--replays must be positive")
+    return a
+
+
+def make_methods(torch, dtype, names):
+    import flashinfer_methods
+    import torch_methods
+    known = {m.name: m for m in torch_methods.METHODS + flashinfer_methods.METHODS}
+    return [known[n](torch, dtype) for n in names]
+
+
+def main(argv):
+    try:
+        a = parse_args(argv)
+    except UsageError as e:
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return 2
+    if a.points:
+        for pt in a.grid:
+            print(",".join(map(str, pt)))
+        return 0
+    try:
+        import torch
+    except ImportError:
+        print(f"{PROG}: error: PyTorch is not installed here; run this on the GPU machine", file=sys.stderr)
+        return 2
+    if not torch.cuda.is_available():
+        print(f"{PROG}: error: PyTorch sees no CUDA GPU here; run this on the GPU machine", file=sys.stderr)
+        return 2
+    # SDPA's enable_gqa (lets flash read the Hkv heads without expanding them) arrived in 2.5.
+    if tuple(int(v) for v in torch.__version__.split("+")[0].split(".")[:2]) < (2, 5):
+        print(f"{PROG}: error: needs torch 2.5 or newer (enable_gqa), found {torch.__version__}", file=sys.stderr)
+        return 2
+    h = harness.Harness(torch, a.dtype, a.replays, a.seed, verify=not a.no_check)
+    dtype = h.dtype
+    methods = make_methods(torch, dtype, a.methods)
+    out = open(a.csv, "w") if a.csv else sys.stdout
+    try:
+        harness.sweep(torch, h, methods, a.grid, a.dtype, a.commit or harness.commit(), out, PROG)
+    finally:
+        if a.csv:
+            out.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
