@@ -28,6 +28,36 @@ def page_size_for(P):
     return next(ps for ps in (16, 8, 4, 2, 1) if P % ps == 0)
 
 
+def paged_cache(torch, x, pt):
+    """(cache [prefix pages + B * suffix pages, 2, ps, Hkv, D], ps, prefix pages n_p, suffix pages per sequence n_s):
+    the prefix's pages first, then sequence b's pages at n_p + b n_s + j, its last one zero-padded."""
+    ps = page_size_for(pt.P)
+    n_p, n_s = pt.P // ps, -(-pt.S // ps)
+    like = dict(dtype=x["pk"].dtype, device=x["pk"].device)
+    cache = torch.zeros(n_p + pt.B * n_s, 2, ps, pt.Hkv, pt.D, **like)
+    own = cache[n_p:].view(pt.B, n_s, 2, ps, pt.Hkv, pt.D)
+    for kv, (prefix, suffix) in enumerate(((x["pk"], x["sk"]), (x["pv"], x["sv"]))):
+        cache[:n_p, kv] = prefix.view(n_p, ps, pt.Hkv, pt.D)
+        if n_s:
+            padded = torch.zeros(pt.B, n_s * ps, pt.Hkv, pt.D, **like)
+            padded[:, :pt.S] = suffix
+            own[:, :, kv] = padded.view(pt.B, n_s, ps, pt.Hkv, pt.D)
+    return cache, ps, n_p, n_s
+
+
+def last_page_len(pt, ps):
+    return pt.S - (-(-pt.S // ps) - 1) * ps if pt.S else ps
+
+
+def paged_tables(torch, pt, ps, n_p, n_s, device):
+    """Every sequence's page table, the prefix pages then its own: (indptr [B+1], indices, last page lengths [B]), int32."""
+    i32 = dict(dtype=torch.int32, device=device)
+    own = n_p + torch.arange(pt.B * n_s, **i32).view(pt.B, n_s)
+    indices = torch.cat([torch.arange(n_p, **i32).expand(pt.B, n_p), own], 1)
+    indptr = torch.arange(pt.B + 1, **i32) * (n_p + n_s)
+    return indptr, indices.reshape(-1).contiguous(), torch.full((pt.B,), last_page_len(pt, ps), **i32)
+
+
 class FlashInferMethod:
     storage = "shared"
     lse_base = 2.0  # FlashInfer's LSE is log2 of the sum of 2^(scaled logits * log2 e); the check converts it
@@ -48,34 +78,6 @@ class FlashInferMethod:
             self.unavailable = dict(status="unsupported", detail=self._shared["why"])
         self.fi, self.workspace = self._shared["module"], self._shared.get("workspace")
 
-    def paged_cache(self, x, pt):
-        """(cache [prefix pages + B * suffix pages, 2, ps, Hkv, D], ps, prefix pages, suffix pages per sequence)."""
-        torch = self.torch
-        ps = page_size_for(pt.P)
-        n_p, n_s = pt.P // ps, -(-pt.S // ps)
-        cache = torch.zeros(n_p + pt.B * n_s, 2, ps, pt.Hkv, pt.D, dtype=self.dtype, device="cuda")
-        cache[:n_p, 0] = x["pk"].view(n_p, ps, pt.Hkv, pt.D)
-        cache[:n_p, 1] = x["pv"].view(n_p, ps, pt.Hkv, pt.D)
-        if n_s:
-            own = cache[n_p:].view(pt.B, n_s * ps, 2, pt.Hkv, pt.D)  # a sequence's pages, token-major
-            own[:, :pt.S, 0], own[:, :pt.S, 1] = x["sk"], x["sv"]
-        return cache, ps, n_p, n_s
-
-    def ints(self, values):
-        return self.torch.tensor(values, dtype=self.torch.int32, device="cuda")
-
-    def last_page_len(self, pt, ps):
-        return pt.S - (-(-pt.S // ps) - 1) * ps if pt.S else ps
-
-    def paged_tables(self, pt, ps, n_p, n_s):
-        """Every sequence's page table: the prefix pages, then its own (indptr, indices, last page lengths)."""
-        torch = self.torch
-        per_seq = n_p + n_s
-        own = n_p + torch.arange(pt.B * n_s, dtype=torch.int32, device="cuda").view(pt.B, n_s)
-        indices = torch.cat([torch.arange(n_p, dtype=torch.int32, device="cuda").expand(pt.B, n_p), own], 1)
-        indptr = torch.arange(pt.B + 1, dtype=torch.int32, device="cuda") * per_seq
-        return indptr, indices.reshape(-1).contiguous(), self.ints([self.last_page_len(pt, ps)] * pt.B)
-
     def common(self, pt):
         return dict(q_data_type=self.dtype, kv_data_type=self.dtype, sm_scale=1.0 / math.sqrt(pt.D))
 
@@ -87,15 +89,14 @@ class FlashInferCascade(FlashInferMethod):
         if pt.S == 0:
             raise Unsupported("the cascade's unique level needs at least one token per sequence (S = 0)")
         torch = self.torch
-        cache, ps, n_p, n_s = self.paged_cache(x, pt)
+        cache, ps, n_p, n_s = paged_cache(torch, x, pt)
         rows = pt.B * pt.q_len
+        seqs = torch.arange(pt.B + 1, dtype=torch.int32, device="cuda")
         wrapper = self.fi.MultiLevelCascadeAttentionWrapper(2, self.workspace, "NHD")
-        seq_rows = torch.arange(pt.B + 1, dtype=torch.int32, device="cuda") * pt.q_len
-        wrapper.plan([self.ints([0, rows]), seq_rows],
-                     [self.ints([0, n_p]), torch.arange(pt.B + 1, dtype=torch.int32, device="cuda") * n_s],
-                     [torch.arange(n_p, dtype=torch.int32, device="cuda"),
-                      n_p + torch.arange(pt.B * n_s, dtype=torch.int32, device="cuda")],
-                     [self.ints([ps]), self.ints([self.last_page_len(pt, ps)] * pt.B)],
+        wrapper.plan([self.ints([0, rows]), seqs * pt.q_len],  # queries: all of them, then each sequence's
+                     [self.ints([0, n_p]), seqs * n_s],  # pages: the prefix's, then each sequence's own
+                     [self.ints(list(range(n_p))), self.ints(list(range(n_p, n_p + pt.B * n_s)))],
+                     [self.ints([ps]), self.ints([last_page_len(pt, ps)] * pt.B)],
                      pt.Hq, pt.Hkv, pt.D, ps, causal=True, **self.common(pt))
         q = x["q"].view(rows, pt.Hq, pt.D)
         return lambda: (wrapper.run(q, cache).view(pt.B, pt.q_len, pt.Hq, pt.D), None)  # run returns no LSE
@@ -105,8 +106,8 @@ class FlashInferPaged(FlashInferMethod):
     name, tensor_cores = "flashinfer-paged", False
 
     def prepare(self, x, pt):
-        cache, ps, n_p, n_s = self.paged_cache(x, pt)
-        indptr, indices, last = self.paged_tables(pt, ps, n_p, n_s)
+        cache, ps, n_p, n_s = paged_cache(self.torch, x, pt)
+        indptr, indices, last = paged_tables(self.torch, pt, ps, n_p, n_s, cache.device)
         rows = pt.B * pt.q_len
         q = x["q"].view(rows, pt.Hq, pt.D)
         if pt.q_len == 1:

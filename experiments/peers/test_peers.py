@@ -48,6 +48,32 @@ class Cost(unittest.TestCase):
         self.assertEqual(harness.cost(pt)[0], 4.0 * 2 * (7 + 8 + 9))
 
 
+try:
+    import torch
+except ImportError:  # the layout test needs torch (CPU is enough); the rest needs nothing
+    torch = None
+
+
+@unittest.skipUnless(torch, "torch is not installed")
+class PagedLayout(unittest.TestCase):
+    def test_every_page_table_reads_back_prefix_then_suffix(self):
+        import flashinfer_methods as fm
+        for P, S in ((48, 37), (48, 0), (20, 16), (7, 3)):
+            with self.subTest(P=P, S=S):
+                pt = harness.Point(B=3, P=P, S=S, q_len=1, Hq=4, Hkv=2, D=8)
+                x = dict(pk=torch.randn(P, 2, 8), pv=torch.randn(P, 2, 8), sk=torch.randn(3, S, 2, 8),
+                         sv=torch.randn(3, S, 2, 8))
+                cache, ps, n_p, n_s = fm.paged_cache(torch, x, pt)
+                self.assertEqual(P % ps, 0)
+                indptr, indices, last = fm.paged_tables(torch, pt, ps, n_p, n_s, "cpu")
+                for b in range(pt.B):
+                    pages = indices[indptr[b]:indptr[b + 1]].long()
+                    tokens = (len(pages) - 1) * ps + int(last[b])
+                    for kv, (prefix, suffix) in enumerate((("pk", "sk"), ("pv", "sv"))):
+                        got = cache[pages, kv].reshape(-1, 2, 8)[:tokens]
+                        self.assertTrue(torch.equal(got, torch.cat([x[prefix], x[suffix][b]])))
+
+
 class Usage(unittest.TestCase):
     def assert_usage_error(self, args, words):
         r = run(args)
