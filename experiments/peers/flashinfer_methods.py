@@ -78,6 +78,9 @@ class FlashInferMethod:
             self.unavailable = dict(status="unsupported", detail=self._shared["why"])
         self.fi, self.workspace = self._shared["module"], self._shared.get("workspace")
 
+    def ints(self, values):
+        return self.torch.tensor(values, dtype=self.torch.int32, device="cuda")
+
     def common(self, pt):
         return dict(q_data_type=self.dtype, kv_data_type=self.dtype, sm_scale=1.0 / math.sqrt(pt.D))
 

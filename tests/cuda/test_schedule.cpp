@@ -613,6 +613,23 @@ TEST(SegmentSchedule, SplitABlockIntoAtMostKMaxSplitsParts) {
   for (const WorkItem& it : over_prefix) EXPECT_EQ(it.token_end - it.token_begin, 16384 / kMaxSplits);
 }
 
+TEST(SegmentSchedule, SplitsWideBlocksByTheirShareOfTheTokensNotByTheirCount) {
+  // B = 64, q_len = 4, g = 8 (speculative decoding): 2048 stacked rows over the prefix make 16
+  // wgmma blocks, and each leaf's 32 rows a one-tile wide block of its own. Counted as equals, the
+  // 80 blocks would share 132 targets and leave the prefix unsplit on 16 SMs; by tokens each prefix
+  // block takes floor(16384 * 132 / (16 * 16384 + 64 * 64)) = 8 parts and each leaf one.
+  const SharingTree tree = SharingTree::prefix_suffix(16384, std::vector<int>(64, 64));
+  const AttentionShape shape = make_shape(64, 4, 8, 1, 128, DType::bf16);
+  const ScheduleOptions options = options_of(396, kWgmmaRows, 132);
+  const Schedule s = segment_schedule(shape, tree, options);
+  EXPECT_TRUE(check_schedule(Kind::segment, shape, tree, options, s));
+  const std::vector<WorkItem> over_prefix = items_over(s, 0);
+  EXPECT_EQ(over_prefix.size(), 16u * 8);
+  for (const WorkItem& it : over_prefix) EXPECT_EQ(it.token_end - it.token_begin, 2048);
+  for (int leaf = 1; leaf <= 64; ++leaf) EXPECT_EQ(items_over(s, leaf).size(), 1u) << "leaf " << leaf;
+  EXPECT_TRUE(s.narrow_items.empty());
+}
+
 TEST(BothSchedules, SplitALongSegmentIntoPartsOfAtLeastKMinSplitTokensWhenTheGridIsUnderFilled) {
   const SharingTree tree = SharingTree::prefix_suffix(8192, {64, 64});
   const AttentionShape shape = make_shape(2, 1, 8, 1, 128, DType::bf16);

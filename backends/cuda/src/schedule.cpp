@@ -124,21 +124,28 @@ Schedule build(const AttentionShape& shape, const std::vector<Group>& groups, co
   // Split-KV: while a launch's blocks alone under-fill the GPU, cut each one's tokens into equal
   // parts. Narrow and wide blocks are separate launches, so each kind must fill the GPU by itself
   // (a thousand one-tile leaf blocks do not keep the SMs busy while 128 prefix blocks run).
-  long long count[2] = {0, 0};  // narrow, wide
-  for (const Block& b : blocks) ++count[b.count > kNarrowRows];
-  // Wide: rounded down, as wide_target_blocks is a whole number of waves and overshooting it by a
-  // few blocks would cost a nearly empty extra wave (perf-notes v3). Narrow: narrow_parts, aiming
-  // for one block per SM where they stream their own K/V and for a full wave of resident blocks
-  // otherwise.
+  long long narrow_count = 0, wide_tokens = 0;
+  for (const Block& b : blocks) {
+    if (b.count > kNarrowRows) {
+      wide_tokens += b.group->tokens;
+    } else {
+      ++narrow_count;
+    }
+  }
+  // Narrow: narrow_parts, aiming for one block per SM where they stream their own K/V and for a full
+  // wave of resident blocks otherwise. Wide: each block its share of wide_target_blocks by tokens,
+  // rounded down, as wide_target_blocks is a whole number of waves and overshooting it by a few
+  // blocks would cost a nearly empty extra wave (perf-notes v3). By tokens, not by count: with
+  // q_len * g > 16 the leaves' one-tile blocks are wide too, and counting them as a prefix block's
+  // equals left the prefix unsplit on a fraction of the SMs (perf-notes v12).
   const long long narrow_min = narrow_blocks_stream(blocks, shape.kv_heads) ? std::min(options.sms, options.narrow_slots)
                                                                             : options.narrow_slots;
-  const long long parts[2] = {narrow_parts(count[0], options.narrow_slots, narrow_min),
-                              options.wide_target_blocks / std::max<long long>(1, count[1])};
+  const long long narrow_split = narrow_parts(narrow_count, options.narrow_slots, narrow_min);
   for (const Block& b : blocks) {
     const Group& grp = *b.group;
+    const long long parts = b.count > kNarrowRows ? grp.tokens * options.wide_target_blocks / wide_tokens : narrow_split;
     const long long splits = std::clamp<long long>(
-        std::min({parts[b.count > kNarrowRows], grp.tokens / kMinSplitTokens, static_cast<long long>(kMaxSplits)}), 1,
-        grp.tokens);
+        std::min({parts, grp.tokens / kMinSplitTokens, static_cast<long long>(kMaxSplits)}), 1, grp.tokens);
     for (long long part = 0; part < splits; ++part) {
       WorkItem item;
       item.kv_head = b.kv_head;
