@@ -26,15 +26,26 @@ SPEEDUP_COLUMNS = SHAPE + ("backend", "storage", "median_ms", "status")
 # (target, baseline, extra lines): the first whose target and baseline are in the data is the default.
 COMPARISONS = (
     ("cuda-hydragen:shared", "cuda-flash:redundant",
-     ("cuda-flash:shared", "torch-hydragen:shared", "torch-flash:redundant")),
+     ("cuda-flash:shared", "torch-hydragen:shared", "torch-flash:redundant", "flashinfer-cascade:shared",
+      "flashinfer-paged:shared", "flashinfer-paged-tc:shared")),
     ("cpu-hydragen:shared", "cpu-flat:shared", ("cpu-flat:redundant",)),
 )
-# Fixed colors so a method looks the same in every figure; Hydragen warm, flat attention cool.
+# Names usable wherever a method is taken, each meaning per point the fastest of its members that ran
+# (see Method): (what figures call it, members).
+ALIASES = {
+    "best-flat": ("best flat", ("cuda-flash:shared", "cuda-flash:redundant", "torch-flash:redundant",
+                                "flashinfer-paged:shared", "flashinfer-paged-tc:shared")),
+    "flashinfer": ("best FlashInfer", ("flashinfer-cascade:shared", "flashinfer-paged:shared",
+                                       "flashinfer-paged-tc:shared")),
+}
+# Fixed colors so a method looks the same in every figure; Hydragen warm, flat attention cool, other
+# libraries (FlashInfer) greens and browns, the aliases (best-ofs) dark shades.
 COLORS = {
     "cuda-hydragen:shared": "#d62728", "cuda-flash:shared": "#1f77b4", "cuda-flash:redundant": "#17becf",
     "cuda-naive:shared": "#7f7f7f", "cuda-naive:redundant": "#c7c7c7", "torch-hydragen:shared": "#ff7f0e",
     "torch-flash:redundant": "#9467bd", "cpu-hydragen:shared": "#e377c2", "cpu-flat:shared": "#2ca02c",
-    "cpu-flat:redundant": "#bcbd22",
+    "cpu-flat:redundant": "#bcbd22", "flashinfer-cascade:shared": "#8c564b", "flashinfer-paged:shared": "#1b7837",
+    "flashinfer-paged-tc:shared": "#b8860b", "best-flat": "#08306b", "flashinfer": "#543005",
 }
 ORDER = tuple(COLORS)
 
@@ -58,11 +69,13 @@ def arguments(description, speedup=False):
     parser.add_argument("--where", action="append", default=[], metavar="COLUMN=VALUE[,VALUE...]",
                         help="keep only rows whose COLUMN is one of the values (repeatable), e.g. --where S=0,256")
     if speedup:
-        parser.add_argument("--target", type=parse_method,
+        both = (f"; METHOD,METHOD,... or an alias ({', '.join(ALIASES)}) means per point the fastest of "
+                "those methods that ran")
+        parser.add_argument("--target", type=parse_methods,
                             help="backend[:storage] (default cuda-hydragen:shared, or cpu-hydragen:shared "
-                                 "when the data has no CUDA pair)")
-        parser.add_argument("--baseline", type=parse_method,
-                            help="backend[:storage] (default cuda-flash:redundant, or cpu-flat:shared)")
+                                 "when the data has no CUDA pair)" + both)
+        parser.add_argument("--baseline", type=parse_methods,
+                            help="backend[:storage] (default cuda-flash:redundant, or cpu-flat:shared)" + both)
     return parser
 
 
@@ -138,17 +151,67 @@ def parse_method(spec):
     return ":".join([fields[0]] + options + [storages[0] if storages else "shared"])
 
 
+@dataclass(frozen=True)
+class Method:
+    """What --target, --baseline and --also name: one method key, or several (a list, or an alias) that
+    stand at each point for the fastest of them with an ok row (see fastest())."""
+    members: tuple  # method keys, 'backend:storage'
+    alias: str | None = None  # a key of ALIASES when named by one
+
+    @property
+    def best_of(self):
+        return self.alias is not None or len(self.members) > 1
+
+    def __str__(self):
+        return self.alias or ",".join(self.members)
+
+    def absent(self, present):
+        """Members without rows that it cannot do without: any for a method or a list (a typo, or the
+        wrong file), all of them for an alias (which may well span more peers than were run)."""
+        gone = [m for m in self.members if m not in present]
+        return gone if self.alias is None or len(gone) == len(self.members) else []
+
+    def measured(self, present):
+        """An alias narrowed to its members with rows, so that labels name only what was compared."""
+        kept = tuple(m for m in self.members if m in present)
+        return Method(kept, self.alias) if self.alias is not None and kept else self
+
+
+def parse_methods(spec):
+    """--target/--baseline: a backend spec (parse_method), an alias of ALIASES, or a comma-separated list
+    of either, meaning per point the fastest of them (an alias in a list stands for its members)."""
+    if spec in ALIASES:
+        return Method(ALIASES[spec][1], alias=spec)
+    members = []
+    for item in spec.split(","):
+        for key in ALIASES[item][1] if item in ALIASES else (parse_method(item),):
+            if key not in members:
+                members.append(key)
+    return Method(tuple(members))
+
+
+def as_method(method):
+    """A Method from a Method or a single method key."""
+    return method if isinstance(method, Method) else Method((method,))
+
+
 def method_key(row):
     """The CSV's backend column (the backend with its plan options) and its storage."""
     return f"{row['backend']}:{row['storage']}"
 
 
-def method_label(key):
-    backend, storage = key.rsplit(":", 1)
-    return f"{backend} ({storage})"
+def method_label(method):
+    """'cuda-flash (redundant)', 'fastest of A, B' for a list, 'best flat (fastest of A, B, ...)' for an alias."""
+    method = as_method(method)
+    if not method.best_of:
+        backend, storage = method.members[0].rsplit(":", 1)
+        return f"{backend} ({storage})"
+    fastest_of = f"fastest of {', '.join(method.members)}"
+    return f"{ALIASES[method.alias][0]} ({fastest_of})" if method.alias else fastest_of
 
 
-def method_color(key):
+def method_color(method):
+    key = str(as_method(method))
     if key in COLORS:
         return COLORS[key]
     palette = plt.get_cmap("tab20").colors  # stable across runs and figures, unlike a color cycle
@@ -161,20 +224,29 @@ def methods(rows):
     return sorted(present, key=lambda k: (ORDER.index(k) if k in ORDER else len(ORDER), k))
 
 
+def _check_present(method, present):
+    gone = method.absent(present)
+    if gone:
+        what = (f"any method of {method.alias} ({', '.join(method.members)})" if method.alias else
+                f"method {', '.join(gone)} of the list {method}" if method.best_of else f"method {gone[0]}")
+        raise InputError(f"no rows for {what} (methods present: {', '.join(sorted(present))}; "
+                         f"aliases: {', '.join(ALIASES)})")
+
+
 def comparison(rows, target, baseline):
-    """(target, baseline, extra methods to draw by default): what was not given comes from the first
-    pair of COMPARISONS present in the data."""
+    """(target, baseline, extra methods to draw by default), as Methods with aliases narrowed to the
+    members present: what was not given comes from the first pair of COMPARISONS present in the data."""
     present = set(methods(rows))
     if target is None or baseline is None:
         for t, b, extra in COMPARISONS:
-            if (target or t) in present and (baseline or b) in present:
-                chosen = (target or t, baseline or b)
-                return *chosen, [m for m in extra if m in present and m not in chosen]
-        target, baseline = target or COMPARISONS[0][0], baseline or COMPARISONS[0][1]
-    for key in (target, baseline):
-        if key not in present:
-            raise InputError(f"no rows for method {key} (methods present: {', '.join(sorted(present))})")
-    return target, baseline, []
+            chosen = (target or Method((t,)), baseline or Method((b,)))
+            if not any(m.absent(present) for m in chosen):
+                chosen = tuple(m.measured(present) for m in chosen)
+                return *chosen, [Method((m,)) for m in extra if m in present and Method((m,)) not in chosen]
+        target, baseline = target or Method((COMPARISONS[0][0],)), baseline or Method((COMPARISONS[0][1],))
+    for method in (target, baseline):
+        _check_present(method, present)
+    return target.measured(present), baseline.measured(present), []
 
 
 @dataclass
@@ -191,15 +263,39 @@ class Ratio:
         return self.target_status if self.target_status != "ok" else self.baseline_status
 
 
-def speedups(rows, target, baseline):
-    """One Ratio per SHAPE point present for both methods; a later row replaces an earlier one."""
-    by_method = {target: {}, baseline: {}}
+def fastest(candidates):
+    """The row a best-of stands for at one point, from its members' rows there: the fastest ok one; with
+    none ok, an oom row when every member that ran was oom (the paper's "x"), else a failed one (its
+    status is the note); None when every member was unsupported (outside its domain, e.g. FlashInfer's
+    paged decode at q_len > 1): the best-of has no row there at all, as if not measured."""
+    tried = [r for r in candidates if r["status"] != "unsupported"]
+    ok = [r for r in tried if r["status"] == "ok"]
+    if ok:
+        return min(ok, key=lambda r: r["median_ms"])
+    failed = [r for r in tried if r["status"] != "oom"]
+    return (failed or tried or [None])[0]
+
+
+def per_point(rows, method):
+    """{SHAPE values: the row standing for the method there}: a later row of a member replaces an earlier
+    one; a single method's row whatever its status, a best-of's from fastest()."""
+    method = as_method(method)
+    by_point = {}
     for row in rows:
-        if method_key(row) in by_method:
-            by_method[method_key(row)][tuple(row[c] for c in SHAPE)] = row
+        if method_key(row) in method.members:
+            by_point.setdefault(tuple(row[c] for c in SHAPE), {})[method_key(row)] = row
+    if not method.best_of:
+        return {point: next(iter(members.values())) for point, members in by_point.items()}
+    chosen = {point: fastest(members.values()) for point, members in by_point.items()}
+    return {point: row for point, row in chosen.items() if row is not None}
+
+
+def speedups(rows, target, baseline):
+    """One Ratio per SHAPE point present for both methods (keys or Methods; per_point())."""
+    by_baseline = per_point(rows, baseline)
     ratios = []
-    for key, t in by_method[target].items():
-        b = by_method[baseline].get(key)
+    for key, t in per_point(rows, target).items():
+        b = by_baseline.get(key)
         if b is None:
             continue
         ok = t["status"] == "ok" and b["status"] == "ok"
@@ -280,6 +376,11 @@ def mark_baseline_oom(ax, xs, color="black"):
 
 def oom_handle():
     return Line2D([], [], color="black", marker="x", ms=9, mew=2, ls="")
+
+
+def oom_label(baseline):
+    """Legend text for the "x": a best-of is out of memory only when every member that ran was."""
+    return f"{'every one of ' if as_method(baseline).best_of else ''}{method_label(baseline)} out of memory"
 
 
 def legend_below(fig, handles, labels, ncol=3):

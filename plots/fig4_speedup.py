@@ -12,7 +12,8 @@ import common
 
 
 def method_list(text):
-    return [common.parse_method(m) for m in text.split(",") if m]
+    """--also: methods or aliases, each drawn as its own line (a list here is several lines, not a best-of)."""
+    return [common.parse_methods(m) for m in text.split(",") if m]
 
 
 def panel(ax, lines, target, b, p):
@@ -41,13 +42,14 @@ def panel(ax, lines, target, b, p):
 def main():
     parser = common.arguments(__doc__.splitlines()[0], speedup=True)
     parser.add_argument("--also", type=method_list, metavar="METHOD,...",
-                        help="more methods drawn against the same baseline (default, when present: "
-                             "cuda-flash:shared, torch-hydragen:shared, torch-flash:redundant)")
+                        help="more methods (or aliases) drawn against the same baseline (default, when present: "
+                             f"{', '.join(common.COMPARISONS[0][2])})")
     args = parser.parse_args()
     rows = common.select(common.load(args.csv, common.SPEEDUP_COLUMNS), args.where)
     target, baseline, extra = common.comparison(rows, args.target, args.baseline)
     lines = {target: common.joined(rows, target, baseline)}
-    for method in extra if args.also is None else args.also:
+    present = set(common.methods(rows))
+    for method in extra if args.also is None else [m.measured(present) for m in args.also]:
         ratios = common.speedups(rows, method, baseline)
         if ratios:
             lines[method] = ratios
@@ -72,9 +74,9 @@ def main():
     labels.append("speedup 1 (as fast as the baseline)")
     if any_oom:
         handles.append(common.oom_handle())
-        labels.append(f"{common.method_label(baseline)} out of memory")
+        labels.append(common.oom_label(baseline))
     common.legend_below(fig, handles, labels)
-    common.save(fig, args.out, f"{common.setting(setting)}\nspeedup over {common.method_label(baseline)} "
+    common.save(fig, args.out, f"{common.setting(setting)}\nspeedup over {common.method_label(baseline)}\n"
                                "at the same (B, P, S) = baseline median time / method median time")
 
 

@@ -62,7 +62,7 @@ def main():
     bar.set_ticks([2.0 ** e for e in exponents], labels=[f"{2.0 ** e:g}" for e in exponents])
     bar.minorticks_off()
     common.save(fig, args.out,
-                f"{common.setting(setting)}\n{common.method_label(target)} over {common.method_label(baseline)}: "
+                f"{common.setting(setting)}\n{common.method_label(target)} over {common.method_label(baseline)}\n"
                 "baseline median time / method median time (x: baseline out of memory; gray: no ratio)")
 
 

@@ -75,7 +75,7 @@ def main():
     if any(r.baseline_status == "oom" for r in ratios):
         ax.set_ylim(top=ax.get_ylim()[1] * 2)  # keeps the oom marks, at 94% of the height, off the curves
         handles.append(common.oom_handle())
-        labels.append(f"{common.method_label(baseline)} out of memory (in its group's color)")
+        labels.append(f"{common.oom_label(baseline)} (in its group's color)")
     common.legend_below(fig, handles, labels, ncol=1)
     common.save(fig, args.out,
                 f"{setting['device']}: {setting['dtype']}, D={setting['D']}\n"

@@ -1,5 +1,6 @@
-"""Tests of plots/: every script end to end on testdata/tiny.csv, the bad-input exits, Eq. 10 and the
-speedup join. Run with the Debian python3 (it has matplotlib and numpy), from the repository root:
+"""Tests of plots/: every script end to end on testdata/tiny.csv (and testdata/flashinfer.csv, FlashInfer
+peers at the same points), the bad-input exits, Eq. 10, the speedup join and best-of methods. Run with the
+Debian python3 (it has matplotlib and numpy), from the repository root:
 
     /usr/bin/python3 -m unittest discover -s plots -p 'test_*.py'
 """
@@ -15,6 +16,7 @@ from relay_eq10 import relay_speedup
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TINY = os.path.join(HERE, "testdata", "tiny.csv")
+FLASHINFER = os.path.join(HERE, "testdata", "flashinfer.csv")  # the three FlashInfer methods at tiny's GPU points
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
@@ -29,9 +31,9 @@ class Scripts(unittest.TestCase):
         self.dir = tempfile.TemporaryDirectory()
         self.addCleanup(self.dir.cleanup)
 
-    def assert_png(self, script, *args):
+    def assert_png(self, script, *args, files=(TINY,)):
         out = os.path.join(self.dir.name, "figure.png")
-        done = plot(script, TINY, "--out", out, *args)
+        done = plot(script, *files, "--out", out, *args)
         self.assertEqual(done.returncode, 0, done.stderr)
         with open(out, "rb") as f:
             self.assertEqual(f.read(8), PNG_SIGNATURE)
@@ -42,6 +44,7 @@ class Scripts(unittest.TestCase):
         self.assertEqual(done.returncode, 2, done.stderr)
         self.assertEqual(len(done.stderr.strip().splitlines()), 1, done.stderr)
         self.assertFalse(os.path.exists(os.path.join(self.dir.name, "figure.png")))
+        return done.stderr
 
     def test_each_script_draws_the_fixture(self):
         for script in ("fig4_speedup.py", "heatmap.py", "floor.py", "relay_eq10.py"):
@@ -71,6 +74,23 @@ class Scripts(unittest.TestCase):
         self.assert_bad_input("floor.py", TINY, "--where", "device=cpu")  # CPU rows have no floor
         self.assert_bad_input("fig4_speedup.py", TINY, "--target", "cuda-naive")
 
+    def test_flashinfer_peers_and_best_of_baselines(self):
+        both = (TINY, FLASHINFER)
+        self.assert_png("floor.py", files=both)  # a panel per FlashInfer method like any other
+        self.assert_png("fig4_speedup.py", files=both)  # FlashInfer as thin lines by default
+        for baseline in ("flashinfer", "best-flat", "flashinfer-cascade:shared,flashinfer-paged-tc"):
+            with self.subTest(baseline=baseline):
+                self.assert_png("heatmap.py", "--baseline", baseline, "--where", "S=64,1024", files=both)
+                self.assert_png("fig4_speedup.py", "--baseline", baseline, "--also", "flashinfer,cuda-flash",
+                                files=both)
+        self.assert_png("relay_eq10.py", "--target", "flashinfer", "--baseline", "best-flat", files=both)
+
+    def test_a_method_of_a_list_without_rows_is_named(self):
+        error = self.assert_bad_input("heatmap.py", TINY, FLASHINFER, "--baseline", "cuda-flash:shared,cuda-flsh")
+        self.assertIn("cuda-flsh:shared", error)
+        error = self.assert_bad_input("heatmap.py", TINY, "--baseline", "flashinfer")  # no FlashInfer file
+        self.assertIn("flashinfer", error)
+
 
 class Eq10(unittest.TestCase):
     def test_g1_is_the_papers_formula(self):
@@ -89,8 +109,8 @@ class Eq10(unittest.TestCase):
         self.assertAlmostEqual(relay_speedup(s, c, b, g), unshared / shared)
 
 
-def row(backend, storage, b, median, status="ok", hq=8):
-    return {"device": "gpu", "dtype": "bf16", "B": b, "P": 1024, "S": 64, "q_len": 1, "Hq": hq, "Hkv": 1, "D": 128,
+def row(backend, storage, b, median, status="ok", hq=8, s=64, q_len=1):
+    return {"device": "gpu", "dtype": "bf16", "B": b, "P": 1024, "S": s, "q_len": q_len, "Hq": hq, "Hkv": 1, "D": 128,
             "backend": backend, "storage": storage, "median_ms": median, "status": status}
 
 
@@ -118,10 +138,6 @@ class Join(unittest.TestCase):
             common.joined(rows, "cuda-hydragen:shared", "cuda-flash:redundant")
 
 
-if __name__ == "__main__":
-    unittest.main()
-
-
 class Methods(unittest.TestCase):
     def test_a_backend_spec_with_plan_options_keeps_them_in_the_key(self):
         self.assertEqual(common.parse_method("cuda-hydragen:form=wide"), "cuda-hydragen:form=wide:shared")
@@ -135,3 +151,97 @@ class Methods(unittest.TestCase):
         for spec in ("cuda-flash:paged", ":shared", "x:shared:redundant"):
             with self.assertRaises(Exception, msg=spec):
                 common.parse_method(spec)
+
+
+class BestOf(unittest.TestCase):
+    """--baseline/--target A,B,... (or an alias) stands at each point for the fastest of A, B, ... that ran."""
+
+    def test_the_fastest_ok_member_at_each_point(self):
+        rows = [row("cuda-hydragen", "shared", 32, 1.0), row("cuda-hydragen", "shared", 64, 1.0),
+                row("cuda-flash", "shared", 32, 3.0), row("flashinfer-paged", "shared", 32, 2.0),
+                row("cuda-flash", "shared", 64, 1.5), row("flashinfer-paged", "shared", 64, 2.5),
+                row("cuda-flash", "redundant", 64, None, status="oom")]  # oom does not hide the ok members
+        baseline = common.parse_methods("cuda-flash:shared,flashinfer-paged,cuda-flash:redundant")
+        ratios = common.speedups(rows, "cuda-hydragen:shared", baseline)
+        self.assertEqual({r.shape["B"]: r.speedup for r in ratios}, {32: 2.0, 64: 1.5})
+
+    def test_a_best_of_target(self):
+        rows = [row("cuda-flash", "redundant", 32, 4.0), row("flashinfer-cascade", "shared", 32, 2.0),
+                row("flashinfer-paged", "shared", 32, 1.0), row("flashinfer-paged-tc", "shared", 32, 8.0)]
+        [ratio] = common.speedups(rows, common.parse_methods("flashinfer"), "cuda-flash:redundant")
+        self.assertAlmostEqual(ratio.speedup, 4.0)
+
+    def test_aliases_expand(self):
+        flashinfer = ("flashinfer-cascade:shared", "flashinfer-paged:shared", "flashinfer-paged-tc:shared")
+        flat = ("cuda-flash:shared", "cuda-flash:redundant", "torch-flash:redundant", "flashinfer-paged:shared",
+                "flashinfer-paged-tc:shared")
+        self.assertEqual(common.parse_methods("flashinfer").members, flashinfer)
+        self.assertEqual(common.parse_methods("best-flat").members, flat)
+        # In a list an alias stands for its members, each member once.
+        self.assertEqual(common.parse_methods("flashinfer-paged,flashinfer,cuda-hydragen").members,
+                         ("flashinfer-paged:shared", "flashinfer-cascade:shared", "flashinfer-paged-tc:shared",
+                          "cuda-hydragen:shared"))
+        self.assertFalse(common.parse_methods("cuda-flash:redundant").best_of)
+        self.assertTrue(common.parse_methods("cuda-flash:redundant,cuda-flash:shared").best_of)
+
+    def test_labels_name_the_members_measured(self):
+        rows = common.load([TINY, FLASHINFER], common.SPEEDUP_COLUMNS)  # no torch-flash rows
+        target, baseline, _ = common.comparison(rows, None, common.parse_methods("best-flat"))
+        self.assertEqual(common.method_label(baseline),
+                         "best flat (fastest of cuda-flash:shared, cuda-flash:redundant, flashinfer-paged:shared, "
+                         "flashinfer-paged-tc:shared)")
+        listed = common.parse_methods("flashinfer-cascade,flashinfer-paged")
+        self.assertEqual(common.method_label(listed), "fastest of flashinfer-cascade:shared, flashinfer-paged:shared")
+        # cuda-hydragen over FlashInfer's better form, from the files: at B=32, P=1024, S=64 flashinfer-paged
+        # (0.020 ms) is the fastest of the three and cuda-hydragen takes 0.024 ms.
+        ratios = common.speedups(rows, target, common.parse_methods("flashinfer"))
+        [ratio] = [r for r in ratios if (r.shape["B"], r.shape["S"]) == (32, 64)]
+        self.assertAlmostEqual(ratio.speedup, 0.020 / 0.024)
+
+    def test_only_unsupported_members_is_missing_not_zero(self):
+        # q_len 2, S = 0: the cascade needs a suffix and the CUDA-core paged decode one query.
+        rows = [row("cuda-hydragen", "shared", b, 1.0, s=0, q_len=2) for b in (32, 64)] + \
+               [row("flashinfer-cascade", "shared", b, None, status="unsupported", s=0, q_len=2) for b in (32, 64)] + \
+               [row("flashinfer-paged", "shared", b, None, status="unsupported", s=0, q_len=2) for b in (32, 64)] + \
+               [row("flashinfer-paged-tc", "shared", 64, 3.0, s=0, q_len=2)]
+        ratios = common.speedups(rows, "cuda-hydragen:shared", common.parse_methods("flashinfer"))
+        self.assertEqual([(r.shape["B"], r.speedup) for r in ratios], [(64, 3.0)])  # B=32: no ratio at all
+        pair = common.parse_methods("flashinfer-cascade,flashinfer-paged")
+        self.assertEqual(common.speedups(rows, "cuda-hydragen:shared", pair), [])
+
+    def test_every_member_out_of_memory_is_an_x(self):
+        rows = [row("cuda-hydragen", "shared", 32, 1.0), row("cuda-flash", "shared", 32, None, status="oom"),
+                row("cuda-flash", "redundant", 32, None, status="oom"),
+                row("flashinfer-paged-tc", "shared", 32, None, status="unsupported")]  # did not run: ignored
+        [ratio] = common.speedups(rows, "cuda-hydragen:shared", common.parse_methods("best-flat"))
+        self.assertIsNone(ratio.speedup)
+        self.assertEqual(ratio.note(), "x")
+        # A member that failed otherwise is no "x": its status is the note.
+        rows.append(row("flashinfer-paged", "shared", 32, None, status="error"))
+        [ratio] = common.speedups(rows, "cuda-hydragen:shared", common.parse_methods("best-flat"))
+        self.assertEqual(ratio.note(), "error")
+
+    def test_an_unknown_method_in_a_list_is_an_error_naming_it(self):
+        rows = [row("cuda-hydragen", "shared", 32, 1.0), row("cuda-flash", "shared", 32, 2.0)]
+        with self.assertRaisesRegex(common.InputError, "cuda-flsh:redundant"):
+            common.comparison(rows, None, common.parse_methods("cuda-flash:shared,cuda-flsh:redundant"))
+        with self.assertRaisesRegex(Exception, "cuda-flash:paged"):  # not a backend spec at all
+            common.parse_methods("cuda-flash:shared,cuda-flash:paged")
+        # An alias only needs one of its members: best-flat here is cuda-flash:shared alone.
+        _, baseline, _ = common.comparison(rows, None, common.parse_methods("best-flat"))
+        self.assertEqual(baseline.members, ("cuda-flash:shared",))
+        with self.assertRaisesRegex(common.InputError, "flashinfer"):
+            common.comparison(rows, None, common.parse_methods("flashinfer"))
+
+
+class Peers(unittest.TestCase):
+    def test_flashinfer_has_its_own_colors_and_default_lines(self):
+        self.assertEqual(len(set(common.COLORS.values())), len(common.COLORS))
+        rows = common.load([TINY, FLASHINFER], common.SPEEDUP_COLUMNS)
+        _, _, extra = common.comparison(rows, None, None)
+        self.assertEqual([str(m) for m in extra if m.members[0].startswith("flashinfer")],
+                         ["flashinfer-cascade:shared", "flashinfer-paged:shared", "flashinfer-paged-tc:shared"])
+
+
+if __name__ == "__main__":
+    unittest.main()

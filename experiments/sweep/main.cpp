@@ -18,9 +18,7 @@
 #include "measure.hpp"
 #include "point.hpp"
 
-#ifndef HYDRAGEN_COMMIT
-#define HYDRAGEN_COMMIT "unknown"
-#endif
+#include "commit.hpp"  // HYDRAGEN_COMMIT, stamped at build time
 
 namespace {
 
