@@ -1,86 +1,113 @@
 #!/usr/bin/env python3
-"""The performance issue's targets from the sweep CSVs of one device run (hydragen-sweep --preset
-grid, paper-fig4, mha, models) and the PyTorch peers' grid CSV: one line per target with the
-measured numbers. Copy bandwidth (target 3) is the sweep's measured peak (its log prints it).
+"""The performance issue's targets (FlashInfer in the peers) from one results folder: hydragen-sweep's
+grid.csv, paper-fig4.csv, mha.csv, models.csv, spec.csv and experiments/peers' peers-PRESET.csv of the
+same presets. One line per target with the measured numbers; --before DIR adds the "nothing slower than
+the committed results" check against another folder's sweep CSVs (same file names).
 
-  scripts/perf-targets.py DIR PEERS_GRID_CSV --copy-gbps 2990
+  scripts/perf-targets.py docs/results/h100-v12-2026-11-23 --before docs/results/h100-v9-2026-11-22
 """
 import argparse
 import csv
+import math
 import os
 
-
-def rows(path):
-    with open(path, newline="") as f:
-        return [r for r in csv.DictReader(f) if r["status"] == "ok"]
-
-
-def key(r):
-    return tuple(int(r[k]) for k in ("B", "P", "S", "Hq", "Hkv", "D"))
+FLASHINFER = ("flashinfer-cascade:shared", "flashinfer-paged:shared", "flashinfer-paged-tc:shared")
+PAGED = ("flashinfer-paged:shared", "flashinfer-paged-tc:shared")
+SHAPE = ("B", "P", "S", "q_len", "Hq", "Hkv", "D")
 
 
-def by_backend(rs):
+def table(*paths):
+    """{point: {backend:storage: row}} over the files that exist; status ok rows only."""
     out = {}
-    for r in rs:
-        out.setdefault(f'{r["backend"]}:{r["storage"]}', {})[key(r)] = r
+    for path in paths:
+        if not os.path.exists(path):
+            continue
+        with open(path, newline="") as f:
+            for r in csv.DictReader(f):
+                if r["status"] == "ok":
+                    out.setdefault(tuple(int(r[c]) for c in SHAPE), {})[f'{r["backend"]}:{r["storage"]}'] = r
     return out
+
+
+def ms(r):
+    return float(r["median_ms"])
+
+
+def best(methods, names):
+    times = [ms(methods[n]) for n in names if n in methods]
+    return min(times) if times else None
+
+
+def geomean(xs):
+    return math.exp(sum(math.log(x) for x in xs) / len(xs))
+
+
+def point(k):
+    return f"({k[0]}, {k[1]}, {k[2]}" + (f", q_len {k[3]}" if k[3] > 1 else "") + \
+        (f", {k[4]}/{k[5]}/D{k[6]}" if k[4:] != (8, 1, 128) else "") + ")"
+
+
+def against_flashinfer(name, data):
+    ratios = sorted((best(m, FLASHINFER) / ms(m["cuda-hydragen:shared"]), k) for k, m in data.items()
+                    if "cuda-hydragen:shared" in m and best(m, FLASHINFER))
+    behind = [f"{point(k)} {x:.3f}" for x, k in ratios if x < 1]
+    print(f"  {name}: ahead of FlashInfer's better form at {len(ratios) - len(behind)} of {len(ratios)} points "
+          f"(geomean {geomean([x for x, _ in ratios]):.2f}x, range {ratios[0][0]:.2f}-{ratios[-1][0]:.2f}x)"
+          + (f"; behind at {', '.join(behind)}" if behind else ""))
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("dir", help="folder with grid.csv, paper-fig4.csv, mha.csv, models.csv")
-    ap.add_argument("peers", help="the peers' grid CSV (torch-hydragen, torch-flash)")
-    ap.add_argument("--copy-gbps", type=float, required=True)
+    ap.add_argument("dir", help="folder with the sweep CSVs and the peers' CSVs of the same presets")
+    ap.add_argument("--before", help="folder of committed sweep CSVs to compare cuda-hydragen and cuda-flash with")
     a = ap.parse_args()
-    grid = by_backend(rows(os.path.join(a.dir, "grid.csv")))
-    fig4 = by_backend(rows(os.path.join(a.dir, "paper-fig4.csv")))
-    peers = by_backend(rows(a.peers))
-    hyd, red, shr = grid["cuda-hydragen:shared"], grid["cuda-flash:redundant"], grid["cuda-flash:shared"]
-    ms = lambda r: float(r["median_ms"])
+    presets = ("grid", "paper-fig4", "mha", "models", "spec")
+    data = {p: table(os.path.join(a.dir, f"{p}.csv"), os.path.join(a.dir, f"peers-{p}.csv")) for p in presets}
 
-    k1 = (1024, 16384, 64, 8, 1, 128)
-    print(f"1. (1024, 16384, 64): {float(hyd[k1]['time_over_floor']):.2f}x floor ({ms(hyd[k1]):.4f} ms), "
-          f"{ms(red[k1]) / ms(hyd[k1]):.1f}x faster than cuda-flash redundant ({ms(red[k1]):.3f} ms)")
+    print("1. cuda-hydragen against FlashInfer (cascade, paged decode, tensor-core paged: the fastest per point)")
+    for p in presets:
+        against_flashinfer(p, data[p])
+    k = (32, 1024, 64, 1, 8, 1, 128)
+    m = data["grid"][k]
+    print(f"  (32, 1024, 64): {ms(m['cuda-hydragen:shared']) * 1e3:.1f} us (target 12), FlashInfer's best "
+          f"{best(m, FLASHINFER) * 1e3:.1f} us")
 
-    t2 = [(k, float(r["tflops"])) for k, r in hyd.items() if k[2] == 0 and k[0] * k[3] // k[4] >= 8192 and k[1] >= 8192]
-    print("2. S = 0, B g >= 8192, P >= 8192: " + ", ".join(f"(B={k[0]}, P={k[1]}) {t:.0f}" for k, t in sorted(t2)) + " TFLOP/s")
+    print("2. cuda-flash (shared) over FlashInfer's paged decode (the faster of its two kernels), grid")
+    ratios = sorted((ms(m["cuda-flash:shared"]) / best(m, PAGED), k) for k, m in data["grid"].items()
+                    if "cuda-flash:shared" in m and best(m, PAGED))
+    within = sum(1 for x, _ in ratios if x <= 1.1)
+    print(f"  within 10% at {within} of {len(ratios)} points; ratio {ratios[0][0]:.2f} {point(ratios[0][1])} to "
+          f"{ratios[-1][0]:.2f} {point(ratios[-1][1])}, geomean {geomean([x for x, _ in ratios]):.2f}")
 
-    pct = {}
-    for k, r in red.items():
-        b, p, s, hq, hkv, d = k
-        if b < 64 or p + s < 4096:
-            continue
-        moved = b * (p + s) * hkv * d * 2 * 2 + b * hq * d * 2 * 2  # K and V per sequence, Q and O (bf16)
-        pct.setdefault(b, []).append(100 * moved / (ms(r) * 1e-3) / (a.copy_gbps * 1e9))
-    print("3. cuda-flash redundant, % of copy bandwidth: " +
-          "; ".join(f"B={b}: {min(v):.0f}-{max(v):.0f}%" for b, v in sorted(pct.items())))
+    m = data["grid"][(1024, 16384, 64, 1, 8, 1, 128)]["cuda-hydragen:shared"]
+    print(f"3. (1024, 16384, 64): {float(m['time_over_floor']):.2f}x floor ({ms(m):.4f} ms; target 1.3x)")
 
-    for name, table in (("grid", grid), ("paper-fig4", fig4)):
-        h = table["cuda-hydragen:shared"]
-        ratios = [(min(ms(table["cuda-flash:shared"][k]), ms(table["cuda-flash:redundant"][k])) / ms(r), k) for k, r in h.items()]
-        worst = min(ratios)
-        slower = sum(1 for x, _ in ratios if x < 1 / 1.03)
-        print(f"4. {name}: better flat / cuda-hydragen worst {worst[0]:.3f} at {worst[1][:3]}; {slower} points more than 3% slower")
+    print("4. models preset, cuda-hydragen time over floor (target 1.6x for GQA g = 4 and D = 64)")
+    for label, (hq, hkv, d) in (("Hq=Hkv=40", (40, 40, 128)), ("GQA g=4", (32, 8, 128)), ("D=64", (32, 32, 64))):
+        cells = [f"({k[0]}, {k[1]}) {float(m['cuda-hydragen:shared']['time_over_floor']):.2f}x"
+                 for k, m in sorted(data["models"].items()) if k[4:] == (hq, hkv, d) and "cuda-hydragen:shared" in m]
+        print(f"  {label}: {', '.join(cells)}")
 
-    losses = []
-    for k, r in hyd.items():
-        best = min((ms(p[k]), n) for n, p in peers.items() if k in p)
-        if ms(r) > best[0]:
-            losses.append((best[0] / ms(r), k[:3], best[1]))
-    print(f"5. grid: faster than every peer at {len(hyd) - len(losses)} of {len(hyd)} points; losses: " +
-          ", ".join(f"{k} {x:.2f}x vs {n}" for x, k, n in sorted(losses)))
+    k = (256, 16384, 64, 4, 8, 1, 128)
+    m = data["spec"][k]["cuda-hydragen:shared"]
+    cascade = sorted((ms(m_["flashinfer-cascade:shared"]) / ms(m_["cuda-hydragen:shared"]), k_)
+                     for k_, m_ in data["spec"].items() if "flashinfer-cascade:shared" in m_)
+    print(f"5. spec: (256, 16384, 64, q_len 4) {float(m['time_over_floor']):.2f}x floor (target 2x); ahead of "
+          f"FlashInfer's cascade at {sum(1 for x, _ in cascade if x > 1)} of {len(cascade)} points "
+          f"({cascade[0][0]:.2f}x at {point(cascade[0][1])} to {cascade[-1][0]:.2f}x)")
 
-    mha = by_backend(rows(os.path.join(a.dir, "mha.csv")))["cuda-hydragen:shared"]
-    k6 = (256, 8192, 64, 32, 32, 128)
-    line = f"6. MHA (256, 8192, 64): {float(mha[k6]['time_over_floor']):.2f}x floor ({ms(mha[k6]):.4f} ms)"
-    models = os.path.join(a.dir, "models.csv")
-    if os.path.exists(models):
-        m = by_backend(rows(models))["cuda-hydragen:shared"]
-        for label, k in (("Hq=Hkv=40", (256, 8192, 64, 40, 40, 128)), ("GQA g=4", (256, 8192, 64, 32, 8, 128)),
-                         ("D=64", (256, 8192, 64, 32, 32, 64))):
-            if k in m:
-                line += f"; {label} {float(m[k]['time_over_floor']):.2f}x"
-    print(line)
+    if a.before:
+        print(f"6. against {a.before} (new / old median; > 1.03 is slower by more than 3%)")
+        for p in presets:
+            old = table(os.path.join(a.before, f"{p}.csv"))
+            for method in ("cuda-hydragen:shared", "cuda-flash:shared"):
+                ratios = sorted((ms(m[method]) / ms(old[k][method]), k) for k, m in data[p].items()
+                                if method in m and method in old.get(k, {}))
+                if ratios:
+                    slower = [f"{point(k)} {x:.3f}" for x, k in ratios if x > 1.03]
+                    print(f"  {p} {method}: {len(ratios)} points, new/old {ratios[0][0]:.3f}-{ratios[-1][0]:.3f} "
+                          f"(geomean {geomean([x for x, _ in ratios]):.3f}); slower by > 3%: "
+                          + (", ".join(slower) if slower else "none"))
 
 
 if __name__ == "__main__":
