@@ -126,7 +126,17 @@ TEST(SweepPresets, CpuPresetUsesTheCpuBackendsInFp32) {
 
 TEST(SweepPresets, AnUnknownNameListsThePresets) {
   EXPECT_THAT([] { preset("fig5"); },
-              ::testing::ThrowsMessage<std::invalid_argument>(HasSubstr("paper-fig4, grid, mha, models, cpu, quick")));
+              ::testing::ThrowsMessage<std::invalid_argument>(HasSubstr("paper-fig4, grid, mha, models, spec, cpu, quick")));
+}
+
+TEST(SweepPresets, SpecHasSeveralCausalQueriesPerSequenceOverALongPrefix) {
+  const Grid g = preset("spec");
+  ASSERT_EQ(g.shapes.size(), 27u);  // B x P x q_len, 3 each
+  for (const ShapePoint& s : g.shapes) {
+    EXPECT_TRUE(s.q_len == 2 || s.q_len == 4 || s.q_len == 8);
+    EXPECT_GE(s.suffix, s.q_len - 1) << "the leaf holds the causal queries";
+    EXPECT_GE(s.prefix, 4096);
+  }
 }
 
 TEST(SweepGrid, ProductVariesTheLastListFastest) {
