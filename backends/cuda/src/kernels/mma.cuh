@@ -11,6 +11,13 @@ __device__ __forceinline__ unsigned smem_address(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }
 
+// Dynamic shared memory starts after the kernel's static shared memory, only 16-byte aligned: a
+// kernel that needs ALIGN asks for ALIGN - 16 more bytes and starts here.
+template <int ALIGN>
+__device__ __forceinline__ unsigned char* align_shared(unsigned char* raw) {
+  return raw + (ALIGN - smem_address(raw) % ALIGN) % ALIGN;
+}
+
 // 16 bytes global -> shared, bypassing L1; src_bytes = 0 writes zeros (rows past the end).
 __device__ __forceinline__ void cp_async_16(void* smem, const void* global, int src_bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_address(smem)), "l"(global),

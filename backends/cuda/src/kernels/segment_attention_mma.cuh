@@ -31,8 +31,18 @@ namespace hydragen::cuda {
 // The dynamic shared memory: two stages, each a K and a V tile.
 template <typename T, int D>
 struct MmaSharedStorage {
-  T kv[2][2][MmaTile<D>::kTokens][MmaTile<D>::kStride];  // [stage][K, V][token][column]
+  T kv[2][2][MmaTile<D>::kTokens][D];  // [stage][K, V][token][swizzled column: tile_offset]
 };
+
+// Element offset of (row, column) in a tile: 16-byte chunk c of row r is stored at chunk c ^ (r % 8).
+// The eight rows an ldmatrix phase reads then hit eight distinct bank groups, and the eight chunks
+// of a 128-byte line of K or V land in one 128-byte line of shared memory (the tiles are 128-byte
+// aligned): cp.async fetches the line from L2 once. Rows padded to D + 8 avoided the conflicts
+// too, but a line written across two shared lines was fetched twice (perf-notes v13).
+template <int D>
+__device__ __forceinline__ int tile_offset(int row, int column) {
+  return row * D + (((column >> 3) ^ (row & 7)) << 3) + (column & 7);
+}
 
 // The items [first, last] of this block: an even share of the launch's items.
 struct ItemRange {
@@ -66,7 +76,7 @@ template <typename T, int D, int THREADS>
 __device__ __forceinline__ void load_kv_tile(const SegmentAttentionParams& p, const WorkItem& item,
                                              const ItemSegments<T>& seg, int tile, T* k_dst, T* v_dst) {
   using Tile = MmaTile<D>;
-  constexpr int KT = Tile::kTokens, STRIDE = Tile::kStride;
+  constexpr int KT = Tile::kTokens;
   const int p0 = item.token_begin + tile * KT;
   const int first = seg.find(p0);
   if (p0 + KT <= item.token_end && p0 + KT <= seg.start[first + 1]) {
@@ -76,8 +86,8 @@ __device__ __forceinline__ void load_kv_tile(const SegmentAttentionParams& p, co
     for (int c = threadIdx.x; c < KT * Tile::kChunks; c += THREADS) {
       const int row = c / Tile::kChunks, column = c % Tile::kChunks * 8;
       const long long off = base + row * stride + column;
-      cp_async_16(k_dst + row * STRIDE + column, seg.k[first] + off, 16);
-      cp_async_16(v_dst + row * STRIDE + column, seg.v[first] + off, 16);
+      cp_async_16(k_dst + tile_offset<D>(row, column), seg.k[first] + off, 16);
+      cp_async_16(v_dst + tile_offset<D>(row, column), seg.v[first] + off, 16);
     }
   } else {
     // A tile across a segment boundary or past the item's end: locate every row.
@@ -94,8 +104,8 @@ __device__ __forceinline__ void load_kv_tile(const SegmentAttentionParams& p, co
         v_src = seg.v[i] + off;
         bytes = 16;
       }
-      cp_async_16(k_dst + row * STRIDE + column, k_src, bytes);
-      cp_async_16(v_dst + row * STRIDE + column, v_src, bytes);
+      cp_async_16(k_dst + tile_offset<D>(row, column), k_src, bytes);
+      cp_async_16(v_dst + tile_offset<D>(row, column), v_src, bytes);
     }
   }
   cp_async_commit();
@@ -145,7 +155,6 @@ __device__ __forceinline__ void attend_tile(const unsigned (&qa)[D / 16][4], con
                                             int pos0, const int (&limit)[2], float scale_log2, bool mask,
                                             RowPairSoftmax<NT, D / 8>& softmax, float (&acc)[D / 2]) {
   static_assert(NT % 2 == 0, "P V takes the tile's tokens 16 at a time");
-  constexpr int STRIDE = MmaTile<D>::kStride;
   const int lane = threadIdx.x % 32, t = lane % 4;
   float s[4 * NT] = {};  // S: 8 tokens per fragment
 #pragma unroll
@@ -153,7 +162,7 @@ __device__ __forceinline__ void attend_tile(const unsigned (&qa)[D / 16][4], con
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt) {
       unsigned b[4];
-      ldmatrix_x4(b, k_tile + (tok0 + 8 * nt + lane % 8) * STRIDE + 16 * ks + 8 * (lane / 8));
+      ldmatrix_x4(b, k_tile + tile_offset<D>(tok0 + 8 * nt + lane % 8, 16 * ks + 8 * (lane / 8)));
       mma_16816<T>(s + 4 * nt, qa[ks], b[0], b[1]);
       mma_16816<T>(s + 4 * nt, qa[ks + 1], b[2], b[3]);
     }
@@ -169,7 +178,7 @@ __device__ __forceinline__ void attend_tile(const unsigned (&qa)[D / 16][4], con
 #pragma unroll
     for (int np = 0; np < D / 16; ++np) {
       unsigned b[4];
-      ldmatrix_x4_trans(b, v_tile + (tok0 + 16 * kc + lane % 8 + (lane / 8 & 1) * 8) * STRIDE + 16 * np + (lane / 16) * 8);
+      ldmatrix_x4_trans(b, v_tile + tile_offset<D>(tok0 + 16 * kc + lane % 8 + (lane / 8 & 1) * 8, 16 * np + (lane / 16) * 8));
       mma_16816<T>(acc + 8 * np, pa, b[0], b[1]);
       mma_16816<T>(acc + 8 * np + 4, pa, b[2], b[3]);
     }
@@ -184,9 +193,9 @@ __device__ __forceinline__ void fold_token_warps(const SegmentAttentionParams& p
                                                  const LaneRows& rows, const float (&acc)[D / 2], const float (&inv)[2],
                                                  const float (&row_lse)[2], const RowOutput& out, float* scratch) {
   constexpr int GROUP = kMmaThreads / ROWS;
-  float* const o_states = scratch;                              // [TOKEN_WARPS][ROWS][D]
-  float* const lse_states = o_states + TOKEN_WARPS * ROWS * D;  // [TOKEN_WARPS][ROWS]
-  static_assert(TOKEN_WARPS * ROWS * (D + 1) * 4 <= MmaTile<D>::kStageBytes, "the states fit in one stage");
+  float* const o_states = scratch;                         // [TOKEN_WARPS][ROWS][D]
+  __shared__ float lse_states[TOKEN_WARPS * ROWS];         // [TOKEN_WARPS][ROWS]
+  static_assert(TOKEN_WARPS * ROWS * D * 4 <= MmaTile<D>::kStageBytes, "the O states fit in one stage");
   const int token_warp = threadIdx.x / 32 % TOKEN_WARPS, t = threadIdx.x % 4;
 #pragma unroll
   for (int r = 0; r < 2; ++r) {  // this lane's two fragment rows, as fp32 states
@@ -220,7 +229,7 @@ __global__ void __launch_bounds__(kMmaThreads, kMmaBlocksPerSm) segment_attentio
   constexpr int KT = MmaTile<D>::kTokens, ROWS = 16 * ROW_WARPS;
   constexpr int NT = KT / 8 / TOKEN_WARPS;  // 8-token fragments of a tile per warp
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  auto& smem = *reinterpret_cast<MmaSharedStorage<T, D>*>(smem_raw);
+  auto& smem = *reinterpret_cast<MmaSharedStorage<T, D>*>(align_shared<128>(smem_raw));
   // The item being computed and the next one (slot ^ 1), whose first tile is loaded meanwhile.
   __shared__ WorkItem items[2];
   __shared__ ItemSegments<T> segs[2];

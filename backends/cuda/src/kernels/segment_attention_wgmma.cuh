@@ -183,7 +183,7 @@ __global__ void __launch_bounds__(WgmmaTile<D>::kThreads, 1) segment_attention_w
   allow_dependents();  // the merge may start once every block has (dependent_launch.cuh)
   using Tile = WgmmaTile<D>;
   extern __shared__ unsigned char smem_raw[];
-  auto& smem = *reinterpret_cast<WgmmaSharedStorage<D>*>(smem_raw + (1024 - smem_address(smem_raw) % 1024) % 1024);
+  auto& smem = *reinterpret_cast<WgmmaSharedStorage<D>*>(align_shared<1024>(smem_raw));
 
   const WorkItem item = p.items[blockIdx.x];
   const int tiles = (item.token_end - item.token_begin + Tile::kTokens - 1) / Tile::kTokens;

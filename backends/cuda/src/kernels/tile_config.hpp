@@ -23,13 +23,15 @@ inline constexpr int kMmaThreads = 128;
 inline constexpr int kMmaTokens = 64;
 inline constexpr int kMmaBlocksPerSm = 3;
 
+// A tile's rows are D values with no padding, their 16-byte chunks swizzled and the tiles 128-byte
+// aligned (segment_attention_mma.cuh, tile_offset): a padded row (D + 8) cost a second L2 fetch of
+// the lines it straddled (perf-notes v13).
 template <int D>
 struct MmaTile {
   static constexpr int kTokens = kMmaTokens;
-  static constexpr int kStride = D + 8;  // shared row stride in elements: +16 bytes keeps ldmatrix conflict-free
   static constexpr int kChunks = D / 8;  // 16-byte chunks per row
-  static constexpr int kStageBytes = 2 * kTokens * kStride * 2;  // a K and a V tile of 16-bit values
-  static constexpr int kSmemBytes = 2 * kStageBytes;
+  static constexpr int kStageBytes = 2 * kTokens * D * 2;  // a K and a V tile of 16-bit values
+  static constexpr int kSmemBytes = 2 * kStageBytes + 128 - 16;  // + the alignment (align_shared<128>)
 };
 
 // wgmma kernel: 128 rows over 128-token tiles, one block per SM (v4, v5).
