@@ -21,7 +21,10 @@ def read(paths):
                 method = f"{row['backend']}:{row['storage']}"
                 if method not in order:
                     order.append(method)
-                point = (int(row["B"]), int(row["P"]), int(row["S"]))
+                # (B, P, S), then q_len, Hq, Hkv and D where they differ from the common decode shape.
+                point = tuple(int(row[c]) for c in ("B", "P", "S"))
+                extra = tuple(int(row[c]) for c in ("q_len", "Hq", "Hkv", "D") if c in row)
+                point += extra if extra not in ((), (1, 8, 1, 128)) else ()
                 ms = float(row["median_ms"])
                 best[method, point] = min(ms, best.get((method, point), ms))
     return best, order
@@ -35,7 +38,7 @@ def main(argv):
     new, new_order = read(argv[cut + 1:])
     if len(old_order) != len(new_order):
         sys.exit(f"bench-compare: {len(old_order)} baseline methods against {len(new_order)} new ones")
-    print(f"{'B, P, S':<18} {'method (new name)':<44} {'old ms':>9} {'new ms':>9} {'new/old':>8}")
+    print(f"{'B, P, S (q_len, Hq, Hkv, D)':<30} {'method (new name)':<32} {'old ms':>9} {'new ms':>9} {'new/old':>8}")
     ratios = []
     for o, n in zip(old_order, new_order):
         for point in sorted({p for (m, p) in new if m == n}):
@@ -43,7 +46,7 @@ def main(argv):
                 continue
             ratio = new[n, point] / old[o, point]
             ratios.append(ratio)
-            print(f"{str(point):<18} {n:<44} {old[o, point]:9.4f} {new[n, point]:9.4f} {ratio:8.3f}")
+            print(f"{str(point):<30} {n:<32} {old[o, point]:9.4f} {new[n, point]:9.4f} {ratio:8.3f}")
     if ratios:
         product = 1.0
         for r in ratios:

@@ -14,11 +14,12 @@ void launch_mma(const SegmentAttentionParams& params, int grid, bool wide, DType
     if constexpr (std::is_same_v<T, float>) {
       throw std::logic_error("segment attention: the mma.sync kernels take 16-bit storage");
     } else {
-      constexpr int smem = MmaTile<D>::kSmemBytes;
       if (wide) {
+        constexpr int smem = MmaTile<D, false>::kSmemBytes;
         allow_smem<segment_attention_mma<T, D, 4, 1>>(smem);
         segment_attention_mma<T, D, 4, 1><<<grid, kMmaThreads, smem, stream>>>(params);
       } else {
+        constexpr int smem = MmaTile<D, true>::kSmemBytes;
         allow_smem<segment_attention_mma<T, D, 1, 4>>(smem);
         segment_attention_mma<T, D, 1, 4><<<grid, kMmaThreads, smem, stream>>>(params);
       }

@@ -29,19 +29,21 @@
 namespace hydragen::cuda {
 
 // The dynamic shared memory: two stages, each a K and a V tile.
-template <typename T, int D>
+template <typename T, typename Tile>
 struct MmaSharedStorage {
-  T kv[2][2][MmaTile<D>::kTokens][D];  // [stage][K, V][token][swizzled column: tile_offset]
+  T kv[2][2][Tile::kTokens][Tile::kRowElements];  // [stage][K, V][token][column: tile_offset]
 };
 
-// Element offset of (row, column) in a tile: 16-byte chunk c of row r is stored at chunk c ^ (r % 8).
-// The eight rows an ldmatrix phase reads then hit eight distinct bank groups, and the eight chunks
-// of a 128-byte line of K or V land in one 128-byte line of shared memory (the tiles are 128-byte
-// aligned): cp.async fetches the line from L2 once. Rows padded to D + 8 avoided the conflicts
-// too, but a line written across two shared lines was fetched twice (perf-notes v13).
-template <int D>
+// Element offset of (row, column) in a tile (MmaTile says which layout a block uses).
+// Swizzled: 16-byte chunk c of row r is stored at chunk c ^ (r % 8). The eight rows an ldmatrix
+// phase reads hit eight distinct bank groups, and the eight chunks of a 128-byte line of K or V
+// land in one 128-byte line of shared memory (the tiles are 128-byte aligned): cp.async fetches
+// the line from L2 once. Padded (D + 8): conflict-free too, with affine addresses, but a line
+// written across two shared lines is fetched twice (perf-notes v13).
+template <typename Tile>
 __device__ __forceinline__ int tile_offset(int row, int column) {
-  return row * D + (((column >> 3) ^ (row & 7)) << 3) + (column & 7);
+  if constexpr (Tile::kSwizzled) return row * Tile::kRowElements + (((column >> 3) ^ (row & 7)) << 3) + (column & 7);
+  return row * Tile::kRowElements + column;
 }
 
 // The items [first, last] of this block: an even share of the launch's items.
@@ -72,10 +74,9 @@ __device__ __forceinline__ void prefetch_item_tables(const SegmentAttentionParam
 // Load step: issues the copies of tile `tile` of `item` into (k_dst, v_dst) and commits them;
 // positions past token_end become zeros. Thread c copies 16-byte chunks c, c + THREADS, ...: always
 // the same column, rows 8 apart.
-template <typename T, int D, int THREADS>
+template <typename T, int D, typename Tile, int THREADS>
 __device__ __forceinline__ void load_kv_tile(const SegmentAttentionParams& p, const WorkItem& item,
                                              const ItemSegments<T>& seg, int tile, T* k_dst, T* v_dst) {
-  using Tile = MmaTile<D>;
   constexpr int KT = Tile::kTokens;
   const int p0 = item.token_begin + tile * KT;
   const int first = seg.find(p0);
@@ -86,8 +87,8 @@ __device__ __forceinline__ void load_kv_tile(const SegmentAttentionParams& p, co
     for (int c = threadIdx.x; c < KT * Tile::kChunks; c += THREADS) {
       const int row = c / Tile::kChunks, column = c % Tile::kChunks * 8;
       const long long off = base + row * stride + column;
-      cp_async_16(k_dst + tile_offset<D>(row, column), seg.k[first] + off, 16);
-      cp_async_16(v_dst + tile_offset<D>(row, column), seg.v[first] + off, 16);
+      cp_async_16(k_dst + tile_offset<Tile>(row, column), seg.k[first] + off, 16);
+      cp_async_16(v_dst + tile_offset<Tile>(row, column), seg.v[first] + off, 16);
     }
   } else {
     // A tile across a segment boundary or past the item's end: locate every row.
@@ -104,8 +105,8 @@ __device__ __forceinline__ void load_kv_tile(const SegmentAttentionParams& p, co
         v_src = seg.v[i] + off;
         bytes = 16;
       }
-      cp_async_16(k_dst + tile_offset<D>(row, column), k_src, bytes);
-      cp_async_16(v_dst + tile_offset<D>(row, column), v_src, bytes);
+      cp_async_16(k_dst + tile_offset<Tile>(row, column), k_src, bytes);
+      cp_async_16(v_dst + tile_offset<Tile>(row, column), v_src, bytes);
     }
   }
   cp_async_commit();
@@ -150,7 +151,7 @@ __device__ __forceinline__ void load_q_fragments(const SegmentAttentionParams& p
 
 // Compute step: this warp's NT 8-token fragments of one tile (tokens tok0.. of k_tile and v_tile),
 // whose first position in the item's token list is pos0: S = Q K^T, the online softmax, O += P V.
-template <typename T, int D, int NT>
+template <typename T, int D, typename Tile, int NT>
 __device__ __forceinline__ void attend_tile(const unsigned (&qa)[D / 16][4], const T* k_tile, const T* v_tile, int tok0,
                                             int pos0, const int (&limit)[2], float scale_log2, bool mask,
                                             RowPairSoftmax<NT, D / 8>& softmax, float (&acc)[D / 2]) {
@@ -162,7 +163,7 @@ __device__ __forceinline__ void attend_tile(const unsigned (&qa)[D / 16][4], con
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt) {
       unsigned b[4];
-      ldmatrix_x4(b, k_tile + tile_offset<D>(tok0 + 8 * nt + lane % 8, 16 * ks + 8 * (lane / 8)));
+      ldmatrix_x4(b, k_tile + tile_offset<Tile>(tok0 + 8 * nt + lane % 8, 16 * ks + 8 * (lane / 8)));
       mma_16816<T>(s + 4 * nt, qa[ks], b[0], b[1]);
       mma_16816<T>(s + 4 * nt, qa[ks + 1], b[2], b[3]);
     }
@@ -178,7 +179,7 @@ __device__ __forceinline__ void attend_tile(const unsigned (&qa)[D / 16][4], con
 #pragma unroll
     for (int np = 0; np < D / 16; ++np) {
       unsigned b[4];
-      ldmatrix_x4_trans(b, v_tile + tile_offset<D>(tok0 + 16 * kc + lane % 8 + (lane / 8 & 1) * 8, 16 * np + (lane / 16) * 8));
+      ldmatrix_x4_trans(b, v_tile + tile_offset<Tile>(tok0 + 16 * kc + lane % 8 + (lane / 8 & 1) * 8, 16 * np + (lane / 16) * 8));
       mma_16816<T>(acc + 8 * np, pa, b[0], b[1]);
       mma_16816<T>(acc + 8 * np + 4, pa, b[2], b[3]);
     }
@@ -188,14 +189,14 @@ __device__ __forceinline__ void attend_tile(const unsigned (&qa)[D / 16][4], con
 // Fold step: each token warp saw its share of every tile; their states, written to `scratch` (a
 // stage the next tile does not need), are folded in token-warp order by the core merge, as the merge
 // kernel folds partial rows, GROUP lanes per row; then the store step.
-template <typename T, int D, int ROWS, int TOKEN_WARPS>
+template <typename T, int D, typename Tile, int ROWS, int TOKEN_WARPS>
 __device__ __forceinline__ void fold_token_warps(const SegmentAttentionParams& p, const WorkItem& item,
                                                  const LaneRows& rows, const float (&acc)[D / 2], const float (&inv)[2],
                                                  const float (&row_lse)[2], const RowOutput& out, float* scratch) {
   constexpr int GROUP = kMmaThreads / ROWS;
   float* const o_states = scratch;                         // [TOKEN_WARPS][ROWS][D]
   __shared__ float lse_states[TOKEN_WARPS * ROWS];         // [TOKEN_WARPS][ROWS]
-  static_assert(TOKEN_WARPS * ROWS * D * 4 <= MmaTile<D>::kStageBytes, "the O states fit in one stage");
+  static_assert(TOKEN_WARPS * ROWS * D * 4 <= Tile::kStageBytes, "the O states fit in one stage");
   const int token_warp = threadIdx.x / 32 % TOKEN_WARPS, t = threadIdx.x % 4;
 #pragma unroll
   for (int r = 0; r < 2; ++r) {  // this lane's two fragment rows, as fp32 states
@@ -226,10 +227,12 @@ __device__ __forceinline__ void fold_token_warps(const SegmentAttentionParams& p
 template <typename T, int D, int ROW_WARPS, int TOKEN_WARPS>
 __global__ void __launch_bounds__(kMmaThreads, kMmaBlocksPerSm) segment_attention_mma(const SegmentAttentionParams p) {
   static_assert(ROW_WARPS * TOKEN_WARPS * 32 == kMmaThreads, "four warps");
-  constexpr int KT = MmaTile<D>::kTokens, ROWS = 16 * ROW_WARPS;
+  using Tile = MmaTile<D, ROW_WARPS == 1>;  // swizzled for narrow blocks (tile_config.hpp)
+  constexpr int KT = Tile::kTokens, ROWS = 16 * ROW_WARPS;
   constexpr int NT = KT / 8 / TOKEN_WARPS;  // 8-token fragments of a tile per warp
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  auto& smem = *reinterpret_cast<MmaSharedStorage<T, D>*>(align_shared<128>(smem_raw));
+  // Padded tiles need only the 16 bytes of a cp.async.
+  auto& smem = *reinterpret_cast<MmaSharedStorage<T, Tile>*>(Tile::kSwizzled ? align_shared<128>(smem_raw) : smem_raw);
   // The item being computed and the next one (slot ^ 1), whose first tile is loaded meanwhile.
   __shared__ WorkItem items[2];
   __shared__ ItemSegments<T> segs[2];
@@ -239,7 +242,7 @@ __global__ void __launch_bounds__(kMmaThreads, kMmaBlocksPerSm) segment_attentio
   const int row_warp = warp / TOKEN_WARPS, token_warp = warp % TOKEN_WARPS;
   const int tok0 = token_warp * (KT / TOKEN_WARPS);  // this warp's first token within a tile
   auto load_tile = [&](const WorkItem& item, int slot, int tile, int stage) {
-    load_kv_tile<T, D, kMmaThreads>(p, item, segs[slot], tile, &smem.kv[stage][0][0][0], &smem.kv[stage][1][0][0]);
+    load_kv_tile<T, D, Tile, kMmaThreads>(p, item, segs[slot], tile, &smem.kv[stage][0][0][0], &smem.kv[stage][1][0][0]);
   };
 
   const ItemRange range = block_items(p.num_items);  // items have tokens
@@ -296,7 +299,7 @@ __global__ void __launch_bounds__(kMmaThreads, kMmaBlocksPerSm) segment_attentio
       }
       __syncthreads();
       const int pos0 = item.token_begin + it * KT + tok0;
-      attend_tile<T, D, NT>(qa, &smem.kv[stage][0][0][0], &smem.kv[stage][1][0][0], tok0, pos0, rows.limit, p.scale_log2,
+      attend_tile<T, D, Tile, NT>(qa, &smem.kv[stage][0][0][0], &smem.kv[stage][1][0][0], tok0, pos0, rows.limit, p.scale_log2,
                             pos0 + KT / TOKEN_WARPS > min(rows.limit[0], rows.limit[1]), softmax, acc);
       __syncthreads();  // the next copies into this stage come after every warp is done with it
       stage ^= 1;
@@ -309,7 +312,7 @@ __global__ void __launch_bounds__(kMmaThreads, kMmaBlocksPerSm) segment_attentio
       finish_row_pair<T, D>(p, acc, 1, out[1], inv[1], row_lse[1], t);
     } else {
       // The stage the last tile left: the other one is receiving the next item's first tile.
-      fold_token_warps<T, D, ROWS, TOKEN_WARPS>(p, item, rows, acc, inv, row_lse, out[0],
+      fold_token_warps<T, D, Tile, ROWS, TOKEN_WARPS>(p, item, rows, acc, inv, row_lse, out[0],
                                                 reinterpret_cast<float*>(&smem.kv[stage ^ 1][0][0][0]));
     }
     if (index == range.last) break;

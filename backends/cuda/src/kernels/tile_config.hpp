@@ -23,15 +23,19 @@ inline constexpr int kMmaThreads = 128;
 inline constexpr int kMmaTokens = 64;
 inline constexpr int kMmaBlocksPerSm = 3;
 
-// A tile's rows are D values with no padding, their 16-byte chunks swizzled and the tiles 128-byte
-// aligned (segment_attention_mma.cuh, tile_offset): a padded row (D + 8) cost a second L2 fetch of
-// the lines it straddled (perf-notes v13).
-template <int D>
+// A tile's rows. Narrow blocks stream K/V: D values with no padding, their 16-byte chunks swizzled,
+// the tiles 128-byte aligned, so that cp.async fetches each 128-byte line from L2 once; padded rows
+// fetched 1.5x the bytes and left cuda-flash over shared storage L2-bound (perf-notes v13). Wide
+// blocks are bound by the tensor cores: padded rows (D + 8), whose affine addresses need fewer
+// registers (with the swizzle's per-lane offsets they spilled more and ran 5-10% slower).
+template <int D, bool SWIZZLED>
 struct MmaTile {
+  static constexpr bool kSwizzled = SWIZZLED;
   static constexpr int kTokens = kMmaTokens;
-  static constexpr int kChunks = D / 8;  // 16-byte chunks per row
-  static constexpr int kStageBytes = 2 * kTokens * D * 2;  // a K and a V tile of 16-bit values
-  static constexpr int kSmemBytes = 2 * kStageBytes + 128 - 16;  // + the alignment (align_shared<128>)
+  static constexpr int kRowElements = SWIZZLED ? D : D + 8;  // +16 bytes keeps ldmatrix conflict-free
+  static constexpr int kChunks = D / 8;                      // 16-byte chunks per row
+  static constexpr int kStageBytes = 2 * kTokens * kRowElements * 2;  // a K and a V tile of 16-bit values
+  static constexpr int kSmemBytes = 2 * kStageBytes + (SWIZZLED ? 128 - 16 : 0);  // + room to align swizzled tiles
 };
 
 // wgmma kernel: 128 rows over 128-token tiles, one block per SM (v4, v5).
