@@ -56,9 +56,14 @@ class Unsupported(Exception):
 
 
 def commit():
+    """The short hash of HEAD, with "-dirty" when tracked files differ from it (as hydragen-sweep's
+    stamp), so a row never names a commit whose code it did not run; "unknown" outside a checkout."""
+    def git(*args):
+        return subprocess.run(["git", *args], cwd=os.path.dirname(os.path.abspath(__file__)),
+                              capture_output=True, text=True, check=True).stdout.strip()
     try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=os.path.dirname(os.path.abspath(__file__)),
-                              capture_output=True, text=True, check=True).stdout.strip() or "unknown"
+        head = git("rev-parse", "--short", "HEAD")
+        return (head + "-dirty" if git("status", "--porcelain", "--untracked-files=no") else head) or "unknown"
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
 

@@ -74,6 +74,28 @@ class PagedLayout(unittest.TestCase):
                         self.assertTrue(torch.equal(got, torch.cat([x[prefix], x[suffix][b]])))
 
 
+class CommitStamp(unittest.TestCase):
+    """The commit column names the code that ran: HEAD's hash, "-dirty" once a tracked file differs."""
+
+    def test_clean_then_dirty_checkout(self):
+        import shutil
+        import tempfile
+        with tempfile.TemporaryDirectory() as repo:
+            shutil.copy(os.path.join(HERE, "harness.py"), repo)
+            env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t",
+                       GIT_COMMITTER_EMAIL="t@t")
+            for args in (["init", "-q"], ["add", "harness.py"], ["commit", "-q", "-m", "x"]):
+                subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True)
+            head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=repo, capture_output=True,
+                                  text=True, check=True).stdout.strip()
+            stamp = [sys.executable, "-c", "import harness; print(harness.commit())"]
+            self.assertEqual(subprocess.run(stamp, cwd=repo, capture_output=True, text=True).stdout.strip(), head)
+            with open(os.path.join(repo, "harness.py"), "a") as f:
+                f.write("\n")
+            self.assertEqual(subprocess.run(stamp, cwd=repo, capture_output=True, text=True).stdout.strip(),
+                             head + "-dirty")
+
+
 class Usage(unittest.TestCase):
     def assert_usage_error(self, args, words):
         r = run(args)
