@@ -7,21 +7,10 @@
 #include "diff/diff.hpp"
 #include "diff/npy_mode.hpp"
 #include "diff/options.hpp"
+#include "diff/soak.hpp"
 #include "hydragen/errors.hpp"
 
 namespace hydragen::diff {
-
-namespace {
-
-// The contract is one line per report: flatten any multi-line message.
-std::string one_line(std::string text) {
-  for (char& c : text) {
-    if (c == '\n' || c == '\r') c = ' ';
-  }
-  return text;
-}
-
-}  // namespace
 
 int run_cli(int argc, const char* const argv[], const BackendRegistry& registry, std::ostream& out,
             std::ostream& err) noexcept {
@@ -31,6 +20,11 @@ int run_cli(int argc, const char* const argv[], const BackendRegistry& registry,
       case Action::help: out << Options::usage(); return exit_pass;
       case Action::list: out << backend_list(registry); return exit_pass;
       case Action::run: break;
+      case Action::random: {
+        const SoakSummary summary = run_soak(options, registry, out, err);
+        out << soak_summary_line(summary) << '\n';
+        return summary.total().failed > 0 ? exit_fail : exit_pass;
+      }
     }
     if (!options.npy_dir.empty()) {
       const NpyDiffResult result = run_npy_diff(options, registry);

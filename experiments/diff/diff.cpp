@@ -33,8 +33,7 @@ DiffResult run_diff(const Options& options, const BackendRegistry& registry) {
   const AttentionShape shape = shape_from_options(options, tree);
   validate_problem(shape, tree);
   resolve_options(chosen.name(), chosen.options(), options.plan_options);
-  const SharingTree staged_tree = options.storage == Storage::shared ? tree : tree.flattened();
-  if (const Support support = chosen.supports(shape, staged_tree); !support.ok) {
+  if (const Support support = support_for(chosen, shape, tree, options.storage); !support.ok) {
     throw Unsupported("backend '" + chosen.name() + "' does not support " + shape.describe() + " with " +
                       std::string(storage_name(options.storage)) + " storage: " + support.reason);
   }
@@ -45,6 +44,11 @@ DiffResult run_diff(const Options& options, const BackendRegistry& registry) {
   return DiffResult{BackendChoice{chosen.name(), options.storage, false, options.plan_options}.label(), options.storage,
                     shape, tree_label(options, tree),
                     compare(out, ref, tolerance_for(shape.dtype, logit_bound(problem)))};
+}
+
+Support support_for(const AttentionBackend& backend, const AttentionShape& shape, const SharingTree& tree,
+                    Storage storage) {
+  return backend.supports(shape, storage == Storage::shared ? tree : tree.flattened());
 }
 
 std::string summary_line(const DiffResult& r) {
@@ -65,6 +69,13 @@ std::string comparison_text(const AttentionShape& shape, const Comparison& c) {
          " worst_o=" + index_name(shape, c.worst_index, false) +                                 //
          " (out " + format("%.9g", c.worst_value) + ", ref " + format("%.9g", c.worst_reference) + ")" +
          " worst_lse=" + index_name(shape, c.lse_worst_index, true) + (c.pass ? " PASS" : " FAIL");
+}
+
+std::string one_line(std::string text) {
+  for (char& c : text) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  return text;
 }
 
 std::string backend_list(const BackendRegistry& registry) {

@@ -22,12 +22,20 @@ struct DiffResult {
 // hydragen::OutOfMemory or another std::exception when something fails while running.
 DiffResult run_diff(const Options& options, const BackendRegistry& registry);
 
+// Whether `backend` takes the problem in `storage` (redundant storage hands it the flattened tree):
+// the support rule run_diff applies, for callers that skip rather than refuse (the --random soak).
+Support support_for(const AttentionBackend& backend, const AttentionShape& shape, const SharingTree& tree,
+                    Storage storage);
+
 // The one summary line (no newline): backend, storage, shape, tree, max abs error, relative L2 error,
 // LSE error, tolerance, failed counts, worst O and LSE elements, PASS or FAIL.
 std::string summary_line(const DiffResult& result);
 
 // The comparison part of the summary line (errors, tolerance, failed counts, worst elements, PASS/FAIL).
 std::string comparison_text(const AttentionShape& shape, const Comparison& comparison);
+
+// The contract is one line per report: `text` with every line break turned into a space.
+std::string one_line(std::string text);
 
 // One line per backend: name, memory, availability (or the unavailable reason), summary; then its
 // plan options, if it has any, on a line of their own.

@@ -24,12 +24,12 @@ std::string_view tree_kind_name(TreeKind kind);  // "prefix" | "flat" | "two-lev
 TreeKind parse_tree_kind(std::string_view text);  // throws std::invalid_argument naming the text
 
 // What the command line asks for.
-enum class Action { run, list, help };
+enum class Action { run, list, help, random };
 
 struct Options {
   static constexpr int default_batch = 4;
 
-  std::string backend;                          // --backend NAME[:option=value...]: a registered name; required unless --list
+  std::string backend;                          // --backend NAME[:option=value...]: required unless --list or --random (then a list)
   PlanOptions plan_options;                     //   the options after the name (e.g. cuda-hydragen:form=wide)
   bool list = false;                            // --list: print the registered backends
   std::optional<int> batch;                     // --batch B; unset: default_batch, or the --leaves count for custom
@@ -52,6 +52,8 @@ struct Options {
   std::string npy_dir;                          // --npy-dir DIR: problem and external O from .npy (npy_mode.hpp)
   std::string write_reference;                  // --write-reference OUT: our reference O and LSE as .npy (with --npy-dir)
   DType reference_dtype = DType::fp64;          // --reference-dtype: O's dtype in OUT (LSE: lse_dtype of it)
+  int random = 0;                               // --random N: soak over N drawn problems (soak.hpp); --seed seeds the draw
+  std::vector<BackendChoice> random_backends;   //   --backend A,B,...: the backends it checks; empty: every available one
 
   // Fills the fields from argv (argv[0] is the program). Returns what to do; throws
   // std::invalid_argument on bad usage (unknown flag, bad value, flags that do not fit together).

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "diff/cli.hpp"
@@ -61,7 +62,8 @@ class FaultyPlan : public AttentionPlan {
       : inner_(std::move(inner)), fault_(fault), index_(index) {}
   void run(const AttentionInputs& inputs, const AttentionOutputs& outputs, Stream stream) override {
     inner_->run(inputs, outputs, stream);
-    if (fault_ == Fault::perturb_one_element) static_cast<double*>(outputs.o.data)[index_] += 1e-6;
+    // Modulo: the soak's random problems may hold fewer elements than index_.
+    if (fault_ == Fault::perturb_one_element) static_cast<double*>(outputs.o.data)[index_ % outputs.o.numel] += 1e-6;
     if (fault_ == Fault::throw_while_running) throw std::runtime_error("the test kernel exploded");
   }
 
@@ -74,12 +76,14 @@ class FaultyPlan : public AttentionPlan {
 class FaultyBackend : public AttentionBackend {
  public:
   FaultyBackend(std::string name, const AttentionBackend& inner, Fault fault, std::size_t index = 0,
-                std::string unavailable = {}, bool out_of_memory = false)
-      : name_(std::move(name)), inner_(inner), fault_(fault), index_(index), memory_(std::move(unavailable), out_of_memory) {}
+                std::string unavailable = {}, bool out_of_memory = false, int only_head_dim = 0)
+      : name_(std::move(name)), inner_(inner), fault_(fault), index_(index), memory_(std::move(unavailable), out_of_memory),
+        only_head_dim_(only_head_dim) {}
   std::string name() const override { return name_; }
   std::string summary() const override { return "test backend wrapping " + inner_.name(); }
   const DeviceMemory& memory() const override { return memory_; }
   Support supports(const AttentionShape& shape, const SharingTree& tree) const override {
+    if (only_head_dim_ != 0 && shape.head_dim != only_head_dim_) return Support::no("head_dim is not " + std::to_string(only_head_dim_));
     return inner_.supports(shape, tree);
   }
 
@@ -95,6 +99,7 @@ class FaultyBackend : public AttentionBackend {
   Fault fault_;
   std::size_t index_;
   TestMemory memory_;
+  int only_head_dim_;  // 0: any
 };
 
 constexpr std::size_t kPerturbed = 37;
@@ -108,6 +113,7 @@ BackendRegistry test_registry() {
   r.add(std::make_unique<FaultyBackend>("test-throws", exact, Fault::throw_while_running));
   r.add(std::make_unique<FaultyBackend>("test-oom", exact, Fault::none, 0, "", true));
   r.add(std::make_unique<FaultyBackend>("test-no-device", exact, Fault::none, 0, "no test device here"));
+  r.add(std::make_unique<FaultyBackend>("test-d64-only", exact, Fault::none, 0, "", false, 64));
   return r;
 }
 
@@ -226,7 +232,7 @@ TEST(DiffCli, ListAndHelp) {
   const CliRun list = run_cli_with({"--list"});
   EXPECT_EQ(list.code, exit_pass);
   EXPECT_EQ(list.err, "");
-  EXPECT_EQ(lines(list.out), 7);
+  EXPECT_EQ(lines(list.out), 8);
   EXPECT_THAT(list.out, HasSubstr("reference             host  available  fp64 Eigen"));
   EXPECT_THAT(list.out, HasSubstr("test-no-device        test  unavailable (no test device here)  test backend"));
 
@@ -234,6 +240,97 @@ TEST(DiffCli, ListAndHelp) {
   EXPECT_EQ(help.code, exit_pass);
   EXPECT_EQ(help.err, "");
   EXPECT_THAT(help.out, HasSubstr("--backend NAME"));
+}
+
+// ---- --random: the soak, against the test backends (fp64 only: the draw narrows to fp64) ----------
+
+std::vector<std::string> split_words(const std::string& line) {
+  std::vector<std::string> words;
+  std::istringstream in(line);
+  for (std::string w; in >> w;) words.push_back(w);
+  return words;
+}
+
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+TEST(DiffRandom, PassingSoakPrintsOnlyTheSummary) {
+  const CliRun r = run_cli_with({"--random", "30", "--seed", "3", "--backend", "test-exact,reference-decomposed"});
+  EXPECT_EQ(r.code, exit_pass) << r.out;
+  EXPECT_EQ(lines(r.out), 1);
+  EXPECT_THAT(r.out, StartsWith("random seed=3 problems=30 checks=60 passed=60 failed=0 skipped=0 seconds="));
+  EXPECT_THAT(r.out, HasSubstr(" | test-exact checks=30 passed=30 failed=0 skipped=0 | reference-decomposed checks=30 "));
+  EXPECT_THAT(r.err, HasSubstr("hydragen-diff: random 30/30 problems, 0 failed, "));
+  EXPECT_THAT(r.err, HasSubstr(" s elapsed, ETA "));
+}
+
+TEST(DiffRandom, UnsupportedProblemsAreCountedAsSkipped) {
+  const CliRun r = run_cli_with({"--random", "40", "--backend", "test-exact,test-d64-only"});
+  EXPECT_EQ(r.code, exit_pass) << r.out;
+  const std::vector<std::string> words = split_words(r.out);
+  // test-d64-only takes the draws of D = 64 and skips the rest: both happen in 40 problems.
+  const auto d64 = std::find(words.begin(), words.end(), "test-d64-only");
+  ASSERT_NE(d64, words.end()) << r.out;
+  ASSERT_GE(words.end() - d64, 5);
+  const int checks = std::stoi(d64[1].substr(7)), skipped = std::stoi(d64[4].substr(8));
+  EXPECT_GT(checks, 0) << r.out;
+  EXPECT_GT(skipped, 0) << r.out;
+  EXPECT_EQ(checks + skipped, 40);
+  EXPECT_THAT(r.out, HasSubstr(" | test-exact checks=40 passed=40 failed=0 skipped=0 "));
+}
+
+TEST(DiffRandom, EachFailurePrintsACommandThatReproducesIt) {
+  const CliRun r = run_cli_with({"--random", "12", "--seed", "5", "--backend", "test-exact,test-wrong-element"});
+  EXPECT_EQ(r.code, exit_fail);
+  const std::vector<std::string> out = split_lines(r.out);
+  ASSERT_EQ(out.size(), 13u) << r.out;  // 12 failures, then the summary
+  EXPECT_THAT(out.back(), HasSubstr(" failed=12 "));
+  EXPECT_THAT(out.back(), HasSubstr("| test-wrong-element checks=12 passed=0 failed=12 skipped=0"));
+  for (std::size_t i = 0; i + 1 < out.size(); ++i) {
+    EXPECT_THAT(out[i], StartsWith("hydragen-diff --tree custom --parents "));
+    EXPECT_THAT(out[i], HasSubstr(" --backend test-wrong-element  # FAIL problem " + std::to_string(i) + "/12: "));
+    EXPECT_THAT(out[i], EndsWith(" FAIL"));
+    // The command before the comment, run as a single problem, fails the same way.
+    std::vector<std::string> args = split_words(out[i].substr(0, out[i].find("  # ")));
+    args.erase(args.begin());  // the program name
+    const CliRun single = run_cli_with(args);
+    EXPECT_EQ(single.code, exit_fail) << out[i];
+    EXPECT_THAT(single.out, StartsWith("backend=test-wrong-element "));
+    // And the same problem on a correct backend passes: the failure is the backend's, not the problem's.
+    args.back() = "test-exact";
+    EXPECT_EQ(run_cli_with(args).code, exit_pass) << out[i];
+  }
+}
+
+TEST(DiffRandom, AnExceptionIsAFailureWithItsMessage) {
+  const CliRun r = run_cli_with({"--random", "3", "--backend", "test-throws"});
+  EXPECT_EQ(r.code, exit_fail);
+  const std::vector<std::string> out = split_lines(r.out);
+  ASSERT_EQ(out.size(), 4u) << r.out;
+  EXPECT_THAT(out[0], HasSubstr(" --backend test-throws  # FAIL problem 0/3: error: the test kernel exploded"));
+}
+
+TEST(DiffRandom, BadUsageExitsTwoWithOneLine) {
+  for (const auto& [args, message] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"--random", "0"}, "--random must be at least 1, got 0"},
+           {{"--random", "-3"}, "--random must be at least 1, got -3"},
+           {{"--random", "5", "--prefix", "8"}, "--prefix does not apply with --random"},
+           {{"--random", "5", "--dtype", "fp32"}, "--dtype does not apply with --random"},
+           {{"--random", "5", "--backend", "nope"}, "backend 'nope' is not registered"},
+           {{"--random", "5", "--backend", "test-no-device"}, "backend 'test-no-device' cannot run here"},
+           {{"--random", "5", "--backend", "test-exact:redundant"}, "the soak draws the storage"},
+           {{"--random", "5", "--backend", "test-exact,test-exact"}, "--backend names test-exact twice"},
+           {{"--random", "5", "--backend", "test-exact,"}, "an empty name in the list"},
+           {{"--random", "5", "--backend", "reference:form=wide"}, "backend 'reference' has no option 'form'"},
+           {{"--random", "5", "--npy-dir", "."}, "--random does not apply with --npy-dir"}}) {
+    const CliRun r = run_cli_with(args);
+    expect_one_error_line(r, exit_usage, "hydragen-diff: error: ");
+    EXPECT_THAT(r.err, HasSubstr(message)) << args[0] << " " << args[1];
+  }
 }
 
 }  // namespace
