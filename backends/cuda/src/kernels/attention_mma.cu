@@ -1,30 +1,31 @@
 // The mma.sync segment-attention kernels: wide (4 row warps) and narrow (4 token warps) blocks.
-#include <type_traits>
-
 #include "dispatch.cuh"
 #include "launch.hpp"
 #include "segment_attention_mma.cuh"
 
 namespace hydragen::cuda::detail {
 
+namespace {
+
+template <typename T, int D, int ROW_WARPS, int TOKEN_WARPS>
+void launch_block(const SegmentAttentionParams& params, int grid, cudaStream_t stream) {
+  constexpr int smem = MmaBlockTile<D, ROW_WARPS>::kSmemBytes;
+  allow_smem<segment_attention_mma<T, D, ROW_WARPS, TOKEN_WARPS>>(smem);
+  segment_attention_mma<T, D, ROW_WARPS, TOKEN_WARPS><<<grid, kMmaThreads, smem, stream>>>(params);
+}
+
+}  // namespace
+
 void launch_mma(const SegmentAttentionParams& params, int grid, bool wide, DType dtype, int head_dim, cudaStream_t stream) {
-  dispatch(dtype, head_dim, [&](auto element, auto dim) {
+  dispatch_16bit(dtype, head_dim, "segment attention: the mma.sync kernels take 16-bit storage", [&](auto element, auto dim) {
     using T = decltype(element);
     constexpr int D = decltype(dim)::value;
-    if constexpr (std::is_same_v<T, float>) {
-      throw std::logic_error("segment attention: the mma.sync kernels take 16-bit storage");
+    if (wide) {
+      launch_block<T, D, 4, 1>(params, grid, stream);
     } else {
-      if (wide) {
-        constexpr int smem = MmaTile<D, false>::kSmemBytes;
-        allow_smem<segment_attention_mma<T, D, 4, 1>>(smem);
-        segment_attention_mma<T, D, 4, 1><<<grid, kMmaThreads, smem, stream>>>(params);
-      } else {
-        constexpr int smem = MmaTile<D, true>::kSmemBytes;
-        allow_smem<segment_attention_mma<T, D, 1, 4>>(smem);
-        segment_attention_mma<T, D, 1, 4><<<grid, kMmaThreads, smem, stream>>>(params);
-      }
-      check_launch("segment_attention_mma");
+      launch_block<T, D, 1, 4>(params, grid, stream);
     }
+    check_launch("segment_attention_mma");
   });
 }
 

@@ -1,7 +1,5 @@
 // The wgmma segment-attention kernel (sm_90a). scripts/check-wgmma compiles this file with
 // ptxas -v and fails when ptxas serialized its wgmmas.
-#include <type_traits>
-
 #include "dispatch.cuh"
 #include "launch.hpp"
 #include "segment_attention_wgmma.cuh"
@@ -9,17 +7,13 @@
 namespace hydragen::cuda::detail {
 
 void launch_wgmma(const SegmentAttentionParams& params, DType dtype, int head_dim, cudaStream_t stream) {
-  dispatch(dtype, head_dim, [&](auto element, auto dim) {
+  dispatch_16bit(dtype, head_dim, "segment attention: the wgmma kernel takes 16-bit storage", [&](auto element, auto dim) {
     using T = decltype(element);
     constexpr int D = decltype(dim)::value;
-    if constexpr (std::is_same_v<T, float>) {
-      throw std::logic_error("segment attention: the wgmma kernel takes 16-bit storage");
-    } else {
-      constexpr int smem = WgmmaSharedStorage<D>::kLaunchBytes;
-      allow_smem<segment_attention_wgmma<T, D>>(smem);
-      segment_attention_wgmma<T, D><<<params.num_items, WgmmaTile<D>::kThreads, smem, stream>>>(params);
-      check_launch("segment_attention_wgmma");
-    }
+    constexpr int smem = WgmmaSharedStorage<D>::kLaunchBytes;
+    allow_smem<segment_attention_wgmma<T, D>>(smem);
+    segment_attention_wgmma<T, D><<<params.num_items, WgmmaTile<D>::kThreads, smem, stream>>>(params);
+    check_launch("segment_attention_wgmma");
   });
 }
 

@@ -38,6 +38,19 @@ void dispatch(DType dtype, int head_dim, F&& f) {
   });
 }
 
+// dispatch for kernels of 16-bit storage only: fp32 has its own kernel, so reaching one of these
+// with it is a logic error, reported as `refusal`.
+template <typename F>
+void dispatch_16bit(DType dtype, int head_dim, const char* refusal, F&& f) {
+  dispatch(dtype, head_dim, [&](auto element, auto dim) {
+    if constexpr (std::is_same_v<decltype(element), float>) {
+      throw std::logic_error(refusal);
+    } else {
+      f(element, dim);
+    }
+  });
+}
+
 // Raises a kernel's dynamic shared-memory limit (above 48 KB needs the opt-in), once per kernel.
 template <auto Kernel>
 void allow_smem(int bytes) {

@@ -227,7 +227,7 @@ __device__ __forceinline__ void fold_token_warps(const SegmentAttentionParams& p
 template <typename T, int D, int ROW_WARPS, int TOKEN_WARPS>
 __global__ void __launch_bounds__(kMmaThreads, kMmaBlocksPerSm) segment_attention_mma(const SegmentAttentionParams p) {
   static_assert(ROW_WARPS * TOKEN_WARPS * 32 == kMmaThreads, "four warps");
-  using Tile = MmaTile<D, ROW_WARPS == 1>;  // swizzled for narrow blocks (tile_config.hpp)
+  using Tile = MmaBlockTile<D, ROW_WARPS>;
   constexpr int KT = Tile::kTokens, ROWS = 16 * ROW_WARPS;
   constexpr int NT = KT / 8 / TOKEN_WARPS;  // 8-token fragments of a tile per warp
   extern __shared__ __align__(16) unsigned char smem_raw[];

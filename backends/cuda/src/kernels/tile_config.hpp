@@ -38,6 +38,11 @@ struct MmaTile {
   static constexpr int kSmemBytes = 2 * kStageBytes + (SWIZZLED ? 128 - 16 : 0);  // + room to align swizzled tiles
 };
 
+// The tile of a block of ROW_WARPS row warps: swizzled for narrow blocks (one row warp), padded for
+// wide ones. The kernel and its launch both read it here.
+template <int D, int ROW_WARPS>
+using MmaBlockTile = MmaTile<D, ROW_WARPS == 1>;
+
 // wgmma kernel: 128 rows over 128-token tiles, one block per SM (v4, v5).
 template <int D>
 struct WgmmaTile {
