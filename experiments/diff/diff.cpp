@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "diff/problem_from_options.hpp"
 #include "hydragen/errors.hpp"
@@ -38,12 +39,23 @@ DiffResult run_diff(const Options& options, const BackendRegistry& registry) {
                       std::string(storage_name(options.storage)) + " storage: " + support.reason);
   }
 
-  const Problem problem = make_problem(shape, tree, options.seed, options.logit_scale);
-  const Results ref = run_backend(reference, with_dtype(problem, DType::fp64));
-  const Results out = run_backend(chosen, problem, options.storage, options.plan_options);
   return DiffResult{BackendChoice{chosen.name(), options.storage, false, options.plan_options}.label(), options.storage,
                     shape, tree_label(options, tree),
-                    compare(out, ref, tolerance_for(shape.dtype, logit_bound(problem)))};
+                    check_backend(chosen, reference_problem(shape, tree, options, reference), options.storage,
+                                  options.plan_options)};
+}
+
+ReferencedProblem reference_problem(const AttentionShape& shape, const SharingTree& tree, const Options& options,
+                                    const AttentionBackend& reference) {
+  Problem problem = make_problem(shape, tree, options.seed, options.logit_scale);
+  Results results = run_backend(reference, with_dtype(problem, DType::fp64));
+  return {std::move(problem), std::move(results)};
+}
+
+Comparison check_backend(const AttentionBackend& backend, const ReferencedProblem& p, Storage storage,
+                         const PlanOptions& plan_options) {
+  const Results out = run_backend(backend, p.problem, storage, plan_options);
+  return compare(out, p.reference, tolerance_for(p.problem.shape.dtype, logit_bound(p.problem)));
 }
 
 Support support_for(const AttentionBackend& backend, const AttentionShape& shape, const SharingTree& tree,

@@ -5,6 +5,7 @@
 
 #include "diff/options.hpp"
 #include "hydragen/compare.hpp"
+#include "hydragen/problem.hpp"
 #include "hydragen/registry.hpp"
 
 namespace hydragen::diff {
@@ -21,6 +22,20 @@ struct DiffResult {
 // unknown, cannot run here (its memory is unavailable) or does not support the problem (Unsupported);
 // hydragen::OutOfMemory or another std::exception when something fails while running.
 DiffResult run_diff(const Options& options, const BackendRegistry& registry);
+
+// A generated problem (the options' shape, tree, seed and logit scale) and the fp64 `reference`
+// backend's results on it: what every backend checked on the problem is compared with, computed once.
+struct ReferencedProblem {
+  Problem problem;
+  Results reference;
+};
+ReferencedProblem reference_problem(const AttentionShape& shape, const SharingTree& tree, const Options& options,
+                                    const AttentionBackend& reference);
+
+// Runs `backend` on the problem (in `storage`, with `plan_options`) and compares it with the
+// reference under the dtype's tolerance (DESIGN.md section 5).
+Comparison check_backend(const AttentionBackend& backend, const ReferencedProblem& problem, Storage storage,
+                         const PlanOptions& plan_options);
 
 // Whether `backend` takes the problem in `storage` (redundant storage hands it the flattened tree):
 // the support rule run_diff applies, for callers that skip rather than refuse (the --random soak).

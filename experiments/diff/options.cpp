@@ -29,9 +29,10 @@ constexpr const char* kFooter =
     "--random N draws N small problems (custom trees of depth 1-4, segments of 0 and 1 tokens, q_len 1-8,\n"
     "g = Hq/Hkv from 1 to 32, dtypes and head dims 16-256 narrowed to what the chosen backends take, logit\n"
     "scales 1e-3 to 1e4, both storages) and checks each chosen backend on each; problem i depends only on --seed and i. Each\n"
-    "failure prints the single-problem command line that reproduces it. Timing (2 cores, Release, the fp64\n"
-    "reference included): about 20 ms per problem per CPU backend; --random 500 about 10 s for one CPU\n"
-    "backend, 16 s for the default set (reference-decomposed, cpu-flat, cpu-hydragen).";
+    "failure prints the single-problem command line that reproduces it. Timing (2 cores, Release): about\n"
+    "20 ms per problem for its inputs and fp64 reference, made once and shared by the backends, plus about\n"
+    "1 ms per CPU backend; --random 500 about 11 s for the default set (reference-decomposed, cpu-flat,\n"
+    "cpu-hydragen).";
 
 // Flags kept as text (or with a CLI-visible default) until CLI11 has split the command line; parse()
 // then converts them with the project's own parsers so every message names the flag and value.

@@ -1,7 +1,8 @@
 #pragma once
 // The problems of hydragen-diff --random, and the command line that reproduces one of them.
-// A drawn problem is an Options of the single-problem mode (--tree custom), so the soak checks it with
-// run_diff and its repro line is parsed back by Options::parse: nothing here compares anything.
+// A drawn problem is an Options of the single-problem mode (--tree custom), so the soak checks it as
+// that mode does (diff.hpp) and its repro line is parsed back by Options::parse: nothing here
+// compares anything.
 #include <cstdint>
 #include <string>
 #include <vector>

@@ -4,10 +4,12 @@
 #include <chrono>
 #include <cstdio>
 #include <exception>
+#include <optional>
 #include <stdexcept>
 
 #include "diff/diff.hpp"
 #include "diff/problem_from_options.hpp"
+#include "hydragen/attention.hpp"
 
 namespace hydragen::diff {
 
@@ -121,12 +123,16 @@ SoakSummary run_soak(const Options& options, const BackendRegistry& registry, st
   SoakSummary summary{options.seed, options.random, 0, {}};
   for (const SoakTarget& t : targets) summary.backends.push_back({t.label});
 
+  const AttentionBackend& reference = registry.get("reference");
   Progress progress(options.random, err);
   long failed = 0;
   for (int i = 0; i < options.random; ++i) {
-    Options problem = draw_problem(options.seed, i, space);
+    const Options problem = draw_problem(options.seed, i, space);
     const SharingTree tree = tree_from_options(problem);
     const AttentionShape shape = shape_from_options(problem, tree);
+    // The inputs and the fp64 reference, made at the first backend that takes the problem and
+    // shared by the others.
+    std::optional<ReferencedProblem> referenced;
     for (std::size_t b = 0; b < targets.size(); ++b) {
       BackendTally& tally = summary.backends[b];
       if (!support_for(*targets[b].backend, shape, tree, problem.storage).ok) {
@@ -134,16 +140,18 @@ SoakSummary run_soak(const Options& options, const BackendRegistry& registry, st
         continue;
       }
       ++tally.checks;
-      problem.backend = targets[b].backend->name();
-      problem.plan_options = targets[b].options;
       std::string what;
       try {
-        const DiffResult result = run_diff(problem, registry);
-        if (result.comparison.pass) {
+        if (!referenced) {
+          validate_problem(shape, tree);
+          referenced = reference_problem(shape, tree, problem, reference);
+        }
+        const Comparison comparison = check_backend(*targets[b].backend, *referenced, problem.storage, targets[b].options);
+        if (comparison.pass) {
           ++tally.passed;
           continue;
         }
-        what = comparison_text(shape, result.comparison);
+        what = comparison_text(shape, comparison);
       } catch (const std::exception& e) {  // the single-problem run would exit 1 or 2: report it all the same
         what = std::string("error: ") + e.what();
       }

@@ -1,7 +1,8 @@
 #pragma once
 // hydragen-diff --random N: N drawn problems (random_problem.hpp), each checked on every chosen backend
-// by run_diff, the single-problem check itself. Prints progress on `err`, one line per failed check on
-// `out` (the command that reproduces it), then one summary line.
+// by the single-problem check's own parts (diff.hpp: the reference made once per problem, then
+// check_backend per backend). Prints progress on `err`, one line per failed check on `out` (the
+// command that reproduces it), then one summary line.
 #include <cstdint>
 #include <ostream>
 #include <string>
