@@ -1,4 +1,5 @@
-// compare.hpp: how outputs are judged. Every element is checked against rtol*|r| + atol*rms(ref);
+// compare.hpp: how outputs are judged. Every element is checked against rtol*|r| + atol*rms(its row
+// of ref), a row being the outputs that share one LSE value;
 // NaN never passes; LSE within lse_tol*max(1, |r|); two -inf LSEs (a query with no keys) agree.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -94,6 +95,37 @@ TEST(Compare, AtolIsInUnitsOfTheReferenceRms) {
   EXPECT_FALSE(compare(out, ref, tol).pass);
 }
 
+// The error of probabilities rounded before P V scales with the row's own outputs: a query that
+// attends 7 tokens has outputs (and that error) several times those of one attending 1000, so the
+// bound of one row must not come from the others.
+TEST(Compare, AtolIsInUnitsOfTheRmsOfTheElementsOwnRow) {
+  const Results ref{{0, 3, 4, 0, 0, 0.3, 0.4, 0}, {0, 0}};  // row rms 2.5 and 0.25
+  const Tolerance tol{0, 1e-6, 1};
+  Results out = ref;
+  out.o[0] = 2.4e-6;  // within 1e-6 * 2.5
+  out.o[4] = 0.24e-6;  // within 1e-6 * 0.25
+  EXPECT_TRUE(compare(out, ref, tol).pass);
+  out.o[4] = 0.26e-6;  // within the whole tensor's rms (1.77) but not its row's
+  const Comparison c = compare(out, ref, tol);
+  EXPECT_FALSE(c.pass);
+  EXPECT_EQ(c.failed_elements, 1u);
+  EXPECT_EQ(c.worst_index, 4u);
+}
+
+TEST(Compare, ARowThatAttendsNothingMustBeExactlyZero) {
+  const Results ref{{1, -1, 0, 0}, {0, -kInf}};
+  Results out = ref;
+  out.o[3] = 1e-300;
+  const Comparison c = compare(out, ref, Tolerance{1e-6, 1e-6, 1, 1e-6});
+  EXPECT_FALSE(c.pass);
+  EXPECT_EQ(c.failed_elements, 1u);
+}
+
+TEST(Compare, OValuesThatAreNotWholeRowsAreRefused) {
+  const Results ref{{1, 2, 3}, {0, 0}};
+  EXPECT_THROW(compare(ref, ref, kTol), std::invalid_argument);
+}
+
 TEST(Compare, WrongLseFails) {
   Results out = kRef;
   out.lse[1] = -500 + 1e-3;  // bound: 1e-6 * 500
@@ -115,6 +147,23 @@ TEST(Compare, LseToleranceScalesWithMaxOfOneAndTheMagnitude) {
   Results small_out = small;
   small_out.lse[0] = 0.25 + 0.9e-6;  // |r| < 1: the bound is lse_tol itself
   EXPECT_TRUE(compare(small_out, small, kTol).pass);
+}
+
+TEST(Compare, TheMergeBoundAddsTheUnitRoundoffOfTheOutputDtype) {
+  const Tolerance strict = tolerance_for(DType::bf16, 0);
+  const Tolerance merge = with_merge_lse_bound(strict, DType::bf16);
+  EXPECT_EQ(strict.lse_bound, LseBound::strict);
+  EXPECT_EQ(strict.lse_abs, 0);
+  EXPECT_EQ(merge.lse_bound, LseBound::merge);
+  EXPECT_EQ(merge.lse_abs, std::ldexp(1.0, -8));
+  EXPECT_EQ(merge.lse_tol, strict.lse_tol);
+  EXPECT_EQ(merge.rtol, strict.rtol);  // O is judged alike
+  Results out = kRef;
+  out.lse[1] = -500 + 500 * 1e-5 + 3e-3;  // within lse_abs + lse_tol * |r|
+  EXPECT_FALSE(compare(out, kRef, strict).pass);
+  EXPECT_TRUE(compare(out, kRef, merge).pass);
+  EXPECT_EQ(lse_tolerance_text(strict), "1.00e-05 strict");
+  EXPECT_EQ(lse_tolerance_text(merge), "3.91e-03+1.00e-05 merge");
 }
 
 TEST(Compare, BothLsesMinusInfinityAgree) {

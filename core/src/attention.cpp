@@ -71,6 +71,15 @@ std::unique_ptr<AttentionPlan> AttentionBackend::plan(const AttentionShape& shap
   return make_plan(shape, tree, resolved);
 }
 
+std::size_t AttentionBackend::workspace_bytes(const AttentionShape& shape, const SharingTree& tree,
+                                              const PlanOptions& options) const {
+  validate_problem(shape, tree);
+  const PlanOptions resolved = resolve_options(name(), this->options(), options);
+  const Support support = supports(shape, tree);
+  if (!support.ok) throw Unsupported("backend '" + name() + "' does not support " + shape.describe() + ": " + support.reason);
+  return count_workspace_bytes(shape, tree, resolved);
+}
+
 namespace {
 class SpecBackend final : public AttentionBackend {
  public:
@@ -89,6 +98,10 @@ class SpecBackend final : public AttentionBackend {
                                            const PlanOptions& options) const override {
     return spec_.plan(shape, tree, options);
   }
+  std::size_t count_workspace_bytes(const AttentionShape& shape, const SharingTree& tree,
+                                    const PlanOptions& options) const override {
+    return spec_.workspace_bytes(shape, tree, options);
+  }
 
  private:
   BackendSpec spec_;
@@ -96,8 +109,9 @@ class SpecBackend final : public AttentionBackend {
 }  // namespace
 
 std::unique_ptr<AttentionBackend> make_backend(BackendSpec spec) {
-  if (spec.name.empty() || spec.memory == nullptr || !spec.supports || !spec.plan) {
-    throw std::invalid_argument("make_backend: a backend needs a name, a memory, a supports rule and a plan factory");
+  if (spec.name.empty() || spec.memory == nullptr || !spec.supports || !spec.plan || !spec.workspace_bytes) {
+    throw std::invalid_argument(
+        "make_backend: a backend needs a name, a memory, a supports rule, a plan factory and its workspace count");
   }
   if (spec.variants.empty()) throw std::invalid_argument("make_backend: '" + spec.name + "' needs at least its default variant");
   for (const PlanOptions& variant : spec.variants) resolve_options(spec.name, spec.options, variant);

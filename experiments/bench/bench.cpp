@@ -13,16 +13,21 @@
 #include <CLI/CLI.hpp>
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <fstream>
 #include <limits>
 #include <map>
 #include <memory>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "hydragen/backends.hpp"
+#include "hydragen/memory_need.hpp"
+#include "flags/flag_checks.hpp"
 #include "hydragen/cost_model.hpp"
 #include "hydragen/problem.hpp"
 #include "timing/plan_timing.hpp"
@@ -67,15 +72,19 @@ double last_level_cache_bytes() {
   return unit == "K" ? size * 1024 : unit == "M" ? size * 1048576 : size;
 }
 
+AttentionShape attention_shape(const Shape& s) {
+  return make_shape(s.batch, 1, s.q_heads, s.kv_heads, s.head_dim, s.dtype);
+}
+SharingTree sharing_tree(const Shape& s) {
+  return SharingTree::prefix_suffix(s.prefix, std::vector<int>(s.batch, s.suffix));
+}
+
 // The problem of a shape in the dtype a backend takes (the CUDA ones bf16, the CPU ones fp32 unless
 // the shape says otherwise), generated once.
 const Problem& problem(const Shape& s) {
   static std::map<std::string, Problem> cache;
   auto it = cache.find(s.name);
-  if (it == cache.end()) {
-    const AttentionShape shape = make_shape(s.batch, 1, s.q_heads, s.kv_heads, s.head_dim, s.dtype);
-    it = cache.emplace(s.name, make_problem(shape, SharingTree::prefix_suffix(s.prefix, std::vector<int>(s.batch, s.suffix)), 2026)).first;
-  }
+  if (it == cache.end()) it = cache.emplace(s.name, make_problem(attention_shape(s), sharing_tree(s), 2026)).first;
   return it->second;
 }
 
@@ -83,6 +92,20 @@ void run_attention(benchmark::State& state, const Shape& s, const BackendChoice&
   const AttentionBackend& b = backend(choice.backend);
   if (const std::string why = b.memory().unavailable_reason(); !why.empty()) {
     state.SkipWithError(why.c_str());
+    return;
+  }
+  // Known before the shape is drawn: one that cannot fit is reported, not half-allocated.
+  const AttentionShape shape = attention_shape(s);
+  const SharingTree tree = sharing_tree(s);
+  const StagingBytes staging = staging_bytes(shape, tree, choice.storage);
+  const SharingTree& planned = choice.storage == Storage::shared ? tree : tree.flattened();
+  const std::size_t workspace = b.workspace_bytes(shape, planned, choice.options);
+  const bool on_host = &b.memory() == &host_memory();
+  std::string why = memory_refusal(host_memory(), problem_bytes(shape, tree) + staging.host + (on_host ? staging.peak + workspace : 0),
+                                   "the fp64 problem, staging" + std::string(on_host ? ", the plan" : ""));
+  if (why.empty() && !on_host) why = memory_refusal(b.memory(), staging.peak + workspace, "inputs, outputs, the plan");
+  if (!why.empty()) {
+    state.SkipWithError(("does not fit: " + why).c_str());
     return;
   }
   const Problem& p = problem(s);
@@ -136,7 +159,20 @@ class RatioReporter : public benchmark::ConsoleReporter {
   std::map<std::string, double> medians_;  // "shape/backend:storage" -> median ms
 };
 
-// Registers one benchmark per (shape, backend); throws std::invalid_argument for an unknown name.
+// The spec parsed, its backend and options checked; a bad one's message names the flag.
+BackendChoice checked_choice(const std::string& spec) {
+  try {
+    BackendChoice choice = parse_backend_choice(spec);
+    resolve_options(choice.backend, backend(choice.backend).options(), choice.options);
+    return choice;
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string("--backends: ") + e.what());
+  }
+}
+
+// Registers one benchmark per (shape, backend); throws std::invalid_argument, before anything runs,
+// for an unknown name or option, a backend named twice, or a shape the backend does not take. A
+// backend this machine cannot run (a CUDA one without a GPU) is no usage error: its row says why.
 void register_benchmarks(const std::vector<std::string>& shape_names, const std::vector<std::string>& specs,
                          const TimingConfig& config) {
   for (const std::string& name : shape_names) {
@@ -146,11 +182,18 @@ void register_benchmarks(const std::vector<std::string>& shape_names, const std:
       chosen = s.dtype == DType::fp32 ? std::vector<std::string>{"cpu-flat:shared", "cpu-hydragen:shared"}
                                       : std::vector<std::string>{"cuda-flash:redundant", "cuda-flash:shared", "cuda-hydragen:shared"};
     }
+    const SharingTree tree = sharing_tree(s);
+    std::set<std::string> registered;
     for (const std::string& spec : chosen) {
-      const BackendChoice choice = parse_backend_choice(spec);
-      // Throws for an unknown name or option before anything runs.
-      resolve_options(choice.backend, backend(choice.backend).options(), choice.options);
-      benchmark::RegisterBenchmark((s.name + "/" + choice.label() + ":" + std::string(storage_name(choice.storage))).c_str(),
+      const BackendChoice choice = checked_choice(spec);
+      const std::string label = choice.label() + ":" + std::string(storage_name(choice.storage));
+      if (!registered.insert(label).second) throw std::invalid_argument("--backends: " + label + " is listed twice");
+      const AttentionBackend& b = backend(choice.backend);
+      if (const Support support = b.supports(attention_shape(s), choice.storage == Storage::shared ? tree : tree.flattened());
+          !support.ok) {
+        throw std::invalid_argument("--backends: " + spec + " does not take --shapes " + s.name + ": " + support.reason);
+      }
+      benchmark::RegisterBenchmark((s.name + "/" + label).c_str(),
                                    [&s, choice, config](benchmark::State& st) { run_attention(st, s, choice, config); })
           ->Iterations(1)
           ->Repetitions(1)
@@ -160,11 +203,27 @@ void register_benchmarks(const std::vector<std::string>& shape_names, const std:
   }
 }
 
+
+// "a,b" -> {"a", "b"}; an empty or repeated entry is refused, naming the flag.
+std::vector<std::string> split_list(const std::string& flag, const std::string& text) {
+  std::vector<std::string> entries;
+  for (std::size_t start = 0; start <= text.size();) {
+    const std::size_t comma = std::min(text.find(',', start), text.size());
+    std::string entry = text.substr(start, comma - start);
+    start = comma + 1;
+    if (entry.empty()) throw std::invalid_argument(flag + ": '" + text + "' has an empty entry");
+    if (std::find(entries.begin(), entries.end(), entry) != entries.end()) {
+      throw std::invalid_argument(flag + ": '" + entry + "' is listed twice");
+    }
+    entries.push_back(std::move(entry));
+  }
+  return entries;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<std::string> shape_names{"cpu-mha", "cpu-gqa"};
-  std::vector<std::string> specs;
+  std::string shapes_text = "cpu-mha,cpu-gqa", backends_text;
   TimingConfig config;
   std::string shape_help = "named shapes, comma separated:";
   for (const Shape& s : shapes()) {
@@ -175,37 +234,47 @@ int main(int argc, char** argv) {
   CLI::App app{"Times attention backends at named shapes by hydragen-sweep's protocol, through Google Benchmark, "
                "then compares the flat baseline with Hydragen per shape.",
                "hydragen-bench"};
-  app.add_option("--shapes", shape_names, shape_help)->delimiter(',')->capture_default_str();
-  app.add_option("--backends", specs,
+  // TakeLast only so that a repeated flag reaches the check below, which refuses it by name.
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  app.add_option("--shapes", shapes_text, shape_help)->capture_default_str();
+  app.add_option("--backends", backends_text,
                  "backend[:option=value...][:shared|redundant], comma separated (default: the flat and Hydragen backends of the "
-                 "shapes' device)")
-      ->delimiter(',');
-  app.add_option("--replays", config.gpu_replays, "timed CUDA graph replays per benchmark, L2 flushed before each")
-      ->check(CLI::Range(1, std::numeric_limits<int>::max()))
+                 "shapes' device)");
+  app.add_option("--replays", config.gpu_replays, "timed CUDA graph replays per benchmark, L2 flushed before each (at least 1)")
+      ->check(hydragen::flags::decimal<int>())
       ->capture_default_str();
-  app.add_option("--cpu-replays", config.cpu_replays, "timed runs per CPU benchmark, after a warm-up")
-      ->check(CLI::Range(1, std::numeric_limits<int>::max()))
+  app.add_option("--cpu-replays", config.cpu_replays, "timed runs per CPU benchmark, after a warm-up (at least 1)")
+      ->check(hydragen::flags::decimal<int>())
       ->capture_default_str();
+  for (CLI::Option* option : app.get_options()) {
+    if (option->get_type_size() > 0) option->check(CLI::Validator(hydragen::flags::empty_error, ""));
+  }
   app.footer("Google Benchmark's --benchmark_* flags also apply (e.g. --benchmark_filter=REGEX).");
   app.allow_extras();  // the --benchmark_* flags, for Google Benchmark below
-  std::vector<std::string> rest;
+  std::vector<std::string> rest;  // argv for Google Benchmark points into it
   try {
     app.parse(argc, argv);
+    hydragen::flags::reject_repeats(app);
+    for (const auto& [flag, value] : {std::pair<const char*, int>{"--replays", config.gpu_replays},
+                                      {"--cpu-replays", config.cpu_replays}}) {
+      if (value < 1) throw std::invalid_argument(std::string(flag) + " must be at least 1, got " + std::to_string(value));
+    }
+    const std::vector<std::string> shape_names = split_list("--shapes", shapes_text);
+    const std::vector<std::string> specs =
+        app.count("--backends") > 0 ? split_list("--backends", backends_text) : std::vector<std::string>{};
     rest = app.remaining();
+    std::vector<char*> bench_argv{argv[0]};
+    for (std::string& arg : rest) bench_argv.push_back(arg.data());
+    int bench_argc = static_cast<int>(bench_argv.size());
+    benchmark::Initialize(&bench_argc, bench_argv.data());  // removes the flags it knows
+    if (bench_argc > 1) throw std::invalid_argument(std::string("unknown argument '") + bench_argv[1] + "' (see --help)");
+    register_benchmarks(shape_names, specs, config);
   } catch (const CLI::CallForHelp&) {
     std::fputs(app.help().c_str(), stdout);
     return 0;
   } catch (const CLI::ParseError& e) {
     std::fprintf(stderr, "hydragen-bench: error: %s\n", e.what());
     return 2;
-  }
-  std::vector<char*> bench_argv{argv[0]};
-  for (std::string& arg : rest) bench_argv.push_back(arg.data());
-  int bench_argc = static_cast<int>(bench_argv.size());
-  benchmark::Initialize(&bench_argc, bench_argv.data());  // removes the flags it knows
-  try {
-    if (bench_argc > 1) throw std::invalid_argument(std::string("unknown argument '") + bench_argv[1] + "' (see --help)");
-    register_benchmarks(shape_names, specs, config);
   } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "hydragen-bench: error: %s\n", e.what());
     return 2;

@@ -8,6 +8,7 @@
 
 #include "diff/problem_from_options.hpp"
 #include "hydragen/errors.hpp"
+#include "hydragen/memory_need.hpp"
 #include "hydragen/problem.hpp"
 
 namespace hydragen::diff {
@@ -29,7 +30,15 @@ DiffResult run_diff(const Options& options, const BackendRegistry& registry) {
     throw std::invalid_argument("backend '" + chosen.name() + "' cannot run here: " + why);
   }
 
-  // Everything that can be judged from the options is checked before inputs are generated.
+  // Everything that can be judged from the options is checked before inputs are generated; a batch
+  // whose queries alone cannot fit is refused before even its tree is built.
+  const double queries = static_cast<double>(options.batch.value_or(1)) * options.q_len * options.q_heads * options.head_dim;
+  if (const double fp64_q = queries * 2 * sizeof(double);  // Q and O of the fp64 problem and reference
+      fp64_q > static_cast<double>(host_memory().available_bytes())) {
+    throw std::invalid_argument("the problem does not fit: its queries and outputs alone need " +
+                                format_bytes(static_cast<std::size_t>(std::min(fp64_q, 1e19))) + " of host memory, " +
+                                format_bytes(host_memory().available_bytes()) + " available");
+  }
   const SharingTree tree = tree_from_options(options);
   const AttentionShape shape = shape_from_options(options, tree);
   validate_problem(shape, tree);
@@ -38,6 +47,14 @@ DiffResult run_diff(const Options& options, const BackendRegistry& registry) {
     throw Unsupported("backend '" + chosen.name() + "' does not support " + shape.describe() + " with " +
                       std::string(storage_name(options.storage)) + " storage: " + support.reason);
   }
+
+  // Nothing is drawn for a problem that cannot fit: refused in well under a second.
+  const MemoryNeed need = diff_memory_need(chosen, reference, shape, tree, options.storage, options.plan_options);
+  std::string why = memory_refusal(host_memory(), need.host, "the fp64 problem and reference, the staged inputs and outputs");
+  if (why.empty() && need.device > 0) {
+    why = memory_refusal(chosen.memory(), need.device, "the staged inputs and outputs, the plan's workspace");
+  }
+  if (!why.empty()) throw std::invalid_argument("the problem does not fit: " + why);
 
   return DiffResult{BackendChoice{chosen.name(), options.storage, false, options.plan_options}.label(), options.storage,
                     shape, tree_label(options, tree),
@@ -48,8 +65,33 @@ DiffResult run_diff(const Options& options, const BackendRegistry& registry) {
 ReferencedProblem reference_problem(const AttentionShape& shape, const SharingTree& tree, const Options& options,
                                     const AttentionBackend& reference) {
   Problem problem = make_problem(shape, tree, options.seed, options.logit_scale);
-  Results results = run_backend(reference, with_dtype(problem, DType::fp64));
+  // Its values are the dtype's already: the reference reads them as fp64 without a second copy.
+  problem.shape.dtype = DType::fp64;
+  Results results = run_backend(reference, problem);
+  problem.shape.dtype = shape.dtype;
   return {std::move(problem), std::move(results)};
+}
+
+MemoryNeed diff_memory_need(const AttentionBackend& backend, const AttentionBackend& reference,
+                            const AttentionShape& shape, const SharingTree& tree, Storage storage,
+                            const PlanOptions& plan_options) {
+  AttentionShape exact = shape;
+  exact.dtype = DType::fp64;
+  const StagingBytes ref_staged = staging_bytes(exact, tree, Storage::shared);
+  const std::size_t problem = problem_bytes(shape, tree), results = results_bytes(shape);
+  // The reference's turn: the problem, its fp64 staging and workspace, its results fetched.
+  const std::size_t reference_turn =
+      problem + ref_staged.peak + ref_staged.host + reference.workspace_bytes(exact, tree) + results;
+  // The backend's turn: the problem and the reference's results, its staging (in its memory), its
+  // workspace, its results fetched.
+  const StagingBytes staged = staging_bytes(shape, tree, storage);
+  const SharingTree& planned = storage == Storage::shared ? tree : tree.flattened();
+  const std::size_t workspace = backend.workspace_bytes(shape, planned, plan_options);
+  const bool on_host = &backend.memory() == &host_memory();
+  MemoryNeed need;
+  need.host = std::max(reference_turn, problem + 2 * results + staged.host + (on_host ? staged.peak + workspace : 0));
+  need.device = on_host ? 0 : staged.peak + workspace;
+  return need;
 }
 
 Comparison check_backend(const AttentionBackend& backend, const ReferencedProblem& p, Storage storage,
@@ -75,7 +117,7 @@ std::string comparison_text(const AttentionShape& shape, const Comparison& c) {
          " rel_l2_err=" + format("%.3e", c.rel_l2_error) +                                       //
          " lse_err=" + format("%.3e", c.lse_max_abs_error) +                                     //
          " tol=(rtol " + format("%.2e", c.tolerance.rtol) + ", atol " + format("%.2e", c.tolerance.atol) +
-         "*rms, l2 " + format("%.2e", c.tolerance.l2) + ", lse " + format("%.2e", c.tolerance.lse_tol) + ")" +
+         "*row_rms, l2 " + format("%.2e", c.tolerance.l2) + ", lse " + lse_tolerance_text(c.tolerance) + ")" +
          " o_failed=" + std::to_string(c.failed_elements) + "/" + std::to_string(o_count) +      //
          " lse_failed=" + std::to_string(c.lse_failed) + "/" + std::to_string(lse_count) +       //
          " worst_o=" + index_name(shape, c.worst_index, false) +                                 //

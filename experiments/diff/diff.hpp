@@ -5,6 +5,7 @@
 
 #include "diff/options.hpp"
 #include "hydragen/compare.hpp"
+#include "hydragen/memory_need.hpp"
 #include "hydragen/problem.hpp"
 #include "hydragen/registry.hpp"
 
@@ -31,6 +32,14 @@ struct ReferencedProblem {
 };
 ReferencedProblem reference_problem(const AttentionShape& shape, const SharingTree& tree, const Options& options,
                                     const AttentionBackend& reference);
+
+// What a check of `backend` on the problem needs at its peak: on the host (the fp64 problem, the
+// reference's staging, workspace and results, then the backend's staging and results; a host
+// backend's own workspace) and on the device (a CUDA backend's staging and workspace). run_diff
+// refuses a problem whose need exceeds what is available before drawing anything.
+MemoryNeed diff_memory_need(const AttentionBackend& backend, const AttentionBackend& reference,
+                            const AttentionShape& shape, const SharingTree& tree, Storage storage,
+                            const PlanOptions& plan_options);
 
 // Runs `backend` on the problem (in `storage`, with `plan_options`) and compares it with the
 // reference under the dtype's tolerance (DESIGN.md section 5).

@@ -1,11 +1,17 @@
 #include "diff/options.hpp"
 
+#include "flags/flag_checks.hpp"
+
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
+#include <limits>
+#include <sstream>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 namespace hydragen::diff {
 
@@ -44,8 +50,11 @@ struct RawFlags {
   std::string reference_dtype = "fp64";
 };
 
+using flags::decimal;
+using flags::empty_error;
+
 void bind(CLI::App& app, Options& o, RawFlags& raw) {
-  // A repeated flag takes its last value, so scripts can append overrides to a base command line.
+  // TakeLast only so that parse() sees a repeated flag and refuses it by name (reject_repeats).
   app.option_defaults()->always_capture_default()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.get_formatter()->column_width(36);
   app.footer(kFooter);
@@ -55,31 +64,34 @@ void bind(CLI::App& app, Options& o, RawFlags& raw) {
                  "unless --list or --random")
       ->type_name("NAME[:OPT=V]");
   app.add_flag("--list", o.list, "list the registered backends: name, memory, availability, summary, options");
-  app.add_option("--batch", raw.batch, "sequences B (custom tree: defaults to the number of --leaves)")->type_name("B");
-  app.add_option("--prefix", o.prefix, "tokens P of the shared root segment")->type_name("P");
-  auto* suffix = app.add_option("--suffix", o.suffix, "own tokens S of every sequence")->type_name("S");
+  // The integer flags: decimal text that fits the type.
+  auto add_integer = [&app](const char* flag, auto& value, const char* help, const char* type) {
+    return app.add_option(flag, value, help)->type_name(type)->check(decimal<std::remove_reference_t<decltype(value)>>());
+  };
+  add_integer("--batch", raw.batch, "sequences B (custom tree: defaults to the number of --leaves)", "B");
+  add_integer("--prefix", o.prefix, "tokens P of the shared root segment", "P");
+  auto* suffix = add_integer("--suffix", o.suffix, "own tokens S of every sequence", "S");
   auto* suffix_lens = app.add_option("--suffix-lens", raw.suffix_lens,
                                      "ragged own tokens, one per sequence (count must equal --batch)")
                           ->type_name("S0,S1,...");
   suffix->excludes(suffix_lens);
-  app.add_option("--q-len", o.q_len, "queries per sequence (causal within the leaf when > 1)")->type_name("N");
-  app.add_option("--q-heads", o.q_heads, "query heads Hq")->type_name("HQ");
-  app.add_option("--kv-heads", o.kv_heads, "key/value heads Hkv (Hq must be a multiple)")->type_name("HKV");
-  app.add_option("--head-dim", o.head_dim, "head dimension D")->type_name("D");
+  add_integer("--q-len", o.q_len, "queries per sequence (causal within the leaf when > 1)", "N");
+  add_integer("--q-heads", o.q_heads, "query heads Hq", "HQ");
+  add_integer("--kv-heads", o.kv_heads, "key/value heads Hkv (Hq must be a multiple)", "HKV");
+  add_integer("--head-dim", o.head_dim, "head dimension D", "D");
   app.add_option("--dtype", raw.dtype, "fp64|fp32|fp16|bf16: the backend's tensors (reference-*: fp64 only)")
       ->type_name("DTYPE");
   app.add_option("--storage", raw.storage, "shared (one copy per segment) | redundant (a copy per sequence)")
       ->type_name("STORAGE");
   app.add_option("--tree", raw.tree, "prefix | flat (no sharing) | two-level (--groups) | custom (--parents)")
       ->type_name("TREE");
-  app.add_option("--groups", o.groups, "two-level: groups the batch is split into (near-equal)")->type_name("N");
-  app.add_option("--group-len", o.group_len, "two-level: shared tokens each group adds under the root")
-      ->type_name("L");
+  add_integer("--groups", o.groups, "two-level: groups the batch is split into (near-equal)", "N");
+  add_integer("--group-len", o.group_len, "two-level: shared tokens each group adds under the root", "L");
   app.add_option("--parents", raw.parents, "custom: parent segment of each segment, -1 for a root")
       ->type_name("P0,P1,...");
   app.add_option("--lengths", raw.lengths, "custom: tokens in each segment")->type_name("L0,L1,...");
   app.add_option("--leaves", raw.leaves, "custom: the leaf segment of each sequence")->type_name("S0,S1,...");
-  app.add_option("--seed", o.seed, "seed of the N(0,1) inputs")->type_name("N");
+  add_integer("--seed", o.seed, "seed of the N(0,1) inputs", "N");
   app.add_option("--logit-scale", o.logit_scale, "multiplies Q: scores spread about this much (1e4: extreme logits)")
       ->type_name("X");
   app.add_option("--scale", raw.scale, "score scale")->type_name("X")->default_str("1/sqrt(D)");
@@ -93,10 +105,24 @@ void bind(CLI::App& app, Options& o, RawFlags& raw) {
   app.add_option("--reference-dtype", raw.reference_dtype,
                  "with --write-reference: dtype of the written O (LSE: fp64 for fp64, else fp32)")
       ->type_name("DTYPE");
-  app.add_option("--random", o.random,
-                 "soak: check N random problems drawn from --seed; --backend then takes a comma-separated list "
-                 "(default: every available backend but reference); see below")
-      ->type_name("N");
+  app.add_flag("--strict-lse", o.strict_lse,
+               "with --npy-dir: judge lse.npy by our backends' fp32-grade bound instead of what a merge at O's "
+               "precision can see (README: tolerances)");
+  add_integer("--random", o.random,
+              "soak: check N random problems drawn from --seed; --backend then takes a comma-separated list "
+              "(default: every available backend but reference); see below",
+              "N");
+  // An empty value would read as 0 or as the flag not given (--npy-dir "", --write-reference "").
+  for (CLI::Option* option : app.get_options()) {
+    if (option->get_type_size() > 0) option->check(CLI::Validator(empty_error, ""));
+  }
+}
+
+// One value per flag: of two, neither is obviously the one meant.
+std::string text_of(double value) {
+  std::ostringstream text;
+  text << value;
+  return text.str();
 }
 
 // The flags that describe one problem: the --npy-dir and --random modes make the problem themselves.
@@ -115,7 +141,7 @@ void reject_if_given(const CLI::App& app, const std::vector<const char*>& flags,
 Action parse_random(const CLI::App& app, Options& o) {
   if (o.random < 1) throw std::invalid_argument("--random must be at least 1, got " + std::to_string(o.random));
   reject_if_given(app, kProblemFlags, "does not apply with --random (the soak draws every problem; --seed seeds the draw)");
-  reject_if_given(app, {"--write-reference", "--reference-dtype"}, "does not apply with --random");
+  reject_if_given(app, {"--write-reference", "--reference-dtype", "--strict-lse"}, "does not apply with --random");
   if (app.count("--backend") == 0) return Action::random;
   for (std::size_t start = 0; start <= o.backend.size();) {
     const std::size_t comma = std::min(o.backend.find(',', start), o.backend.size());
@@ -185,18 +211,24 @@ Action Options::parse(int argc, const char* const argv[]) {
     if (e.get_exit_code() == 0) return Action::help;  // --help
     throw std::invalid_argument(std::string(e.what()) + " (see --help)");
   }
+  flags::reject_repeats(app);
   if (list) return Action::list;
   if (!npy_dir.empty()) {
     // The problem comes from DIR/spec.json: the generator's flags would be silently ignored.
     reject_if_given(app, {"--backend", "--seed", "--random"},
                     "does not apply with --npy-dir (DIR/spec.json and the .npy files give the problem)");
     reject_if_given(app, kProblemFlags, "does not apply with --npy-dir (DIR/spec.json and the .npy files give the problem)");
-    reference_dtype = parse_dtype(raw.reference_dtype);
+    try {
+      reference_dtype = parse_dtype(raw.reference_dtype);
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(std::string("--reference-dtype: ") + e.what());
+    }
     if (write_reference.empty()) reject_if_given(app, {"--reference-dtype"}, "needs --write-reference OUT");
     return Action::run;
   }
   if (app.count("--random") > 0) return parse_random(app, *this);
   if (!write_reference.empty()) throw std::invalid_argument("--write-reference needs --npy-dir DIR");
+  reject_if_given(app, {"--strict-lse"}, "needs --npy-dir DIR (our backends are always held to the strict LSE bound)");
   reject_if_given(app, {"--reference-dtype"}, "needs --npy-dir DIR and --write-reference OUT");
   if (backend.empty()) throw std::invalid_argument("--backend NAME is required (--list shows the registered backends)");
 
@@ -210,6 +242,17 @@ Action Options::parse(int argc, const char* const argv[]) {
   tree = parse_tree_kind(raw.tree);
   if (app.count("--batch") > 0) batch = raw.batch;
   if (app.count("--scale") > 0) scale = raw.scale;
+  // Checked here, not left to the shape and problem, so the message names the flag.
+  for (const auto& [flag, value] : {std::pair<const char*, int>{"--q-len", q_len}, {"--q-heads", q_heads},
+                                    {"--kv-heads", kv_heads}, {"--head-dim", head_dim}}) {
+    if (value < 1) throw std::invalid_argument(std::string(flag) + " must be positive, got " + std::to_string(value));
+  }
+  if (!(logit_scale > 0) || !std::isfinite(logit_scale)) {
+    throw std::invalid_argument("--logit-scale must be positive and finite, got " + text_of(logit_scale));
+  }
+  if (const float fp32_scale = static_cast<float>(scale.value_or(1)); !(fp32_scale > 0) || !std::isfinite(fp32_scale)) {
+    throw std::invalid_argument("--scale must be positive and finite in fp32, got " + text_of(*scale));
+  }
   if (app.count("--suffix-lens") > 0) suffix_lens = parse_int_list("--suffix-lens", raw.suffix_lens);
   parents = parse_int_list("--parents", raw.parents);
   lengths = parse_int_list("--lengths", raw.lengths);

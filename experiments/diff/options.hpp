@@ -52,6 +52,7 @@ struct Options {
   std::string npy_dir;                          // --npy-dir DIR: problem and external O from .npy (npy_mode.hpp)
   std::string write_reference;                  // --write-reference OUT: our reference O and LSE as .npy (with --npy-dir)
   DType reference_dtype = DType::fp64;          // --reference-dtype: O's dtype in OUT (LSE: lse_dtype of it)
+  bool strict_lse = false;                      // --strict-lse: judge an external LSE by our backends' bound
   int random = 0;                               // --random N: soak over N drawn problems (soak.hpp); --seed seeds the draw
   std::vector<BackendChoice> random_backends;   //   --backend A,B,...: the backends it checks; empty: every available one
 

@@ -1,11 +1,13 @@
 #include "measure.hpp"
 
+#include <algorithm>
 #include <memory>
 #include <stdexcept>
 
 #include "hydragen/backends.hpp"
 #include "hydragen/cpu/peaks.hpp"
 #include "hydragen/errors.hpp"
+#include "hydragen/memory_need.hpp"
 #ifdef HYDRAGEN_WITH_CUDA
 #include "hydragen/cuda/device.hpp"
 #include "hydragen/cuda/memory.hpp"
@@ -30,6 +32,18 @@ class StageCache {
     entries_.push_back(Entry{&memory, storage, std::make_unique<StagedProblem>(memory, spec_, storage)});
     return *entries_.back().staged;
   }
+  bool has(const DeviceMemory& memory, Storage storage) const {
+    return std::any_of(entries_.begin(), entries_.end(),
+                       [&](const Entry& e) { return e.memory == &memory && e.storage == storage; });
+  }
+  // Frees the stages of other storages in `memory` (to make room for this one); whether any were.
+  bool drop_others(const DeviceMemory& memory, Storage storage) {
+    const auto n = entries_.size();
+    entries_.erase(std::remove_if(entries_.begin(), entries_.end(),
+                                  [&](const Entry& e) { return e.memory == &memory && e.storage != storage; }),
+                   entries_.end());
+    return entries_.size() != n;
+  }
 
  private:
   struct Entry {
@@ -40,6 +54,25 @@ class StageCache {
   const ProblemSpec& spec_;
   std::vector<Entry> entries_;
 };
+
+// Empty when the point's staging (unless cached) and its plan fit the memory available now; else
+// the refusal line. Stages of the shape's other storage are dropped to make room if that helps.
+std::string memory_refusal_for(const AttentionBackend& b, const Point& point, const ProblemSpec& problem,
+                               const SharingTree& planned, StageCache& cache) {
+  const StagingBytes staged = staging_bytes(problem.shape, problem.tree, point.storage);
+  const std::size_t workspace = b.workspace_bytes(problem.shape, planned, point.options);
+  const bool on_host = &b.memory() == &host_memory();
+  for (;;) {
+    const bool cached = cache.has(b.memory(), point.storage);
+    const std::size_t inputs = cached ? 0 : staged.peak;
+    std::string why = memory_refusal(b.memory(), inputs + workspace,
+                                     "inputs and outputs " + format_bytes(inputs) + ", plan " + format_bytes(workspace));
+    if (why.empty() && !on_host && !cached) {
+      why = memory_refusal(host_memory(), staged.host, "staging the largest tensor on the host");
+    }
+    if (why.empty() || !cache.drop_others(b.memory(), point.storage)) return why;
+  }
+}
 
 Measurement measure_one(const Point& point, const ProblemSpec& problem, StageCache& cache, const Machine& machine,
                         const TimingConfig& config) {
@@ -60,6 +93,12 @@ Measurement measure_one(const Point& point, const ProblemSpec& problem, StageCac
   if (const Support s = b.supports(problem.shape, planned); !s.ok) {
     m.status = "unsupported";
     m.detail = s.reason;
+    return m;
+  }
+  // Known before anything is drawn: a point that cannot fit is an `oom` row at once.
+  if (std::string why = memory_refusal_for(b, point, problem, planned, cache); !why.empty()) {
+    m.status = "oom";
+    m.detail = why;
     return m;
   }
   try {
@@ -99,7 +138,7 @@ Machine describe_machine(const std::vector<std::string>& backends) {
 }
 
 std::vector<Row> measure_shape(const std::vector<Point>& points, const Machine& machine, const TimingConfig& config,
-                               const std::string& commit) {
+                               const std::string& commit, const std::function<void(const Row&)>& on_row) {
   std::vector<Row> rows;
   if (points.empty()) return rows;
   const ShapePoint& s = points.front().shape;
@@ -123,6 +162,7 @@ std::vector<Row> measure_shape(const std::vector<Point>& points, const Machine& 
       m.detail = invalid;
     }
     rows.push_back(Row{device.empty() ? "none" : device, commit, p, m});
+    if (on_row) on_row(rows.back());
   }
   return rows;
 }

@@ -2,6 +2,7 @@
 // Measuring one problem on several backends: staging, planning and timing by the protocol of
 // DESIGN.md section 6 (timing/plan_timing.hpp), and the floor from the cost model and the peaks
 // measured in the same run.
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -28,8 +29,9 @@ struct TimingConfig : hydragen::TimingConfig {
 };
 
 // All points share one shape; the problem is generated once. A point that cannot run is recorded
-// (unsupported with the reason, oom, or error) and the sweep goes on.
+// (unsupported with the reason, oom, or error) and the sweep goes on. Each row is handed to
+// `on_row` as soon as it is measured (so a killed sweep keeps it), then all are returned.
 std::vector<Row> measure_shape(const std::vector<Point>& points, const Machine& machine, const TimingConfig& config,
-                               const std::string& commit);
+                               const std::string& commit, const std::function<void(const Row&)>& on_row = {});
 
 }  // namespace hydragen::sweep

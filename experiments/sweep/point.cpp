@@ -1,7 +1,9 @@
 #include "point.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
+#include <stdexcept>
 #include <utility>
 #include <vector>
 
@@ -51,6 +53,16 @@ std::vector<std::pair<const char*, std::string>> fields(const Row& r) {
           {"detail", m.detail}};
 }
 
+// The whole text as a number: a hand-edited CSV must not turn "12abc" into 12.
+double number_in(const std::string& column, const std::string& text) {
+  double value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc{} || end != text.data() + text.size()) {
+    throw std::invalid_argument("column " + column + ": '" + text + "' is not a number");
+  }
+  return value;
+}
+
 }  // namespace
 
 void write_csv_header(std::ostream& out) {
@@ -69,16 +81,26 @@ void write_csv_row(std::ostream& out, const Row& row) {
 }
 
 nlohmann::json to_json(const Row& row) {
+  std::vector<std::string> columns, values;
+  for (auto& [name, value] : fields(row)) {
+    columns.emplace_back(name);
+    values.push_back(std::move(value));
+  }
+  return to_json(columns, values);
+}
+
+nlohmann::json to_json(const std::vector<std::string>& columns, const std::vector<std::string>& values) {
   static const std::vector<std::string> text = {"device", "commit", "backend", "storage", "dtype", "status", "detail"};
   nlohmann::json j;
-  for (const auto& [name, value] : fields(row)) {
-    const bool is_text = std::find(text.begin(), text.end(), name) != text.end();
-    if (is_text) {
+  for (std::size_t i = 0; i < columns.size(); ++i) {
+    const std::string& name = columns[i];
+    const std::string& value = values.at(i);
+    if (std::find(text.begin(), text.end(), name) != text.end()) {
       j[name] = value;
     } else if (value.empty()) {
       j[name] = nullptr;  // not measured
     } else {
-      j[name] = std::stod(value);
+      j[name] = number_in(name, value);
     }
   }
   return j;

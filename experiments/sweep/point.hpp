@@ -5,6 +5,7 @@
 
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "hydragen/problem.hpp"
 
@@ -43,5 +44,10 @@ struct Row {
 void write_csv_header(std::ostream& out);
 void write_csv_row(std::ostream& out, const Row& row);
 nlohmann::json to_json(const Row& row);
+// A row as JSON from its CSV fields (columns and values in the same order): text columns as strings,
+// the others as numbers, an empty value as null. to_json(row) is this of the row's fields, so rows read
+// back from a CSV (csv_rows.hpp) give the same objects. Throws std::invalid_argument naming the column
+// of a value that should be a number and is not.
+nlohmann::json to_json(const std::vector<std::string>& columns, const std::vector<std::string>& values);
 
 }  // namespace hydragen::sweep

@@ -1,16 +1,21 @@
 #include "walkthrough/walkthrough.hpp"
 
+#include "flags/flag_checks.hpp"
+
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <exception>
 #include <limits>
 #include <ostream>
 #include <random>
+#include <sstream>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "hydragen/cost_model.hpp"
 #include "hydragen/merge.hpp"
@@ -27,6 +32,11 @@ constexpr double kLargeFactor = 1000;
 // The device machine's H100 (shared/DESIGN.md section 6): bf16 GEMM and copy bandwidth.
 constexpr double kH100FlopsPerS = 842e12;
 constexpr double kH100BytesPerS = 3.03e12;
+// Every key and every element of q, K and V is printed: beyond these (256, the largest head dim the
+// backends take) the walkthrough is no longer readable. The batched view builds a tree of B sequences.
+constexpr int kMaxKeys = 1000;
+constexpr int kMaxHeadDim = 256;
+constexpr int kMaxBatch = 1 << 20;
 
 std::string fmt(const char* format, double x) {
   char buf[64];
@@ -72,10 +82,13 @@ void WalkthroughOptions::validate() const {
     throw std::invalid_argument(field + "=" + value + ": " + why);
   };
   if (keys < 1) bad("--keys", std::to_string(keys), "must be at least 1");
+  if (keys > kMaxKeys) bad("--keys", std::to_string(keys), "must be at most " + std::to_string(kMaxKeys));
   if (split < 0 || split > keys) bad("--split", std::to_string(split), "must be in 0..keys (" + std::to_string(keys) + ")");
   if (head_dim < 1) bad("--head-dim", std::to_string(head_dim), "must be at least 1");
+  if (head_dim > kMaxHeadDim) bad("--head-dim", std::to_string(head_dim), "must be at most " + std::to_string(kMaxHeadDim));
   if (!std::isfinite(scale_logits)) bad("--scale-logits", fmt("%g", scale_logits), "must be finite");
   if (batch < 1) bad("--batch", std::to_string(batch), "must be at least 1");
+  if (batch > kMaxBatch) bad("--batch", std::to_string(batch), "must be at most " + std::to_string(kMaxBatch));
   if (prefix < 0) bad("--prefix", std::to_string(prefix), "must be at least 0");
   if (suffix < 0) bad("--suffix", std::to_string(suffix), "must be at least 0");
 }
@@ -292,20 +305,33 @@ void walkthrough(const WalkthroughOptions& options, std::ostream& out) {
   out << "  max|o_relay - o_full| = " << e3(max_abs_diff(relay, full.o)) << "\n";
 }
 
+namespace {
+
+using flags::decimal;
+using flags::empty_error;
+
+}  // namespace
+
 int run_cli(int argc, const char* const argv[], std::ostream& out, std::ostream& err) noexcept {
   try {
     WalkthroughOptions o;
     CLI::App app{"hydragen-walkthrough: the LSE trick (split attention, merge by log-sum-exp) printed step by step "
                  "with real numbers; docs/lse-trick.md explains each step."};
-    app.add_option("--seed", o.seed, "seed of std::mt19937_64 drawing q, K, V from N(0,1)")->capture_default_str();
-    app.add_option("--keys", o.keys, "number of keys, at least 1")->capture_default_str();
-    app.add_option("--split", o.split, "size of the first chunk, 0..keys")->capture_default_str();
-    app.add_option("--head-dim", o.head_dim, "D of the worked example")->capture_default_str();
+    // TakeLast only so that a repeated flag reaches the check below, which refuses it by name.
+    app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+    auto add_integer = [&app](const char* flag, auto& value, const std::string& help) {
+      app.add_option(flag, value, help)->capture_default_str()->check(decimal<std::remove_reference_t<decltype(value)>>());
+    };
+    add_integer("--seed", o.seed, "seed of std::mt19937_64 drawing q, K, V from N(0,1)");
+    add_integer("--keys", o.keys, "number of keys, 1.." + std::to_string(kMaxKeys));
+    add_integer("--split", o.split, "size of the first chunk, 0..keys");
+    add_integer("--head-dim", o.head_dim, "D of the worked example, 1.." + std::to_string(kMaxHeadDim));
     app.add_option("--scale-logits", o.scale_logits, "multiplies the scores (step 6c multiplies the unscaled scores by max(1000, this))")
-        ->capture_default_str();
-    app.add_option("--batch", o.batch, "B of the batched view (step 7)")->capture_default_str();
-    app.add_option("--prefix", o.prefix, "P of the batched view")->capture_default_str();
-    app.add_option("--suffix", o.suffix, "S of the batched view")->capture_default_str();
+        ->capture_default_str()
+        ->check(CLI::Validator(empty_error, ""));
+    add_integer("--batch", o.batch, "B of the batched view (step 7), 1.." + std::to_string(kMaxBatch));
+    add_integer("--prefix", o.prefix, "P of the batched view");
+    add_integer("--suffix", o.suffix, "S of the batched view");
     try {
       app.parse(argc, argv);
     } catch (const CLI::CallForHelp&) {
@@ -315,8 +341,18 @@ int run_cli(int argc, const char* const argv[], std::ostream& out, std::ostream&
       err << "hydragen-walkthrough: error: " << e.what() << '\n';
       return exit_usage;
     }
+    flags::reject_repeats(app);
     o.validate();
-    walkthrough(o, out);
+    // Steps 1 and 6c multiply the scores by the factor: past fp64's range every later number is nan.
+    for (double s : scores(make_example(o), std::max(kLargeFactor, std::abs(o.scale_logits)))) {
+      if (!std::isfinite(s)) {
+        throw std::invalid_argument("--scale-logits=" + fmt("%g", o.scale_logits) + ": the scores overflow fp64");
+      }
+    }
+    // Printed only once complete: an error part-way leaves no half walkthrough on stdout.
+    std::ostringstream text;
+    walkthrough(o, text);
+    out << text.str();
     return exit_ok;
   } catch (const std::invalid_argument& e) {
     err << "hydragen-walkthrough: error: " << e.what() << '\n';

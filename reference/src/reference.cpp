@@ -1,6 +1,9 @@
 #include "hydragen/reference/reference.hpp"
 
 #include <Eigen/Dense>
+#include <omp.h>
+
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -140,6 +143,23 @@ class ReferencePlan final : public AttentionPlan {
   bool decomposed_;
 };
 
+// Each of the threads holds, for its (sequence, KV head): the stacked queries, the scores and
+// weights over the longest run it attends (the concatenated path, or the longest segment), the
+// concatenated K and V (the definition only), the output and the partial being merged.
+std::size_t reference_workspace_bytes(const AttentionShape& shape, const SharingTree& tree, bool decomposed) {
+  long long longest = 0;
+  for (int s = 0; s < tree.num_seqs(); ++s) {
+    if (!decomposed) longest = std::max(longest, tree.path_length(s));
+    for (int segment : tree.path(s)) longest = std::max<long long>(longest, tree.length(segment));
+  }
+  const auto rows = static_cast<std::size_t>(shape.q_len) * shape.group_size();
+  const auto d = static_cast<std::size_t>(shape.head_dim), n = static_cast<std::size_t>(longest);
+  const std::size_t per_thread = rows * n + n + (decomposed ? 0 : 2 * n * d) + 3 * rows * (d + 1);
+  const auto threads = std::min<std::size_t>(static_cast<std::size_t>(omp_get_max_threads()),
+                                             static_cast<std::size_t>(shape.num_seqs) * shape.kv_heads);
+  return threads * per_thread * sizeof(double);
+}
+
 Support fp64_only(const AttentionShape& shape, const SharingTree&) {
   if (shape.dtype != DType::fp64) {
     return Support::no("dtype " + std::string(dtype_name(shape.dtype)) + " (the reference computes in fp64: pass fp64 tensors)");
@@ -155,12 +175,17 @@ void register_reference_backends(BackendRegistry& registry) {
       return std::make_unique<ReferencePlan>(shape, tree, decomposed);
     });
   };
+  auto workspace = [](bool decomposed) {
+    return without_options([decomposed](const AttentionShape& shape, const SharingTree& tree) {
+      return reference_workspace_bytes(shape, tree, decomposed);
+    });
+  };
   registry.add(make_backend({"reference",
                              "fp64 Eigen: softmax over each sequence's concatenated path (the definition); dtypes fp64; any D, any tree",
-                             &host_memory(), fp64_only, planner(false)}));
+                             &host_memory(), fp64_only, planner(false), workspace(false)}));
   registry.add(make_backend({"reference-decomposed",
                              "fp64 Eigen: per-segment attention + LSE merge; equals `reference` to ~1e-13; dtypes fp64; any D, any tree",
-                             &host_memory(), fp64_only, planner(true)}));
+                             &host_memory(), fp64_only, planner(true), workspace(true)}));
 }
 
 }  // namespace hydragen

@@ -4,6 +4,10 @@
 #         [-DSTDOUT_MATCHES=<regex>] [-DSTDERR_MATCHES=<regex>]   output must match (CMake regex)
 #         [-DSTDOUT_LINES=<n>] [-DSTDERR_LINES=<n>]               output must have exactly n lines
 #         [-DREQUIRE_BACKEND=<name>]                             skip unless `<command> --list` lists it
+#         [-DEMPTY_ARG=<token>]        an argument equal to <token> is passed as "" (add_test drops empty ones)
+#         [-DNO_FILE=<path>]           removed before the run; must not exist after it
+#         [-DUNWRITABLE_DIR=<dir>]     made empty, mode 555, before the run (skipped where that does not stop
+#                                      writes, as for root); must still be empty after it
 #         -P run_and_check.cmake -- <command> [args...]
 #
 # A skipped check prints "SKIPPED: ..." (pair it with the test property SKIP_REGULAR_EXPRESSION).
@@ -39,9 +43,50 @@ if(DEFINED REQUIRE_BACKEND)
   endif()
 endif()
 
-execute_process(COMMAND ${command} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+set(open_permissions OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ GROUP_EXECUTE WORLD_READ WORLD_EXECUTE)
+if(DEFINED NO_FILE)
+  file(REMOVE_RECURSE "${NO_FILE}")
+endif()
+if(DEFINED UNWRITABLE_DIR)
+  if(EXISTS "${UNWRITABLE_DIR}")
+    file(CHMOD "${UNWRITABLE_DIR}" PERMISSIONS ${open_permissions})
+    file(REMOVE_RECURSE "${UNWRITABLE_DIR}")
+  endif()
+  file(MAKE_DIRECTORY "${UNWRITABLE_DIR}")
+  file(CHMOD "${UNWRITABLE_DIR}" PERMISSIONS OWNER_READ OWNER_EXECUTE GROUP_READ GROUP_EXECUTE WORLD_READ WORLD_EXECUTE)
+  execute_process(COMMAND "${CMAKE_COMMAND}" -E touch "${UNWRITABLE_DIR}/probe" RESULT_VARIABLE probe_rc
+                  OUTPUT_QUIET ERROR_QUIET)
+  if(probe_rc EQUAL 0)
+    file(CHMOD "${UNWRITABLE_DIR}" PERMISSIONS ${open_permissions})
+    file(REMOVE_RECURSE "${UNWRITABLE_DIR}")
+    message(STATUS "SKIPPED: a mode-555 directory is writable here (root?): it cannot stand for an unwritable one")
+    return()
+  endif()
+endif()
+
+# Each argument as a bracket argument, so that an empty one (EMPTY_ARG) reaches the command as "".
+set(call "execute_process(COMMAND")
+foreach(arg IN LISTS command)
+  if(DEFINED EMPTY_ARG AND arg STREQUAL EMPTY_ARG)
+    set(arg "")
+  endif()
+  string(APPEND call " [==[${arg}]==]")
+endforeach()
+cmake_language(EVAL CODE "${call} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)")
 string(REPLACE ";" " " shown "${command}")
 set(problems "")
+
+if(DEFINED NO_FILE AND EXISTS "${NO_FILE}")
+  string(APPEND problems "  ${NO_FILE} exists after the run\n")
+endif()
+if(DEFINED UNWRITABLE_DIR)
+  file(GLOB written "${UNWRITABLE_DIR}/*")
+  if(written)
+    string(APPEND problems "  wrote into the unwritable ${UNWRITABLE_DIR}: ${written}\n")
+  endif()
+  file(CHMOD "${UNWRITABLE_DIR}" PERMISSIONS ${open_permissions})
+  file(REMOVE_RECURSE "${UNWRITABLE_DIR}")
+endif()
 
 if(NOT rc STREQUAL "${EXPECT_EXIT}")
   string(APPEND problems "  exit code ${rc}, expected ${EXPECT_EXIT}\n")

@@ -47,6 +47,7 @@ class TestMemory : public DeviceMemory {
   void copy(void* dst, const void* src, std::size_t bytes) const override { host_memory().copy(dst, src, bytes); }
   void fill(void* dst, unsigned char byte, std::size_t bytes) const override { host_memory().fill(dst, byte, bytes); }
   void synchronize() const override {}
+  std::size_t available_bytes() const override { return host_memory().available_bytes(); }
 
  private:
   std::string unavailable_;
@@ -131,10 +132,15 @@ CliRun run_cli_with(std::vector<std::string> args) {
   return {code, out.str(), err.str()};
 }
 
-// A small fp64 problem: B=2, P=16, S=3, Hq=2, Hkv=1, D=16.
+// A small fp64 problem: B=2, P=16, S=3, Hq=2, Hkv=1, D=16; a flag in `more` replaces the base's
+// (hydragen-diff refuses a flag given twice).
 std::vector<std::string> small(const std::string& backend, std::vector<std::string> more = {}) {
-  std::vector<std::string> args{"--backend", backend, "--dtype", "fp64", "--batch", "2", "--prefix", "16",
-                                "--suffix",  "3",     "--q-heads", "2",  "--head-dim", "16"};
+  std::vector<std::string> args{"--backend", backend};
+  for (const auto& [flag, value] : std::vector<std::pair<std::string, std::string>>{
+           {"--dtype", "fp64"}, {"--batch", "2"}, {"--prefix", "16"}, {"--suffix", "3"}, {"--q-heads", "2"},
+           {"--head-dim", "16"}}) {
+    if (std::find(more.begin(), more.end(), flag) == more.end()) args.insert(args.end(), {flag, value});
+  }
   args.insert(args.end(), more.begin(), more.end());
   return args;
 }

@@ -21,6 +21,7 @@ namespace hydragen::diff {
 namespace {
 
 namespace fs = std::filesystem;
+using ::testing::ContainsRegex;
 using ::testing::EndsWith;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
@@ -119,6 +120,38 @@ TEST_F(NpyDir, WrongLseFails) {
   const CliRun r = run({"--npy-dir", dir});
   EXPECT_EQ(r.code, exit_fail);
   EXPECT_THAT(r.out, HasSubstr("lse_failed=1/16"));
+}
+
+// An outside kernel's LSE is judged by what a merge at its O's precision can see (u of O's dtype on
+// top of the strict bound): bf16 O with LSEs off by 1.7e-4, as FlashInfer's tensor-core decode's are,
+// is usable; off by 5e-3 (more than bf16's u = 3.9e-3) it is not; --strict-lse applies our bound.
+TEST_F(NpyDir, ExternalLseIsJudgedByWhatAMergeCanSee) {
+  write(DType::bf16, DType::bf16);
+  std::vector<double> lse = ref.lse;
+  lse[3] += 1.7e-4;
+  write_npy(dir + "/lse.npy", DType::fp32, {2, 2, 4}, lse);
+  const CliRun merge = run({"--npy-dir", dir});
+  EXPECT_EQ(merge.code, exit_pass) << merge.out;
+  EXPECT_THAT(merge.out, ContainsRegex("lse 3\\.91e-03\\+1\\.[0-9]+e-05 merge\\)"));
+  const CliRun strict = run({"--npy-dir", dir, "--strict-lse"});
+  EXPECT_EQ(strict.code, exit_fail) << strict.out;
+  EXPECT_THAT(strict.out, ContainsRegex("lse 1\\.[0-9]+e-05 strict\\)"));
+  EXPECT_THAT(strict.out, HasSubstr("lse_failed=1/16"));
+  lse[3] += 5e-3;
+  write_npy(dir + "/lse.npy", DType::fp32, {2, 2, 4}, lse);
+  const CliRun far = run({"--npy-dir", dir});
+  EXPECT_EQ(far.code, exit_fail) << far.out;
+  EXPECT_THAT(far.out, HasSubstr("lse_failed=1/16"));
+}
+
+TEST_F(NpyDir, Fp16OutputsGetFp16sMergeBound) {
+  write(DType::fp16, DType::fp16);
+  std::vector<double> lse = ref.lse;
+  lse[0] += 6e-4;  // over fp16's u = 4.9e-4 plus 1e-5 max(1, |r|)
+  write_npy(dir + "/lse.npy", DType::fp32, {2, 2, 4}, lse);
+  const CliRun r = run({"--npy-dir", dir});
+  EXPECT_EQ(r.code, exit_fail) << r.out;
+  EXPECT_THAT(r.out, ContainsRegex("lse 4\\.88e-04\\+1\\.[0-9]+e-05 merge\\)"));
 }
 
 void expect_usage_error(const CliRun& r, const std::string& part) {

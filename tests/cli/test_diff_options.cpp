@@ -109,10 +109,9 @@ TEST(DiffOptions, CustomTreeListsMayStartWithMinusOne) {
   EXPECT_EQ(o.leaves, (std::vector<int>{1, 2}));
 }
 
-TEST(DiffOptions, ARepeatedFlagTakesItsLastValue) {
-  const Options o = parsed({"--backend", "a", "--q-heads", "4", "--backend", "b", "--q-heads", "6"});
-  EXPECT_EQ(o.backend, "b");
-  EXPECT_EQ(o.q_heads, 6);
+TEST(DiffOptions, ARepeatedFlagIsRefused) {
+  EXPECT_THAT(parse_error({"--backend", "a", "--q-heads", "4", "--q-heads", "6"}), HasSubstr("--q-heads is given twice"));
+  EXPECT_THAT(parse_error({"--list", "--list", "--list"}), HasSubstr("--list is given 3 times"));
 }
 
 TEST(DiffOptions, HelpAndListNeedNoBackend) {

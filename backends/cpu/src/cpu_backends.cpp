@@ -11,10 +11,10 @@ void register_cpu_backends(BackendRegistry& registry) {
   auto supports = [](const AttentionShape& shape, const SharingTree&) { return cpu::cpu_supports(shape); };
   registry.add(make_backend(
       {"cpu-flat", "per sequence, reads every segment on its path again (OpenMP over sequence x KV head)" + supported,
-       &host_memory(), supports, without_options(cpu::make_flat_plan)}));
+       &host_memory(), supports, without_options(cpu::make_flat_plan), without_options(cpu::flat_workspace_bytes)}));
   registry.add(make_backend(
       {"cpu-hydragen", "per segment, the queries of every sequence below it batched into GEMMs, then the LSE merge" + supported,
-       &host_memory(), supports, without_options(cpu::make_hydragen_plan)}));
+       &host_memory(), supports, without_options(cpu::make_hydragen_plan), without_options(cpu::hydragen_workspace_bytes)}));
 }
 
 }  // namespace hydragen

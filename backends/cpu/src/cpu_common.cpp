@@ -73,6 +73,15 @@ KvSlice kv_slice(const AttentionShape& shape, const ConstTensor& t, int kv_head)
   return KvSlice{t.data, shape.dtype, shape.kv_heads, shape.head_dim, kv_head};
 }
 
+std::size_t cpu_plan_bytes(const AttentionShape& shape, int max_rows) {
+  const auto rows = static_cast<std::size_t>(max_rows), d = static_cast<std::size_t>(shape.head_dim);
+  const std::size_t tile = kTileTokens;
+  const std::size_t workspace = 2 * tile * d + rows * tile + rows * d + rows;  // Workspace::reserve
+  const std::size_t running = rows * d + (rows * d + rows);                     // gathered q, Partial
+  const std::size_t q32 = static_cast<std::size_t>(shape.num_seqs) * shape.q_len * shape.q_heads * d;
+  return (static_cast<std::size_t>(omp_get_max_threads()) * (workspace + running) + q32) * sizeof(float);
+}
+
 CpuPlan::CpuPlan(const AttentionShape& shape, const SharingTree& tree, int max_rows)
     : shape_(shape), tree_(tree), threads_(omp_get_max_threads()), workspaces_(threads_) {
   for (Workspace& ws : workspaces_) ws.reserve(max_rows, shape.head_dim);

@@ -33,6 +33,11 @@ KvSlice kv_slice(const AttentionShape& shape, const ConstTensor& t, int kv_head)
 
 // What both CPU plans hold: the problem, one workspace per thread sized for `max_rows` query rows,
 // and the queries widened to fp32.
+// Bytes of CpuPlan's own buffers for plans whose widest task has `max_rows` query rows: the
+// threads' workspaces and the widened queries; plus each thread's gathered queries and running
+// partial while it runs.
+std::size_t cpu_plan_bytes(const AttentionShape& shape, int max_rows);
+
 class CpuPlan : public AttentionPlan {
  protected:
   CpuPlan(const AttentionShape& shape, const SharingTree& tree, int max_rows);

@@ -38,6 +38,10 @@ class FlatPlan final : public CpuPlan {
 
 }  // namespace
 
+std::size_t flat_workspace_bytes(const AttentionShape& shape, const SharingTree&) {
+  return cpu_plan_bytes(shape, shape.q_len * shape.group_size());
+}
+
 std::unique_ptr<AttentionPlan> make_flat_plan(const AttentionShape& shape, const SharingTree& tree) {
   return std::make_unique<FlatPlan>(shape, tree);
 }

@@ -37,20 +37,25 @@ int max_rows_below(const AttentionShape& shape, const SharingTree& tree) {
   return static_cast<int>(widest) * shape.q_len * shape.group_size();
 }
 
+// Chunks a segment of `len` tokens is split into: enough that the shared segments alone keep
+// every thread busy, none under kMinChunkTokens.
+long long chunks_of(long long len, int threads, int kv_heads) {
+  const long long max_chunks = std::max(1, (2 * threads + kv_heads - 1) / kv_heads);
+  return std::clamp<long long>(len / kMinChunkTokens, 1, max_chunks);
+}
+
 class HydragenPlan final : public CpuPlan {
  public:
   HydragenPlan(const AttentionShape& shape, const SharingTree& tree)
       : CpuPlan(shape, tree, max_rows_below(shape, tree)) {
     const int rows_per_seq = shape.q_len * shape.group_size();
     contributions_.resize(static_cast<std::size_t>(shape.num_seqs) * shape.kv_heads);
-    // Split each segment so that the shared ones alone can keep every thread busy.
-    const long long max_chunks = std::max(1, (2 * threads_ + shape.kv_heads - 1) / shape.kv_heads);
     for (int segment = 0; segment < tree.num_segments(); ++segment) {
       const long long len = tree.length(segment);
       if (len == 0) continue;  // contributes nothing: the merge identity
       const auto& seqs = tree.seqs_below(segment);
       const int rows = static_cast<int>(seqs.size()) * rows_per_seq;
-      const long long chunks = std::clamp<long long>(len / kMinChunkTokens, 1, max_chunks);
+      const long long chunks = chunks_of(len, threads_, shape.kv_heads);
       for (int kv_head = 0; kv_head < shape.kv_heads; ++kv_head) {
         for (long long c = 0; c < chunks; ++c) {
           const std::size_t result = tasks_.size();
@@ -110,6 +115,23 @@ class HydragenPlan final : public CpuPlan {
 };
 
 }  // namespace
+
+std::size_t hydragen_workspace_bytes(const AttentionShape& shape, const SharingTree& tree) {
+  const std::size_t rows_per_seq = static_cast<std::size_t>(shape.q_len) * shape.group_size();
+  std::size_t results = 0, contributions = 0, tasks = 0;  // elements of each
+  for (int segment = 0; segment < tree.num_segments(); ++segment) {
+    const long long len = tree.length(segment);
+    if (len == 0) continue;
+    const std::size_t seqs = tree.seqs_below(segment).size();
+    const auto n = static_cast<std::size_t>(chunks_of(len, omp_get_max_threads(), shape.kv_heads)) * shape.kv_heads;
+    tasks += n;
+    results += n * seqs * rows_per_seq * (static_cast<std::size_t>(shape.head_dim) + 1);  // Partial: O and LSE
+    contributions += n * seqs;
+  }
+  return cpu_plan_bytes(shape, max_rows_below(shape, tree)) + results * sizeof(float) +
+         contributions * sizeof(Contribution) + tasks * (sizeof(Task) + sizeof(Partial)) +
+         static_cast<std::size_t>(shape.num_seqs) * shape.kv_heads * sizeof(std::vector<Contribution>);
+}
 
 std::unique_ptr<AttentionPlan> make_hydragen_plan(const AttentionShape& shape, const SharingTree& tree) {
   return std::make_unique<HydragenPlan>(shape, tree);

@@ -23,20 +23,24 @@ void register_cuda_backends(BackendRegistry& registry) {
   const DeviceMemory* memory = &cuda::device_memory();
   registry.add(make_backend({"cuda-naive",
                              "per query row, scores materialized in global memory, then softmax and P V: the teaching baseline" + supported,
-                             memory, cuda_supports, without_options(cuda::make_naive_plan)}));
+                             memory, cuda_supports, without_options(cuda::make_naive_plan),
+                             without_options(cuda::naive_workspace_bytes)}));
   registry.add(make_backend({"cuda-flash",
                              "FlashAttention-style: per (sequence, KV head) over its path, K/V tiles in shared memory, online "
                              "softmax, tensor cores (fp16/bf16), split-KV + merge when the grid is under-filled" + supported,
-                             memory, cuda_supports, without_options(cuda::make_flash_plan)}));
+                             memory, cuda_supports, without_options(cuda::make_flash_plan),
+                             without_options(cuda::flash_workspace_bytes)}));
   registry.add(make_backend({"cuda-hydragen",
                              "per segment, the queries of every sequence below it in one fused tensor-core attention (128-row "
                              "wgmma blocks on sm_90a, 64-row mma.sync elsewhere), leaves beside it, then one merge kernel" + supported,
-                             memory, cuda_supports, cuda::make_hydragen_plan, cuda::hydragen_options(), cuda::hydragen_variants()}));
+                             memory, cuda_supports, cuda::make_hydragen_plan, cuda::hydragen_workspace_bytes,
+                             cuda::hydragen_options(), cuda::hydragen_variants()}));
   registry.add(make_backend({"cuda-hydragen-cublas",
                              "the same decomposition with cuBLAS: per shared segment, S = Q K^T and O = P V as strided-batched "
                              "GEMMs over chunks of its tokens with a softmax kernel between; leaves on the fused kernel; the "
                              "same merge" + supported,
-                             memory, cuda_supports, without_options(cuda::make_hydragen_cublas_plan)}));
+                             memory, cuda_supports, without_options(cuda::make_hydragen_cublas_plan),
+                             without_options(cuda::hydragen_cublas_workspace_bytes)}));
 }
 
 }  // namespace hydragen

@@ -13,6 +13,12 @@
 namespace hydragen::cuda {
 
 class CudaPlan : public AttentionPlan {
+ public:
+  // What this base allocates on the device: the segment tables.
+  static std::size_t device_bytes(const SharingTree& tree) {
+    return static_cast<std::size_t>(tree.num_segments()) * (2 * sizeof(const void*) + sizeof(int));
+  }
+
  protected:
   CudaPlan(const AttentionShape& shape, const SharingTree& tree);
 

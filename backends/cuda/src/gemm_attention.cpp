@@ -29,8 +29,27 @@ cudaDataType_t cuda_type(DType dtype) {
 }
 
 constexpr std::size_t kCublasWorkspaceBytes = std::size_t{32} << 20;  // what cuBLAS asks for on Hopper
+// What cuBLAS itself takes on the device when a process first creates a handle and runs its GEMMs
+// (its kernels loaded): 70 MB on an H100 (cudaMemGetInfo, 2026-11-23). Counted for every plan, so
+// a later plan is over-counted by it, never under.
+constexpr std::size_t kCublasLibraryBytes = std::size_t{96} << 20;
 
 }  // namespace
+
+namespace {
+long long most_chunk_scores(const AttentionShape& shape, const std::vector<GemmChunk>& chunks) {
+  long long most = 0;
+  for (const GemmChunk& c : chunks) most = std::max(most, chunk_scores(shape, c));
+  return most;
+}
+}  // namespace
+
+std::size_t GemmAttention::device_bytes(const AttentionShape& shape, const Schedule& schedule) {
+  const std::size_t elem = dtype_size(shape.dtype), rows = schedule.gather_query.size();
+  const auto scores = static_cast<std::size_t>(most_chunk_scores(shape, schedule.gemm_chunks));
+  return rows * sizeof(int) + rows * shape.head_dim * elem + scores * (sizeof(float) + elem) + kCublasWorkspaceBytes +
+         kCublasLibraryBytes;
+}
 
 GemmAttention::GemmAttention(const AttentionShape& shape, const Schedule& schedule)
     : shape_(shape),
@@ -38,8 +57,7 @@ GemmAttention::GemmAttention(const AttentionShape& shape, const Schedule& schedu
       gather_query_(upload(schedule.gather_query)),
       gathered_(schedule.gather_query.size() * shape.head_dim * dtype_size(shape.dtype)),
       cublas_workspace_(kCublasWorkspaceBytes) {
-  long long most = 0;
-  for (const GemmChunk& c : chunks_) most = std::max(most, chunk_scores(shape, c));
+  const long long most = most_chunk_scores(shape, chunks_);
   scores_ = DeviceArray<float>(static_cast<std::size_t>(most));
   probabilities_ = DeviceArray<unsigned char>(static_cast<std::size_t>(most) * dtype_size(shape.dtype));
   CUBLAS_CHECK(cublasSetWorkspace(cublas_.get(), cublas_workspace_.data(), cublas_workspace_.bytes()));

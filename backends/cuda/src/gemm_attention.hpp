@@ -24,6 +24,8 @@ class GemmAttention {
   // Allocates the gathered queries, the largest chunk's scores and probabilities, and a workspace for
   // cuBLAS (so that a run captured in a graph allocates nothing).
   GemmAttention(const AttentionShape& shape, const Schedule& schedule);
+  // What the constructor allocates on the device.
+  static std::size_t device_bytes(const AttentionShape& shape, const Schedule& schedule);
 
   // Enqueues every chunk on `stream`: the partial rows and LSEs of `merge` get written; `row_limit`
   // is the schedule's, on the device.

@@ -53,6 +53,12 @@ class CudaMemory final : public DeviceMemory {
     return ptr;
   }
 
+  std::size_t available_bytes() const override {
+    std::size_t free_bytes = 0, total_bytes = 0;
+    CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+    return free_bytes;
+  }
+
   void release(void* ptr) const noexcept override {
     // A destructor cannot report a failure (e.g. a sticky fault, or the runtime already unloaded at
     // exit); drop it so the next check does not blame an unrelated call.

@@ -18,6 +18,12 @@ class NaivePlan final : public CudaPlan {
         max_path_(max_path(tree)),
         scores_(static_cast<std::size_t>(shape.num_seqs) * shape.q_len * shape.q_heads * static_cast<std::size_t>(max_path_)) {}
 
+  static std::size_t device_bytes(const AttentionShape& shape, const SharingTree& tree) {
+    const std::size_t queries = static_cast<std::size_t>(shape.num_seqs) * shape.q_len * shape.q_heads;
+    const std::size_t tables = (static_cast<std::size_t>(tree.num_seqs()) + 1 + path_segments(tree).size()) * sizeof(int);
+    return CudaPlan::device_bytes(tree) + tables + queries * static_cast<std::size_t>(max_path(tree)) * sizeof(float);
+  }
+
   void run(const AttentionInputs& in, const AttentionOutputs& out, Stream stream) override {
     const cudaStream_t s = bind(in, out, stream);
     NaiveParams p;
@@ -60,6 +66,10 @@ class NaivePlan final : public CudaPlan {
 
 std::unique_ptr<AttentionPlan> make_naive_plan(const AttentionShape& shape, const SharingTree& tree) {
   return std::make_unique<NaivePlan>(shape, tree);
+}
+
+std::size_t naive_workspace_bytes(const AttentionShape& shape, const SharingTree& tree) {
+  return NaivePlan::device_bytes(shape, tree);
 }
 
 }  // namespace hydragen::cuda

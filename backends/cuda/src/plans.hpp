@@ -1,5 +1,6 @@
 #pragma once
 // The CUDA plans' factories (the registry's plan functions, cuda_backends.cpp).
+#include <cstddef>
 #include <memory>
 #include <vector>
 
@@ -20,5 +21,11 @@ std::vector<PlanOptions> hydragen_variants();  // the forms the test harness cov
 // cuda-hydragen-cublas: the shared segments as cuBLAS products (gemm_attention.hpp), the others on
 // the fused kernel, then the same merge.
 std::unique_ptr<AttentionPlan> make_hydragen_cublas_plan(const AttentionShape& shape, const SharingTree& tree);
+
+// The device bytes each plan allocates (AttentionBackend::workspace_bytes), from the same schedule.
+std::size_t naive_workspace_bytes(const AttentionShape& shape, const SharingTree& tree);
+std::size_t flash_workspace_bytes(const AttentionShape& shape, const SharingTree& tree);
+std::size_t hydragen_workspace_bytes(const AttentionShape& shape, const SharingTree& tree, const PlanOptions& options);
+std::size_t hydragen_cublas_workspace_bytes(const AttentionShape& shape, const SharingTree& tree);
 
 }  // namespace hydragen::cuda

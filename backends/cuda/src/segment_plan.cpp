@@ -58,6 +58,18 @@ class SegmentPlan final : public CudaPlan {
     }
   }
 
+  // What the constructor allocates on the device, array by array.
+  static std::size_t device_bytes(const AttentionShape& shape, const SharingTree& tree, const Schedule& s,
+                                  ItemKernel wide_kernel) {
+    const std::size_t rows = static_cast<std::size_t>(s.num_rows());
+    std::size_t bytes = CudaPlan::device_bytes(tree) + (s.narrow_items.size() + s.wide_items.size()) * sizeof(WorkItem) +
+                        (s.item_segments.size() + 2 * rows + s.merge_offsets.size() + s.merge_rows.size()) * sizeof(int) +
+                        rows * (static_cast<std::size_t>(shape.head_dim) + 1) * sizeof(float);
+    if (!s.gemm_chunks.empty()) bytes += GemmAttention::device_bytes(shape, s);
+    if (wide_kernel == ItemKernel::wgmma) bytes += 2 * static_cast<std::size_t>(tree.num_segments()) * sizeof(CUtensorMap);
+    return bytes;
+  }
+
   void run(const AttentionInputs& in, const AttentionOutputs& out, Stream stream) override {
     const cudaStream_t s = bind(in, out, stream);
     MergeParams m;
@@ -149,19 +161,53 @@ class SegmentPlan final : public CudaPlan {
   OwnedEvent fork_{cudaEventDisableTiming}, join_{cudaEventDisableTiming};
 };
 
-std::unique_ptr<AttentionPlan> segment_plan(const AttentionShape& shape, const SharingTree& tree, const Schedule& s,
-                                            ItemKernel wide, const DeviceLimits& device) {
-  return std::make_unique<SegmentPlan>(shape, tree, s, wide, device);
+// The schedule a plan runs and the kernel of its wide items: one rule for the plan and for the
+// count of its bytes.
+struct Choice {
+  Schedule schedule;
+  ItemKernel wide;
+  DeviceLimits device;
+};
+
+std::unique_ptr<AttentionPlan> plan_of(const AttentionShape& shape, const SharingTree& tree, const Choice& c) {
+  return std::make_unique<SegmentPlan>(shape, tree, c.schedule, c.wide, c.device);
+}
+
+std::size_t bytes_of(const AttentionShape& shape, const SharingTree& tree, const Choice& c) {
+  return SegmentPlan::device_bytes(shape, tree, c.schedule, c.wide);
+}
+
+Choice flash_choice(const AttentionShape& shape, const SharingTree& tree) {
+  // The wgmma kernel reads one segment per item (TMA descriptors per segment), not the flat
+  // schedule's paths: cuda-flash's wide items run on mma.sync.
+  const DeviceLimits device = device_limits();
+  const ItemKernel wide = wide_kernel(shape.dtype, true, device);
+  return {flat_schedule(shape, tree, ScheduleOptions::for_device(device.sms, wide)), wide, device};
+}
+
+Choice hydragen_choice(const AttentionShape& shape, const SharingTree& tree, const PlanOptions& options) {
+  const DeviceLimits device = device_limits();
+  const ItemKernel wide = wide_kernel(shape.dtype, options.at("kernel") == "mma", device);
+  ScheduleOptions o = ScheduleOptions::for_device(device.sms, wide);
+  const std::string& form = options.at("form");
+  if (form == "auto") return {hydragen_schedule(shape, tree, o), wide, device};
+  if (form == "narrow") o.max_rows = kNarrowRows;
+  return {segment_schedule(shape, tree, o), wide, device};
+}
+
+Choice cublas_choice(const AttentionShape& shape, const SharingTree& tree) {
+  const DeviceLimits device = device_limits();
+  const ItemKernel wide = wide_kernel(shape.dtype, false, device);
+  return {gemm_schedule(shape, tree, ScheduleOptions::for_device(device.sms, wide), kMaxChunkScores), wide, device};
 }
 
 }  // namespace
 
 std::unique_ptr<AttentionPlan> make_flash_plan(const AttentionShape& shape, const SharingTree& tree) {
-  // The wgmma kernel reads one segment per item (TMA descriptors per segment), not the flat
-  // schedule's paths: cuda-flash's wide items run on mma.sync.
-  const DeviceLimits device = device_limits();
-  const ItemKernel wide = wide_kernel(shape.dtype, true, device);
-  return segment_plan(shape, tree, flat_schedule(shape, tree, ScheduleOptions::for_device(device.sms, wide)), wide, device);
+  return plan_of(shape, tree, flash_choice(shape, tree));
+}
+std::size_t flash_workspace_bytes(const AttentionShape& shape, const SharingTree& tree) {
+  return bytes_of(shape, tree, flash_choice(shape, tree));
 }
 
 std::vector<PlanOption> hydragen_options() {
@@ -179,20 +225,17 @@ std::vector<PlanOptions> hydragen_variants() {
 
 std::unique_ptr<AttentionPlan> make_hydragen_plan(const AttentionShape& shape, const SharingTree& tree,
                                                   const PlanOptions& options) {
-  const DeviceLimits device = device_limits();
-  const ItemKernel wide = wide_kernel(shape.dtype, options.at("kernel") == "mma", device);
-  ScheduleOptions o = ScheduleOptions::for_device(device.sms, wide);
-  const std::string& form = options.at("form");
-  if (form == "auto") return segment_plan(shape, tree, hydragen_schedule(shape, tree, o), wide, device);
-  if (form == "narrow") o.max_rows = kNarrowRows;
-  return segment_plan(shape, tree, segment_schedule(shape, tree, o), wide, device);
+  return plan_of(shape, tree, hydragen_choice(shape, tree, options));
+}
+std::size_t hydragen_workspace_bytes(const AttentionShape& shape, const SharingTree& tree, const PlanOptions& options) {
+  return bytes_of(shape, tree, hydragen_choice(shape, tree, options));
 }
 
 std::unique_ptr<AttentionPlan> make_hydragen_cublas_plan(const AttentionShape& shape, const SharingTree& tree) {
-  const DeviceLimits device = device_limits();
-  const ItemKernel wide = wide_kernel(shape.dtype, false, device);
-  const ScheduleOptions o = ScheduleOptions::for_device(device.sms, wide);
-  return segment_plan(shape, tree, gemm_schedule(shape, tree, o, kMaxChunkScores), wide, device);
+  return plan_of(shape, tree, cublas_choice(shape, tree));
+}
+std::size_t hydragen_cublas_workspace_bytes(const AttentionShape& shape, const SharingTree& tree) {
+  return bytes_of(shape, tree, cublas_choice(shape, tree));
 }
 
 }  // namespace hydragen::cuda

@@ -74,10 +74,18 @@ class AttentionBackend {
   // take), then supports (throws Unsupported with the reason), then make_plan with every option set.
   std::unique_ptr<AttentionPlan> plan(const AttentionShape& shape, const SharingTree& tree,
                                       const PlanOptions& options = {}) const;
+  // The bytes that plan, and one run of it, allocate in memory() beyond the problem's tensors,
+  // counted without allocating (the memory check before a problem is staged, memory_need.hpp).
+  // Validates as plan() does.
+  std::size_t workspace_bytes(const AttentionShape& shape, const SharingTree& tree, const PlanOptions& options = {}) const;
 
  protected:
   virtual std::unique_ptr<AttentionPlan> make_plan(const AttentionShape& shape, const SharingTree& tree,
                                                    const PlanOptions& options) const = 0;
+  // 0 for a backend that allocates nothing of its own; make_backend requires the count.
+  virtual std::size_t count_workspace_bytes(const AttentionShape&, const SharingTree&, const PlanOptions&) const {
+    return 0;
+  }
 };
 
 // Most backends are a name, a memory, a support rule and a plan factory (and perhaps options):
@@ -89,12 +97,14 @@ struct BackendSpec {
   std::function<Support(const AttentionShape&, const SharingTree&)> supports;
   // Receives every declared option set (resolve_options).
   std::function<std::unique_ptr<AttentionPlan>(const AttentionShape&, const SharingTree&, const PlanOptions&)> plan;
+  // AttentionBackend::workspace_bytes of those plans, from the same rules.
+  std::function<std::size_t(const AttentionShape&, const SharingTree&, const PlanOptions&)> workspace_bytes;
   std::vector<PlanOption> options = {};
   std::vector<PlanOptions> variants = {PlanOptions{}};  // each must resolve against `options`
 };
 std::unique_ptr<AttentionBackend> make_backend(BackendSpec spec);
 
-// BackendSpec::plan for a backend that takes no options, from make(shape, tree).
+// BackendSpec::plan (or workspace_bytes) for a backend that takes no options, from make(shape, tree).
 template <typename MakePlan>
 auto without_options(MakePlan make) {
   return [make](const AttentionShape& shape, const SharingTree& tree, const PlanOptions&) { return make(shape, tree); };

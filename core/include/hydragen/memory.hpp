@@ -23,6 +23,9 @@ class DeviceMemory {
   virtual void copy(void* dst, const void* src, std::size_t bytes) const = 0;  // within this memory
   virtual void fill(void* dst, unsigned char byte, std::size_t bytes) const = 0;
   virtual void synchronize() const = 0;  // waits for all work queued on the device
+  // Bytes an allocation could still get now: the host's MemAvailable (within an address-space
+  // limit), a CUDA device's free memory. What the memory check (memory_need.hpp) compares with.
+  virtual std::size_t available_bytes() const = 0;
 };
 
 // The host's memory (malloc/memcpy); what the reference and CPU backends use.

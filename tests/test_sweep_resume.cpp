@@ -1,0 +1,191 @@
+// hydragen-sweep keeps what it did: its CSV read back (csv_rows.hpp), and --resume on the real binary
+// (finished points skipped, other commits' measured again, --json from every row of the CSV). Its bad
+// input is a table in tests/cli/CMakeLists.txt.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "sweep/csv_rows.hpp"
+#include "sweep/grid.hpp"
+#include "sweep/point.hpp"
+
+namespace hydragen::sweep {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using ::testing::MatchesRegex;
+using ::testing::Not;
+using ::testing::StartsWith;
+
+std::string header() {
+  std::ostringstream out;
+  write_csv_header(out);
+  return out.str();
+}
+
+std::string text_of(const Row& row) {
+  std::ostringstream out;
+  write_csv_row(out, row);
+  return out.str();
+}
+
+Row row_with_detail(const std::string& status, const std::string& detail) {
+  Row r{"NVIDIA H100 80GB HBM3", "abc1234",
+        make_point("cuda-hydragen:form=wide", ShapePoint{DType::bf16, 64, 2048, 16}), {}};
+  r.m.status = status;
+  r.m.detail = detail;
+  r.m.median_ms = 1.25;
+  r.m.min_ms = 1;
+  r.m.max_ms = 2;
+  r.m.flops = 1e9;
+  r.m.bytes = 1e8;
+  r.m.floor_ms = 0.5;
+  return r;
+}
+
+std::string invalid_argument_of(const std::string& text) {
+  try {
+    parse_sweep_csv(text);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "parsed";
+}
+
+TEST(SweepCsvRows, ReadsBackWhatTheSweepWritesWithCommasQuotesAndLineBreaks) {
+  const Row ok = row_with_detail("ok", "");
+  const Row error = row_with_detail("error", "cuda: \"launch\" failed, code 7\nat kernel.cu:12");
+  const std::vector<CsvRecord> rows = parse_sweep_csv(header() + text_of(ok) + text_of(error));
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0], csv_record(ok));
+  EXPECT_EQ(rows[1][csv_column("detail")], error.m.detail);
+  EXPECT_EQ(rows[1][csv_column("backend")], "cuda-hydragen:form=wide");
+  EXPECT_EQ(to_json(csv_columns(), rows[0]), to_json(ok));  // --json from the CSV is --json from the rows
+  EXPECT_EQ(to_json(csv_columns(), rows[1]), to_json(error));
+}
+
+TEST(SweepCsvRows, EmptyTextAndAHeaderAloneHaveNoRows) {
+  EXPECT_TRUE(parse_sweep_csv("").empty());
+  EXPECT_TRUE(parse_sweep_csv(header()).empty());
+}
+
+TEST(SweepCsvRows, RefusesWhatTheSweepDidNotWriteNamingTheLine) {
+  const std::string good = text_of(row_with_detail("ok", ""));
+  EXPECT_THAT(invalid_argument_of("device,commit\n"),
+              StartsWith("line 1: not hydragen-sweep's CSV header (device,commit,"));
+  std::string cut = good;
+  cut.pop_back();
+  EXPECT_EQ(invalid_argument_of(header() + good + cut), "line 3: no line break at its end (a row cut off mid-write)");
+  EXPECT_EQ(invalid_argument_of(header() + "\"x,y\n"), "line 2: a quote that is never closed");
+  EXPECT_THAT(invalid_argument_of(header() + "\"a\"b,c\n"), StartsWith("line 2: 'b' after a closing quote"));
+  EXPECT_EQ(invalid_argument_of(header() + "a,b\n"), "line 2: 2 fields, the header has 21");
+  std::string not_number = good;
+  not_number.replace(not_number.find(",64,2048,"), 9, ",6x,2048,");
+  EXPECT_EQ(invalid_argument_of(header() + not_number), "line 2: column B: '6x' is not a number");
+}
+
+// The real binary, run by the shell in a fresh folder.
+class SweepBinary : public ::testing::Test {
+ protected:
+  struct Run {
+    int exit_code;
+    std::string out, err;
+  };
+
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("hydragen_sweep_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "_" +
+            std::to_string(getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  Run sweep(const std::string& args) const {
+    const std::string command = "cd '" + dir_.string() + "' && '" HYDRAGEN_SWEEP_BIN "' " + args + " > ../" +
+                                dir_.filename().string() + ".out 2> ../" + dir_.filename().string() + ".err";
+    const int status = std::system(command.c_str());
+    Run run{WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(dir_.string() + ".out"), slurp(dir_.string() + ".err")};
+    fs::remove(dir_.string() + ".out");
+    fs::remove(dir_.string() + ".err");
+    return run;
+  }
+
+  static std::string slurp(const fs::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+  }
+  void write(const std::string& name, const std::string& text) const { std::ofstream(dir_ / name) << text; }
+  std::string read(const std::string& name) const { return slurp(dir_ / name); }
+  std::vector<CsvRecord> csv() const { return parse_sweep_csv(read("out.csv")); }
+
+  fs::path dir_;
+};
+
+const std::string kTiny =
+    "--backends cpu-flat --batch 2 --prefix 16 --suffix 4,8 --cpu-replays 1 --csv out.csv --json out.json";
+
+TEST_F(SweepBinary, ResumeSkipsFinishedPointsAndMeasuresOtherCommitsAgain) {
+  ASSERT_EQ(sweep(kTiny).exit_code, 0);
+  ASSERT_EQ(csv().size(), 2u);
+
+  const Run again = sweep(kTiny + " --resume");
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_THAT(again.err, HasSubstr("--resume: skipped 2 points already measured on this machine at "));
+  EXPECT_THAT(again.err, HasSubstr("kept 2 rows, 0 of them from another device or commit"));
+  EXPECT_THAT(again.err, Not(HasSubstr("[1/")));  // nothing measured
+  ASSERT_EQ(csv().size(), 2u);
+
+  // The first row now comes from another commit: its point is measured again, the row stays.
+  std::string text = read("out.csv");
+  const CsvRecord first = csv()[0];
+  const std::size_t at = text.find("," + first[csv_column("commit")] + ",");
+  text.replace(at, first[csv_column("commit")].size() + 2, ",0000000,");
+  write("out.csv", text);
+  const Run third = sweep(kTiny + " --resume");
+  EXPECT_EQ(third.exit_code, 0) << third.err;
+  EXPECT_THAT(third.err, HasSubstr("skipped 1 points"));
+  EXPECT_THAT(third.err, HasSubstr("kept 2 rows, 1 of them from another device or commit"));
+  const std::vector<CsvRecord> rows = csv();
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0][csv_column("commit")], "0000000");
+  EXPECT_EQ(rows[2][csv_column("S")], first[csv_column("S")]);
+  EXPECT_EQ(rows[2][csv_column("commit")], rows[1][csv_column("commit")]);
+  EXPECT_THAT(third.out, MatchesRegex("backend .*\ncpu-flat +shared +bf16 +2 +16 +4 [^\n]*\n"));  // this run's row
+
+  const nlohmann::json json = nlohmann::json::parse(read("out.json"));
+  ASSERT_EQ(json.size(), 3u);
+  for (std::size_t i = 0; i < rows.size(); ++i) EXPECT_EQ(json[i], to_json(csv_columns(), rows[i]));
+}
+
+TEST_F(SweepBinary, ResumeOfAFileCutAfterItsHeaderMeasuresEverything) {
+  write("out.csv", header());  // killed while the peaks were measured
+  const Run run = sweep(kTiny + " --resume");
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(csv().size(), 2u);
+  EXPECT_EQ(read("out.csv").find(header(), 1), std::string::npos);  // one header
+}
+
+TEST_F(SweepBinary, ResumeRefusesAFileThatIsNotASweepCsvAndLeavesItAlone) {
+  write("out.csv", "a,b\n1,2\n");
+  const Run run = sweep(kTiny + " --resume");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_EQ(run.out, "");
+  EXPECT_THAT(run.err, MatchesRegex("hydragen-sweep: error: --resume: 'out.csv' line 1: not hydragen-sweep's CSV header "
+                                    "[(]device,commit,[^\n]*[)]\n"));
+  EXPECT_EQ(read("out.csv"), "a,b\n1,2\n");
+  EXPECT_FALSE(fs::exists(dir_ / "out.json"));
+}
+
+}  // namespace
+}  // namespace hydragen::sweep
