@@ -62,22 +62,27 @@ void check_io(const AttentionShape& shape, const SharingTree& tree, const Attent
   check_tensor("outputs.lse", outputs.lse.data, outputs.lse.dtype, outputs.lse.numel, lse_dtype(shape.dtype), rows);
 }
 
+namespace {
+// What plan() and workspace_bytes() both ask first: a valid problem, options the backend takes
+// (returned resolved), and its support.
+PlanOptions checked(const AttentionBackend& b, const AttentionShape& shape, const SharingTree& tree,
+                    const PlanOptions& options) {
+  validate_problem(shape, tree);
+  PlanOptions resolved = resolve_options(b.name(), b.options(), options);
+  const Support support = b.supports(shape, tree);
+  if (!support.ok) throw Unsupported("backend '" + b.name() + "' does not support " + shape.describe() + ": " + support.reason);
+  return resolved;
+}
+}  // namespace
+
 std::unique_ptr<AttentionPlan> AttentionBackend::plan(const AttentionShape& shape, const SharingTree& tree,
                                                       const PlanOptions& options) const {
-  validate_problem(shape, tree);
-  const PlanOptions resolved = resolve_options(name(), this->options(), options);
-  const Support support = supports(shape, tree);
-  if (!support.ok) throw Unsupported("backend '" + name() + "' does not support " + shape.describe() + ": " + support.reason);
-  return make_plan(shape, tree, resolved);
+  return make_plan(shape, tree, checked(*this, shape, tree, options));
 }
 
 std::size_t AttentionBackend::workspace_bytes(const AttentionShape& shape, const SharingTree& tree,
                                               const PlanOptions& options) const {
-  validate_problem(shape, tree);
-  const PlanOptions resolved = resolve_options(name(), this->options(), options);
-  const Support support = supports(shape, tree);
-  if (!support.ok) throw Unsupported("backend '" + name() + "' does not support " + shape.describe() + ": " + support.reason);
-  return count_workspace_bytes(shape, tree, resolved);
+  return count_workspace_bytes(shape, tree, checked(*this, shape, tree, options));
 }
 
 namespace {

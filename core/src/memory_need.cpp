@@ -49,6 +49,15 @@ StagingBytes staging_bytes(const AttentionShape& shape, const SharingTree& tree,
   return b;
 }
 
+MemoryNeed backend_need(const AttentionBackend& backend, const AttentionShape& shape, const SharingTree& tree,
+                        Storage storage, const PlanOptions& options) {
+  const StagingBytes staged = staging_bytes(shape, tree, storage);
+  const std::size_t workspace =
+      backend.workspace_bytes(shape, storage == Storage::shared ? tree : tree.flattened(), options);
+  if (&backend.memory() == &host_memory()) return {staged.host + staged.peak + workspace, 0};
+  return {staged.host, staged.peak + workspace};
+}
+
 std::string format_bytes(std::size_t bytes) {
   char text[32];
   std::snprintf(text, sizeof text, "%.2f GB", static_cast<double>(bytes) * 1e-9);
@@ -60,6 +69,13 @@ std::string memory_refusal(const DeviceMemory& memory, std::size_t need, const s
   if (need <= have) return {};
   return "needs " + format_bytes(need) + " of " + std::string(memory.name()) + " memory (" + parts + "), " +
          format_bytes(have) + " available";
+}
+
+std::string memory_refusal(const MemoryNeed& need, const DeviceMemory& device, const std::string& host_parts,
+                           const std::string& device_parts) {
+  std::string why = memory_refusal(host_memory(), need.host, host_parts);
+  if (why.empty() && need.device > 0) why = memory_refusal(device, need.device, device_parts);
+  return why;
 }
 
 }  // namespace hydragen

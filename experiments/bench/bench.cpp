@@ -97,13 +97,10 @@ void run_attention(benchmark::State& state, const Shape& s, const BackendChoice&
   // Known before the shape is drawn: one that cannot fit is reported, not half-allocated.
   const AttentionShape shape = attention_shape(s);
   const SharingTree tree = sharing_tree(s);
-  const StagingBytes staging = staging_bytes(shape, tree, choice.storage);
-  const SharingTree& planned = choice.storage == Storage::shared ? tree : tree.flattened();
-  const std::size_t workspace = b.workspace_bytes(shape, planned, choice.options);
-  const bool on_host = &b.memory() == &host_memory();
-  std::string why = memory_refusal(host_memory(), problem_bytes(shape, tree) + staging.host + (on_host ? staging.peak + workspace : 0),
-                                   "the fp64 problem, staging" + std::string(on_host ? ", the plan" : ""));
-  if (why.empty() && !on_host) why = memory_refusal(b.memory(), staging.peak + workspace, "inputs, outputs, the plan");
+  MemoryNeed need = backend_need(b, shape, tree, choice.storage, choice.options);
+  need.host += problem_bytes(shape, tree);
+  const std::string why = memory_refusal(need, b.memory(), "the fp64 problem, staging (and a CPU plan)",
+                                         "inputs, outputs, the plan");
   if (!why.empty()) {
     state.SkipWithError(("does not fit: " + why).c_str());
     return;
@@ -203,23 +200,6 @@ void register_benchmarks(const std::vector<std::string>& shape_names, const std:
   }
 }
 
-
-// "a,b" -> {"a", "b"}; an empty or repeated entry is refused, naming the flag.
-std::vector<std::string> split_list(const std::string& flag, const std::string& text) {
-  std::vector<std::string> entries;
-  for (std::size_t start = 0; start <= text.size();) {
-    const std::size_t comma = std::min(text.find(',', start), text.size());
-    std::string entry = text.substr(start, comma - start);
-    start = comma + 1;
-    if (entry.empty()) throw std::invalid_argument(flag + ": '" + text + "' has an empty entry");
-    if (std::find(entries.begin(), entries.end(), entry) != entries.end()) {
-      throw std::invalid_argument(flag + ": '" + entry + "' is listed twice");
-    }
-    entries.push_back(std::move(entry));
-  }
-  return entries;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -259,9 +239,11 @@ int main(int argc, char** argv) {
                                       {"--cpu-replays", config.cpu_replays}}) {
       if (value < 1) throw std::invalid_argument(std::string(flag) + " must be at least 1, got " + std::to_string(value));
     }
-    const std::vector<std::string> shape_names = split_list("--shapes", shapes_text);
-    const std::vector<std::string> specs =
-        app.count("--backends") > 0 ? split_list("--backends", backends_text) : std::vector<std::string>{};
+    const auto text = [](const std::string& entry) { return entry; };
+    const std::vector<std::string> shape_names = hydragen::flags::parse_list<std::string>("--shapes", shapes_text, text);
+    const std::vector<std::string> specs = app.count("--backends") > 0
+                                               ? hydragen::flags::parse_list<std::string>("--backends", backends_text, text)
+                                               : std::vector<std::string>{};
     rest = app.remaining();
     std::vector<char*> bench_argv{argv[0]};
     for (std::string& arg : rest) bench_argv.push_back(arg.data());

@@ -50,11 +50,9 @@ DiffResult run_diff(const Options& options, const BackendRegistry& registry) {
 
   // Nothing is drawn for a problem that cannot fit: refused in well under a second.
   const MemoryNeed need = diff_memory_need(chosen, reference, shape, tree, options.storage, options.plan_options);
-  std::string why = memory_refusal(host_memory(), need.host, "the fp64 problem and reference, the staged inputs and outputs");
-  if (why.empty() && need.device > 0) {
-    why = memory_refusal(chosen.memory(), need.device, "the staged inputs and outputs, the plan's workspace");
-  }
-  if (!why.empty()) throw std::invalid_argument("the problem does not fit: " + why);
+  if (const std::string why = memory_refusal(need, chosen.memory(), "the fp64 problem and reference, the staged inputs and outputs",
+                                             "the staged inputs and outputs, the plan's workspace");
+      !why.empty()) throw std::invalid_argument("the problem does not fit: " + why);
 
   return DiffResult{BackendChoice{chosen.name(), options.storage, false, options.plan_options}.label(), options.storage,
                     shape, tree_label(options, tree),
@@ -77,21 +75,12 @@ MemoryNeed diff_memory_need(const AttentionBackend& backend, const AttentionBack
                             const PlanOptions& plan_options) {
   AttentionShape exact = shape;
   exact.dtype = DType::fp64;
-  const StagingBytes ref_staged = staging_bytes(exact, tree, Storage::shared);
   const std::size_t problem = problem_bytes(shape, tree), results = results_bytes(shape);
-  // The reference's turn: the problem, its fp64 staging and workspace, its results fetched.
-  const std::size_t reference_turn =
-      problem + ref_staged.peak + ref_staged.host + reference.workspace_bytes(exact, tree) + results;
-  // The backend's turn: the problem and the reference's results, its staging (in its memory), its
-  // workspace, its results fetched.
-  const StagingBytes staged = staging_bytes(shape, tree, storage);
-  const SharingTree& planned = storage == Storage::shared ? tree : tree.flattened();
-  const std::size_t workspace = backend.workspace_bytes(shape, planned, plan_options);
-  const bool on_host = &backend.memory() == &host_memory();
-  MemoryNeed need;
-  need.host = std::max(reference_turn, problem + 2 * results + staged.host + (on_host ? staged.peak + workspace : 0));
-  need.device = on_host ? 0 : staged.peak + workspace;
-  return need;
+  // The reference's turn: the problem, its fp64 run, its results fetched. Then the backend's: the
+  // problem and the reference's results, its run, its results fetched.
+  const std::size_t reference_turn = problem + backend_need(reference, exact, tree, Storage::shared, {}).host + results;
+  const MemoryNeed run = backend_need(backend, shape, tree, storage, plan_options);
+  return {std::max(reference_turn, problem + 2 * results + run.host), run.device};
 }
 
 Comparison check_backend(const AttentionBackend& backend, const ReferencedProblem& p, Storage storage,

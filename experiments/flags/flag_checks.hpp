@@ -4,10 +4,14 @@
 // into an unsigned flag, and lets a flag given twice silently keep one of its values.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <charconv>
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 namespace hydragen::flags {
 
@@ -35,6 +39,33 @@ inline void reject_repeats(const CLI::App& app) {
                                   (option->count() == 2 ? "twice" : std::to_string(option->count()) + " times"));
     }
   }
+}
+
+// "a,b" -> {"a", "b"}; throws std::invalid_argument "FLAG: 'TEXT' has an empty entry" for an empty one.
+inline std::vector<std::string> split_list(std::string_view flag, const std::string& text) {
+  std::vector<std::string> entries;
+  for (std::size_t start = 0;;) {
+    const std::size_t comma = text.find(',', start);
+    entries.push_back(text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (entries.back().empty()) throw std::invalid_argument(std::string(flag) + ": '" + text + "' has an empty entry");
+    if (comma == std::string::npos) return entries;
+    start = comma + 1;
+  }
+}
+
+// The entries of a list, each through `parse`; a value given twice ("FLAG: 'ENTRY' is listed twice")
+// would do its work twice.
+template <typename T, typename Parse>
+std::vector<T> parse_list(std::string_view flag, const std::string& text, Parse parse) {
+  std::vector<T> values;
+  for (const std::string& entry : split_list(flag, text)) {
+    T value = parse(entry);
+    if (std::find(values.begin(), values.end(), value) != values.end()) {
+      throw std::invalid_argument(std::string(flag) + ": '" + entry + "' is listed twice");
+    }
+    values.push_back(std::move(value));
+  }
+  return values;
 }
 
 }  // namespace hydragen::flags

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "csv_rows.hpp"
+#include "flags/flag_checks.hpp"
 #include "grid.hpp"
 #include "hydragen/backends.hpp"
 #include "measure.hpp"
@@ -99,29 +100,8 @@ T parse_integer(std::string_view flag, const std::string& text, T min) {
   return value;
 }
 
-// A comma-separated list (parse_options refused an empty one): no empty entry.
-std::vector<std::string> split_list(std::string_view flag, const std::string& text) {
-  std::vector<std::string> entries;
-  for (std::size_t start = 0;;) {
-    const std::size_t comma = text.find(',', start);
-    entries.push_back(text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-    if (entries.back().empty()) fail(flag, "'" + text + "' has an empty entry");
-    if (comma == std::string::npos) return entries;
-    start = comma + 1;
-  }
-}
-
-// A list of values; a value given twice would measure its points twice.
-template <typename T, typename Parse>
-std::vector<T> parse_list(std::string_view flag, const std::string& text, Parse parse) {
-  std::vector<T> values;
-  for (const std::string& entry : split_list(flag, text)) {
-    const T value = parse(entry);
-    if (std::find(values.begin(), values.end(), value) != values.end()) fail(flag, "'" + entry + "' is listed twice");
-    values.push_back(value);
-  }
-  return values;
-}
+using flags::parse_list;
+using flags::split_list;
 
 std::vector<int> sizes(std::string_view flag, const std::string& text, int min) {
   return parse_list<int>(flag, text, [&](const std::string& entry) { return parse_integer(flag, entry, min); });

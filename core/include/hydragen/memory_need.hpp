@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <string>
 
+#include "hydragen/attention.hpp"
 #include "hydragen/memory.hpp"
 #include "hydragen/problem.hpp"
 
@@ -33,8 +34,18 @@ struct StagingBytes {
 };
 StagingBytes staging_bytes(const AttentionShape& shape, const SharingTree& tree, Storage storage);
 
+// What running `backend` on a problem needs beyond the caller's own copies of it: its staging in
+// `storage` (in the backend's memory, plus the tensor encoded on the host meanwhile) and its plan's
+// workspace (AttentionBackend::workspace_bytes, on the tree the storage plans).
+MemoryNeed backend_need(const AttentionBackend& backend, const AttentionShape& shape, const SharingTree& tree,
+                        Storage storage, const PlanOptions& options);
+
 // "1.50 GB" (decimal units, as nvidia-smi and free -h -si).
 std::string format_bytes(std::size_t bytes);
+
+// memory_refusal of need.host in host memory, then of need.device in `device` (when not zero).
+std::string memory_refusal(const MemoryNeed& need, const DeviceMemory& device, const std::string& host_parts,
+                           const std::string& device_parts);
 
 // Empty when `need` bytes fit what `memory` has available now, else one line naming both numbers:
 // "needs 137.44 GB of cuda memory (inputs 137.44 GB, plan 0.01 GB), 84.52 GB available".
