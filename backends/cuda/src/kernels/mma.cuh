@@ -23,6 +23,10 @@ __device__ __forceinline__ void cp_async_16(void* smem, const void* global, int 
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_address(smem)), "l"(global),
                "r"(src_bytes));
 }
+// The same, all 16 bytes read.
+__device__ __forceinline__ void cp_async_16(void* smem, const void* global) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_address(smem)), "l"(global));
+}
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N>
 __device__ __forceinline__ void cp_async_wait() {

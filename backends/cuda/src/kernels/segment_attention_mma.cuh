@@ -73,22 +73,27 @@ __device__ __forceinline__ void prefetch_item_tables(const SegmentAttentionParam
 
 // Load step: issues the copies of tile `tile` of `item` into (k_dst, v_dst) and commits them;
 // positions past token_end become zeros. Thread c copies 16-byte chunks c, c + THREADS, ...: always
-// the same column, rows 8 apart.
+// the same column, rows THREADS / kChunks apart.
 template <typename T, int D, typename Tile, int THREADS>
 __device__ __forceinline__ void load_kv_tile(const SegmentAttentionParams& p, const WorkItem& item,
                                              const ItemSegments<T>& seg, int tile, T* k_dst, T* v_dst) {
-  constexpr int KT = Tile::kTokens;
+  constexpr int KT = Tile::kTokens, kRowStep = THREADS / Tile::kChunks;
+  static_assert(THREADS % Tile::kChunks == 0 && KT % kRowStep == 0, "a pass of the block's copies covers whole rows");
   const int p0 = item.token_begin + tile * KT;
   const int first = seg.find(p0);
   if (p0 + KT <= item.token_end && p0 + KT <= seg.start[first + 1]) {
-    // The common case: the whole tile lies in one segment, rows a fixed stride apart.
+    // The common case: the whole tile lies in one segment, rows a fixed stride apart. The sources
+    // are taken out of shared memory once: read inside the loop, every copy reloaded them (perf-notes v14).
     const long long stride = static_cast<long long>(p.kv_heads) * D;
-    const long long base = seg.offset(first, p0, p.kv_heads, item.kv_head, D, 0);
-    for (int c = threadIdx.x; c < KT * Tile::kChunks; c += THREADS) {
-      const int row = c / Tile::kChunks, column = c % Tile::kChunks * 8;
-      const long long off = base + row * stride + column;
-      cp_async_16(k_dst + tile_offset<Tile>(row, column), seg.k[first] + off, 16);
-      cp_async_16(v_dst + tile_offset<Tile>(row, column), seg.v[first] + off, 16);
+    const int row0 = threadIdx.x / Tile::kChunks, column = threadIdx.x % Tile::kChunks * 8;
+    const long long at = seg.offset(first, p0 + row0, p.kv_heads, item.kv_head, D, column);
+    const T* k_src = seg.k[first] + at;
+    const T* v_src = seg.v[first] + at;
+#pragma unroll
+    for (int i = 0; i < KT / kRowStep; ++i) {
+      const int to = tile_offset<Tile>(row0 + i * kRowStep, column);
+      cp_async_16(k_dst + to, k_src + i * kRowStep * stride);
+      cp_async_16(v_dst + to, v_src + i * kRowStep * stride);
     }
   } else {
     // A tile across a segment boundary or past the item's end: locate every row.
@@ -119,12 +124,15 @@ struct LaneRows {
   bool has[2];
   int limit[2];  // its causal limit, cut at the item's end
 
+  // A row past num_rows (most decode blocks: q_len g < 16 rows) has a zero query, so scores of 0:
+  // it gets the item's end as its limit, so that it neither masks every tile nor, its max never
+  // moving, makes the warp rescale O on every tile (perf-notes v14). It is never stored.
   __device__ __forceinline__ LaneRows(const SegmentAttentionParams& p, const WorkItem& item, int r0) {
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       row[r] = r0 + 8 * r;
       has[r] = row[r] < item.num_rows;
-      limit[r] = has[r] ? min(p.row_limit[item.first_row + row[r]], item.token_end) : 0;
+      limit[r] = has[r] ? min(p.row_limit[item.first_row + row[r]], item.token_end) : item.token_end;
     }
   }
 };
