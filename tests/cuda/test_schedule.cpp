@@ -762,6 +762,27 @@ TEST(FlatSchedule, SplitStreamingNarrowBlocksToOnePerSm) {
   }
 }
 
+// The blocks resident at once share what they read through L2 only if they read the same tokens:
+// items come KV head by KV head, part by part, every sequence's item of one (KV head, part) side by
+// side. In sequence order, 40 KV heads apart, cuda-flash over a shared prefix read it from DRAM.
+TEST(BothSchedules, ListItemsKvHeadByKvHeadThenPartBySequence) {
+  const ScheduleOptions options = options_of(396, kWideRows, 132);
+  for (const Kind kind : kKinds) {
+    // 64 sequences x 4 KV heads: the flat schedule splits each path into parts, the segment schedule
+    // the prefix's wide blocks; the leaves are one part.
+    const SharingTree tree = SharingTree::prefix_suffix(8192, std::vector<int>(64, 64));
+    const AttentionShape shape = make_shape(64, 1, 4, 4, 128, DType::bf16);
+    const Schedule s = make_schedule(kind, shape, tree, options);
+    SCOPED_TRACE(kind_name(kind));
+    for (const std::vector<WorkItem>* items : {&s.narrow_items, &s.wide_items}) {
+      for (std::size_t i = 1; i < items->size(); ++i) {
+        const WorkItem &a = (*items)[i - 1], &b = (*items)[i];
+        EXPECT_LE(std::pair(a.kv_head, a.token_begin), std::pair(b.kv_head, b.token_begin)) << "item " << i;
+      }
+    }
+  }
+}
+
 // cuda-hydragen on an H100 (132 SMs, wgmma blocks): one launch of narrow blocks only where it puts
 // at most one block on each SM and the wide form would need a second launch for the leaves.
 TEST(HydragenSchedule, RunsOneNarrowLaunchWhereItPutsAtMostOneBlockOnEachSm) {
