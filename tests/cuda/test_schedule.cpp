@@ -763,24 +763,33 @@ TEST(FlatSchedule, SplitStreamingNarrowBlocksToOnePerSm) {
 }
 
 // The blocks resident at once share what they read through L2 only if they read the same tokens:
-// items come KV head by KV head, part by part, every sequence's item of one (KV head, part) side by
-// side. In sequence order, 40 KV heads apart, cuda-flash over a shared prefix read it from DRAM.
-TEST(BothSchedules, ListItemsKvHeadByKvHeadThenPartBySequence) {
-  const ScheduleOptions options = options_of(396, kWideRows, 132);
-  for (const Kind kind : kKinds) {
-    // 64 sequences x 4 KV heads: the flat schedule splits each path into parts, the segment schedule
-    // the prefix's wide blocks; the leaves are one part.
-    const SharingTree tree = SharingTree::prefix_suffix(8192, std::vector<int>(64, 64));
-    const AttentionShape shape = make_shape(64, 1, 4, 4, 128, DType::bf16);
-    const Schedule s = make_schedule(kind, shape, tree, options);
-    SCOPED_TRACE(kind_name(kind));
-    for (const std::vector<WorkItem>* items : {&s.narrow_items, &s.wide_items}) {
-      for (std::size_t i = 1; i < items->size(); ++i) {
-        const WorkItem &a = (*items)[i - 1], &b = (*items)[i];
-        EXPECT_LE(std::pair(a.kv_head, a.token_begin), std::pair(b.kv_head, b.token_begin)) << "item " << i;
-      }
-    }
+// cuda-flash's items come KV head by KV head, part by part, every sequence's item of one (KV head,
+// part) side by side. In sequence order, 40 KV heads apart, it read a shared prefix from DRAM.
+TEST(FlatSchedule, ListsItemsKvHeadByKvHeadThenPartBySequence) {
+  const SharingTree tree = SharingTree::prefix_suffix(8192, std::vector<int>(16, 64));
+  const AttentionShape shape = make_shape(16, 1, 4, 4, 128, DType::bf16);
+  const Schedule s = flat_schedule(shape, tree, options_of(396, kWideRows, 132));
+  ASSERT_GT(s.narrow_items.size(), 16u * 4) << "the paths are split into parts";
+  for (std::size_t i = 1; i < s.narrow_items.size(); ++i) {
+    const WorkItem &a = s.narrow_items[i - 1], &b = s.narrow_items[i];
+    EXPECT_LE(std::pair(a.kv_head, a.token_begin), std::pair(b.kv_head, b.token_begin)) << "item " << i;
   }
+}
+
+// ... but a shared segment's parts all start before the leaves of one launch (with q_len * g > 16
+// the leaves are wide blocks too): the long items first, or they run past the short ones' end.
+TEST(SegmentSchedule, StartsEveryPartOfASharedSegmentBeforeTheLeaves) {
+  const SharingTree tree = SharingTree::prefix_suffix(8192, std::vector<int>(256, 64));
+  const AttentionShape shape = make_shape(256, 4, 8, 1, 128, DType::bf16);
+  const Schedule s = segment_schedule(shape, tree, options_of(396, kWideRows, 396));
+  ASSERT_GT(items_over(s, 0).size(), 256u * 4 * 8 / kWideRows) << "the prefix is split into parts";
+  bool leaf_seen = false;
+  for (const WorkItem& it : s.wide_items) {
+    const bool over_prefix = s.item_segments[it.first_segment] == 0;
+    EXPECT_FALSE(over_prefix && leaf_seen) << "a part of the prefix after a leaf";
+    leaf_seen = leaf_seen || !over_prefix;
+  }
+  EXPECT_TRUE(leaf_seen) << "the leaves are wide blocks";
 }
 
 // cuda-hydragen on an H100 (132 SMs, wgmma blocks): one launch of narrow blocks only where it puts

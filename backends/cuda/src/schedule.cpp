@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "hydragen/attention.hpp"
@@ -142,11 +143,12 @@ Schedule build(const AttentionShape& shape, const std::vector<Group>& groups, co
   const long long narrow_min = narrow_blocks_stream(blocks, shape.kv_heads) ? std::min(options.sms, options.narrow_slots)
                                                                             : options.narrow_slots;
   const long long narrow_split = narrow_parts(narrow_count, options.narrow_slots, narrow_min);
-  // Items in the order their blocks start: those that read the same tokens (one KV head, one part,
-  // every row block and sequence) side by side, so that the resident blocks read a few KV heads'
-  // tokens at once and share them through L2. In group order, with 32 or 40 KV heads, the blocks of
-  // one KV head started far apart and cuda-flash over shared storage read most of them from DRAM
-  // (perf-notes v14).
+  // Items in the order their blocks start: those that read the same tokens (groups from one first
+  // segment, one KV head, one part: every row block and sequence) side by side, so that the resident
+  // blocks read a few KV heads' tokens at once and share them through L2. In group order, with 32 or
+  // 40 KV heads, the blocks of one KV head started far apart and cuda-flash over shared storage read
+  // most of them from DRAM. Groups from different first segments keep their order: a shared
+  // segment's long parts start before the leaves (perf-notes v14).
   struct Piece {
     const Block* block;
     long long part, splits;
@@ -160,7 +162,8 @@ Schedule build(const AttentionShape& shape, const std::vector<Group>& groups, co
     for (long long part = 0; part < splits; ++part) pieces.push_back({&b, part, splits});
   }
   std::stable_sort(pieces.begin(), pieces.end(), [](const Piece& x, const Piece& y) {
-    return std::pair(x.block->kv_head, x.part) < std::pair(y.block->kv_head, y.part);
+    return std::tuple(x.block->group->segments.front(), x.block->kv_head, x.part) <
+           std::tuple(y.block->group->segments.front(), y.block->kv_head, y.part);
   });
   for (const auto& [b, part, splits] : pieces) {
     const Group& grp = *b->group;
