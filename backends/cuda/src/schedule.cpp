@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <stdexcept>
 #include <string>
-#include <tuple>
 #include <utility>
 
 #include "hydragen/attention.hpp"
@@ -143,41 +142,33 @@ Schedule build(const AttentionShape& shape, const std::vector<Group>& groups, co
   const long long narrow_min = narrow_blocks_stream(blocks, shape.kv_heads) ? std::min(options.sms, options.narrow_slots)
                                                                             : options.narrow_slots;
   const long long narrow_split = narrow_parts(narrow_count, options.narrow_slots, narrow_min);
-  // Items in the order their blocks start: those that read the same tokens (groups from one first
-  // segment, one KV head, one part: every row block and sequence) side by side, so that the resident
-  // blocks read a few KV heads' tokens at once and share them through L2. In group order, with 32 or
-  // 40 KV heads, the blocks of one KV head started far apart and cuda-flash over shared storage read
-  // most of them from DRAM. Groups from different first segments keep their order: a shared
-  // segment's long parts start before the leaves (perf-notes v14).
-  struct Piece {
-    const Block* block;
-    long long part, splits;
-  };
-  std::vector<Piece> pieces;
-  for (const Block& b : blocks) {
-    const long long tokens = b.group->tokens;
-    const long long parts = b.count > kNarrowRows ? tokens * options.wide_target_blocks / wide_tokens : narrow_split;
-    const long long splits =
-        std::clamp<long long>(std::min({parts, tokens / kMinSplitTokens, static_cast<long long>(kMaxSplits)}), 1, tokens);
-    for (long long part = 0; part < splits; ++part) pieces.push_back({&b, part, splits});
-  }
-  std::stable_sort(pieces.begin(), pieces.end(), [](const Piece& x, const Piece& y) {
-    return std::tuple(x.block->group->segments.front(), x.block->kv_head, x.part) <
-           std::tuple(y.block->group->segments.front(), y.block->kv_head, y.part);
+  // Items in the order their blocks start: a KV head's blocks (of groups from one first segment)
+  // side by side, so that the resident blocks read one or two KV heads' tokens and share them through
+  // L2. In group order, with 32 or 40 KV heads, one KV head's blocks started 32 or 40 apart and
+  // cuda-flash over shared storage read most of a shared prefix from DRAM. Within a KV head, a
+  // block's parts stay together: part by part (every block reading the same tokens at once) ran 4-8%
+  // slower, and a shared segment's parts start before the leaves of the same launch (perf-notes v14).
+  std::stable_sort(blocks.begin(), blocks.end(), [](const Block& x, const Block& y) {
+    return std::pair(x.group->segments.front(), x.kv_head) < std::pair(y.group->segments.front(), y.kv_head);
   });
-  for (const auto& [b, part, splits] : pieces) {
-    const Group& grp = *b->group;
-    WorkItem item;
-    item.kv_head = b->kv_head;
-    item.first_row = s.num_rows();
-    item.num_rows = b->count;
-    item.first_segment = static_cast<int>(s.item_segments.size());
-    item.num_segments = static_cast<int>(grp.segments.size());
-    item.token_begin = checked_int(grp.tokens * part / splits, "token");
-    item.token_end = checked_int(grp.tokens * (part + 1) / splits, "token");
-    (b->count <= kNarrowRows ? s.narrow_items : s.wide_items).push_back(item);
-    s.item_segments.insert(s.item_segments.end(), grp.segments.begin(), grp.segments.end());
-    add_rows(shape, grp, b->kv_head, b->first, b->count, s);
+  for (const Block& b : blocks) {
+    const Group& grp = *b.group;
+    const long long parts = b.count > kNarrowRows ? grp.tokens * options.wide_target_blocks / wide_tokens : narrow_split;
+    const long long splits = std::clamp<long long>(
+        std::min({parts, grp.tokens / kMinSplitTokens, static_cast<long long>(kMaxSplits)}), 1, grp.tokens);
+    for (long long part = 0; part < splits; ++part) {
+      WorkItem item;
+      item.kv_head = b.kv_head;
+      item.first_row = s.num_rows();
+      item.num_rows = b.count;
+      item.first_segment = static_cast<int>(s.item_segments.size());
+      item.num_segments = static_cast<int>(grp.segments.size());
+      item.token_begin = checked_int(grp.tokens * part / splits, "token");
+      item.token_end = checked_int(grp.tokens * (part + 1) / splits, "token");
+      (b.count <= kNarrowRows ? s.narrow_items : s.wide_items).push_back(item);
+      s.item_segments.insert(s.item_segments.end(), grp.segments.begin(), grp.segments.end());
+      add_rows(shape, grp, b.kv_head, b.first, b.count, s);
+    }
   }
   const int queries = shape.num_seqs * shape.q_len * shape.q_heads;
   std::vector<std::vector<int>> lists(queries);
