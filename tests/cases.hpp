@@ -3,6 +3,7 @@
 // (GQA ratios 1, 4, 8 and MQA; D 64 and 128; ragged suffixes including 0; a prefix of 1 token;
 // q_len > 1 with the causal leaf; depth-3 trees with uneven fan-out; extreme logits; empty
 // segments; B = 1), kept small enough that the whole matrix runs in seconds.
+#include <cctype>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -23,6 +24,14 @@ struct Case {
     return make_shape(tree.num_seqs(), q_len, q_heads, kv_heads, head_dim, dtype);
   }
 };
+
+// A backend spec or case label as a test-name part: every character but letters and digits becomes '_'.
+inline std::string identifier(std::string text) {
+  for (char& ch : text) {
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  }
+  return text;
+}
 
 inline const std::vector<Case>& harness_cases() {
   static const std::vector<Case> cases = [] {

@@ -10,7 +10,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <cctype>
 #include <cstdint>
 #include <ostream>
 #include <sstream>
@@ -31,16 +30,11 @@ using ::testing::HasSubstr;
 using ::testing::ThrowsMessage;
 using testing::Case;
 using testing::harness_cases;
+using testing::identifier;
 
 constexpr DType kAllDtypes[] = {DType::fp64, DType::fp32, DType::fp16, DType::bf16};
 constexpr int kHeadDims[] = {16, 32, 48, 64, 80, 96, 128, 160, 256};  // what a backend might claim
 
-std::string identifier(std::string text) {
-  for (char& ch : text) {
-    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-  }
-  return text;
-}
 
 // ---- the harness ----------------------------------------------------------------------------------
 

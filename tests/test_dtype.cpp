@@ -253,7 +253,7 @@ TEST(EncodeDecode, RepresentableValuesSurviveTheRoundTripInEveryDtype) {
     for (double x : raw) values.push_back(round_through(x, d));
     const std::vector<std::byte> bytes = encode(values, d);
     ASSERT_EQ(bytes.size(), values.size() * dtype_size(d)) << dtype_name(d);
-    const std::vector<double> back = decode(bytes.data(), values.size(), d);
+    const std::vector<double> back = decode_values(bytes.data(), values.size(), d);
     for (std::size_t i = 0; i < values.size(); ++i) {
       EXPECT_EQ(back[i], values[i]) << dtype_name(d) << " element " << i;
       EXPECT_EQ(std::signbit(back[i]), std::signbit(values[i])) << dtype_name(d) << " element " << i;
@@ -276,7 +276,7 @@ TEST(EncodeDecode, SixteenBitEncodingsHoldTheConversionsBitPatterns) {
 TEST(EncodeDecode, AllOnesBytesDecodeToNanInEveryDtype) {
   // StagedProblem::poison_outputs relies on this to make unwritten outputs fail.
   const std::vector<unsigned char> ones(8, 0xFF);
-  for (DType d : kAllDtypes) EXPECT_TRUE(std::isnan(decode(ones.data(), 1, d)[0])) << dtype_name(d);
+  for (DType d : kAllDtypes) EXPECT_TRUE(std::isnan(decode_values(ones.data(), 1, d)[0])) << dtype_name(d);
 }
 
 }  // namespace

@@ -30,7 +30,7 @@ SharingTree small_tree() { return SharingTree::two_level(9, {4, 0}, {{2, 3}, {5}
 std::vector<double> staged_values(const DeviceMemory& memory, const ConstTensor& t) {
   std::vector<std::byte> bytes(t.numel * dtype_size(t.dtype));
   memory.copy_to_host(bytes.data(), t.data, bytes.size());
-  return decode(bytes.data(), t.numel, t.dtype);
+  return decode_values(bytes.data(), t.numel, t.dtype);
 }
 
 // ---- make_problem -----------------------------------------------------------------------------------

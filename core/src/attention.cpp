@@ -62,6 +62,23 @@ void check_io(const AttentionShape& shape, const SharingTree& tree, const Attent
   check_tensor("outputs.lse", outputs.lse.data, outputs.lse.dtype, outputs.lse.numel, lse_dtype(shape.dtype), rows);
 }
 
+std::vector<long long> run_lengths(const AttentionShape& shape, const SharingTree& tree, const AttentionInputs& inputs) {
+  std::vector<long long> lengths(static_cast<std::size_t>(tree.num_segments()));
+  for (int i = 0; i < tree.num_segments(); ++i) lengths[static_cast<std::size_t>(i)] = tree.length(i);
+  if (inputs.leaf_lengths == nullptr) return lengths;
+  for (int s = 0; s < tree.num_seqs(); ++s) {
+    const int leaf = tree.leaf(s), length = inputs.leaf_lengths[s];
+    if (length < shape.q_len - 1 || length > tree.length(leaf)) {
+      throw std::invalid_argument("inputs.leaf_lengths[" + std::to_string(s) + "] = " + std::to_string(length) +
+                                  ": sequence " + std::to_string(s) + "'s leaf holds " + std::to_string(tree.length(leaf)) +
+                                  " tokens and its q_len = " + std::to_string(shape.q_len) +
+                                  " queries need at least " + std::to_string(shape.q_len - 1));
+    }
+    lengths[static_cast<std::size_t>(leaf)] = length;
+  }
+  return lengths;
+}
+
 namespace {
 // What plan() and workspace_bytes() both ask first: a valid problem, options the backend takes
 // (returned resolved), and its support.

@@ -139,7 +139,7 @@ std::vector<std::byte> encode(const std::vector<double>& values, DType dtype) {
   return out;
 }
 
-std::vector<double> decode(const void* bytes, std::size_t count, DType dtype) {
+std::vector<double> decode_values(const void* bytes, std::size_t count, DType dtype) {
   std::vector<double> out(count);
   const auto* src = static_cast<const std::byte*>(bytes);
   for (std::size_t i = 0; i < count; ++i) {

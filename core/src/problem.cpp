@@ -245,7 +245,7 @@ Results StagedProblem::fetch() const {
   auto fetch_one = [this](const Tensor& t) {
     std::vector<std::byte> bytes(t.numel * dtype_size(t.dtype));
     memory_->copy_to_host(bytes.data(), t.data, bytes.size());
-    return decode(bytes.data(), t.numel, t.dtype);
+    return decode_values(bytes.data(), t.numel, t.dtype);
   };
   memory_->synchronize();
   return Results{fetch_one(outputs_.o), fetch_one(outputs_.lse)};

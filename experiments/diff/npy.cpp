@@ -163,7 +163,7 @@ std::size_t NpyArray::count() const {
   return n;
 }
 
-std::vector<double> NpyArray::values() const { return decode(data.data(), count(), dtype); }
+std::vector<double> NpyArray::values() const { return decode_values(data.data(), count(), dtype); }
 
 std::string NpyArray::shape_text() const {
   std::string out = "(";

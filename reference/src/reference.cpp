@@ -86,6 +86,7 @@ class ReferencePlan final : public AttentionPlan {
 
   void run(const AttentionInputs& in, const AttentionOutputs& out, Stream) override {
     check_io(shape_, tree_, in, out);
+    const std::vector<long long> lengths = run_lengths(shape_, tree_, in);
     const int pairs = shape_.num_seqs * shape_.kv_heads;
 #pragma omp parallel for schedule(dynamic)
     for (int pair = 0; pair < pairs; ++pair) {
@@ -94,9 +95,9 @@ class ReferencePlan final : public AttentionPlan {
       Matrix o;
       Vector lse;
       if (decomposed_) {
-        run_decomposed(in, q, seq, kv_head, o, lse);
+        run_decomposed(in, lengths, q, seq, kv_head, o, lse);
       } else {
-        run_concatenated(in, q, seq, kv_head, o, lse);
+        run_concatenated(in, lengths, q, seq, kv_head, o, lse);
       }
       scatter_outputs(shape_, o, lse, seq, kv_head, static_cast<double*>(out.o.data), static_cast<double*>(out.lse.data));
     }
@@ -104,32 +105,35 @@ class ReferencePlan final : public AttentionPlan {
 
  private:
   // The definition: copy the path's keys and values into one matrix, one softmax over all of it.
-  void run_concatenated(const AttentionInputs& in, const Matrix& q, int seq, int kv_head, Matrix& o, Vector& lse) const {
-    const long long len = tree_.path_length(seq);
+  void run_concatenated(const AttentionInputs& in, const std::vector<long long>& lengths, const Matrix& q, int seq,
+                        int kv_head, Matrix& o, Vector& lse) const {
+    long long len = 0;
+    for (int segment : tree_.path(seq)) len += lengths[segment];
     Matrix k(len, shape_.head_dim), v(len, shape_.head_dim);
     Eigen::Index row = 0;
     for (int segment : tree_.path(seq)) {
-      const long long n = tree_.length(segment);
+      const long long n = lengths[segment];
       k.middleRows(row, n) = kv_view(shape_, in.k[segment].data, n, kv_head);
       v.middleRows(row, n) = kv_view(shape_, in.v[segment].data, n, kv_head);
       row += n;
     }
     const KvView kall(k.data(), len, shape_.head_dim, Eigen::OuterStride<>(shape_.head_dim));
     const KvView vall(v.data(), len, shape_.head_dim, Eigen::OuterStride<>(shape_.head_dim));
-    const long long leaf_len = tree_.length(tree_.leaf(seq));
+    const long long leaf_len = lengths[tree_.leaf(seq)];
     std::vector<long long> n = attended_counts(shape_, leaf_len, true);
     for (long long& c : n) c += len - leaf_len;
     attend(q, kall, vall, n, shape_.scale, o, lse);
   }
 
   // Per segment, then the one merge routine, in fp64.
-  void run_decomposed(const AttentionInputs& in, const Matrix& q, int seq, int kv_head, Matrix& o, Vector& lse) const {
+  void run_decomposed(const AttentionInputs& in, const std::vector<long long>& lengths, const Matrix& q, int seq,
+                      int kv_head, Matrix& o, Vector& lse) const {
     o.setZero(q.rows(), q.cols());
     lse.setConstant(q.rows(), -std::numeric_limits<double>::infinity());
     Matrix part_o;
     Vector part_lse;
     for (int segment : tree_.path(seq)) {
-      const long long n = tree_.length(segment);
+      const long long n = lengths[segment];
       attend(q, kv_view(shape_, in.k[segment].data, n, kv_head), kv_view(shape_, in.v[segment].data, n, kv_head),
              attended_counts(shape_, n, tree_.is_leaf(segment)), shape_.scale, part_o, part_lse);
       for (Eigen::Index r = 0; r < q.rows(); ++r) {

@@ -71,6 +71,72 @@ TEST_P(CudaPlan, GraphReplayOnAnotherStreamEqualsAnEagerRunBitForBit) {
   }
 }
 
+// A decode loop's use: one plan for leaf capacities serves every layer (each its own KV cache) and
+// every step (leaf lengths in device memory), all in one captured graph replayed as lengths grow.
+TEST_P(CudaPlan, OneGraphOverSeveralKvCachesFollowsTheLeafLengthsInDeviceMemory) {
+  const BackendChoice choice = parse_backend_choice(GetParam());
+  const AttentionBackend& b = backend(choice.backend);
+  const AttentionShape shape = make_shape(3, 1, 8, 2, 64, DType::bf16);
+  const SharingTree tree = SharingTree::prefix_suffix(500, {40, 40, 40});  // leaves at capacity
+  const StagedProblem layer0(b.memory(), make_problem(shape, tree, 81), Storage::shared);
+  const StagedProblem layer1(b.memory(), make_problem(shape, tree, 82), Storage::shared);
+  const auto plan = b.plan(shape, tree, choice.options);
+  const Buffer lengths(b.memory(), 3 * sizeof(int));
+  auto run = [&](const StagedProblem& layer, cudaStream_t s) {
+    AttentionInputs in = layer.inputs();
+    in.leaf_lengths = static_cast<const int*>(lengths.data());
+    plan->run(in, layer.outputs(), Stream{s});
+  };
+  auto eager = [&](const StagedProblem& layer, const std::vector<int>& now) {
+    b.memory().copy_from_host(lengths.data(), now.data(), lengths.bytes());
+    layer.poison_outputs();
+    run(layer, nullptr);
+    b.memory().synchronize();
+    return layer.fetch();
+  };
+  const std::vector<std::vector<int>> steps = {{1, 0, 7}, {2, 1, 8}, {40, 39, 9}};
+  std::vector<Results> want;
+  for (const auto& now : steps) {
+    want.push_back(eager(layer0, now));
+    want.push_back(eager(layer1, now));
+  }
+
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  run(layer0, stream);
+  run(layer1, stream);
+  ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    b.memory().copy_from_host(lengths.data(), steps[i].data(), lengths.bytes());
+    layer0.poison_outputs();
+    layer1.poison_outputs();
+    ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    const Results got[2] = {layer0.fetch(), layer1.fetch()};
+    for (int layer = 0; layer < 2; ++layer) {
+      const Results& w = want[2 * i + static_cast<std::size_t>(layer)];
+      EXPECT_EQ(got[layer].o, w.o) << "step " << i << ", layer " << layer;
+      EXPECT_EQ(got[layer].lse, w.lse) << "step " << i << ", layer " << layer;
+    }
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+
+  // A third cache's first run uploads its tables: capturing it is refused, not recorded broken.
+  const StagedProblem layer2(b.memory(), make_problem(shape, tree, 83), Storage::shared);
+  ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  EXPECT_THAT([&] { run(layer2, stream); },
+              ::testing::ThrowsMessage<std::logic_error>(HasSubstr("run it once before capturing")));
+  cudaGraph_t broken = nullptr;
+  (void)cudaStreamEndCapture(stream, &broken);
+  if (broken != nullptr) cudaGraphDestroy(broken);
+  cudaStreamDestroy(stream);
+}
+
 TEST_P(CudaPlan, RefusesHostPointersNamingTheTensor) {
   const AttentionBackend& b = backend(parse_backend_choice(GetParam()).backend);
   const Problem problem = small_problems().front();

@@ -124,8 +124,9 @@ struct Run {
   const int g = shape.group_size();
   const int queries = shape.num_seqs * shape.q_len * shape.q_heads;
   const int rows = s.num_rows();
-  if (s.row_limit.size() != s.row_query.size()) {
-    return fail() << "row_limit has " << s.row_limit.size() << " entries but row_query has " << s.row_query.size();
+  if (s.row_limit.size() != s.row_query.size() || s.row_leaf.size() != s.row_query.size()) {
+    return fail() << "row_limit has " << s.row_limit.size() << " entries and row_leaf " << s.row_leaf.size()
+                  << " but row_query has " << s.row_query.size();
   }
 
   std::vector<int> row_owner(rows, -1);            // item (numbered narrow first, then wide) per row
@@ -196,6 +197,11 @@ struct Run {
         }
         const int limit = s.row_limit[r];
         if (limit < 0 || limit > list_tokens) return fail() << name << ": row " << r << " has row_limit " << limit;
+        // A leaf ending the list shortens the row's limit when the run's leaf_lengths say so.
+        const int leaf_of = tree.is_leaf(list.back()) ? q / shape.q_heads / shape.q_len : -1;
+        if (s.row_leaf[r] != leaf_of) {
+          return fail() << name << ": row " << r << " has row_leaf " << s.row_leaf[r] << ", expected " << leaf_of;
+        }
         // Positions pos in [token_begin, token_end) with pos < limit, cut at segment boundaries.
         const long long from = it.token_begin, to = std::min<long long>(it.token_end, limit);
         for (std::size_t k = 0; k < list.size(); ++k) {
@@ -248,6 +254,7 @@ struct Run {
           return fail() << name << ": row " << row << " (" << query_text(shape, q) << ") is not gathered row " << gathered;
         }
         if (q % shape.q_heads / g != h) return fail() << name << ": row " << row << " is not of KV head " << h;
+        if (s.row_leaf[row] != -1) return fail() << name << ": row " << row << " of a shared segment has a row_leaf";
         const long long to = std::min<long long>(c.token_end, s.row_limit[row]);
         if (c.token_begin < to) attended[q].push_back({c.segment, c.token_begin, to});
       }

@@ -90,6 +90,7 @@ CpuPlan::CpuPlan(const AttentionShape& shape, const SharingTree& tree, int max_r
 
 void CpuPlan::prepare(const AttentionInputs& in, const AttentionOutputs& out) {
   check_io(shape_, tree_, in, out);
+  lengths_ = run_lengths(shape_, tree_, in);
   widen_queries(shape_, in.q, q32_);
 }
 

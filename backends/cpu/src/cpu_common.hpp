@@ -41,7 +41,7 @@ std::size_t cpu_plan_bytes(const AttentionShape& shape, int max_rows);
 class CpuPlan : public AttentionPlan {
  protected:
   CpuPlan(const AttentionShape& shape, const SharingTree& tree, int max_rows);
-  // check_io, then widens Q into q32_.
+  // check_io, then widens Q into q32_ and takes the run's segment lengths (run_lengths).
   void prepare(const AttentionInputs& in, const AttentionOutputs& out);
 
   AttentionShape shape_;
@@ -49,6 +49,7 @@ class CpuPlan : public AttentionPlan {
   int threads_;
   std::vector<Workspace> workspaces_;  // one per thread
   std::vector<float> q32_;             // [B, q_len, Hq, D] widened queries
+  std::vector<long long> lengths_;     // [num_segments] tokens of each segment in this run
 };
 
 }  // namespace hydragen::cpu

@@ -26,7 +26,7 @@ class FlatPlan final : public CpuPlan {
         gather_rows(shape_, q32_.data(), {seq}, kv_head, q);
         acc.reset(static_cast<int>(q.rows()), shape_.head_dim);
         for (int segment : tree_.path(seq)) {
-          const long long len = tree_.length(segment);
+          const long long len = lengths_[segment];
           attend_tokens(q, kv_slice(shape_, in.k[segment], kv_head), kv_slice(shape_, in.v[segment], kv_head), 0, len,
                         row_limits(shape_, 1, len, tree_.is_leaf(segment)), shape_.scale, acc, ws);
         }

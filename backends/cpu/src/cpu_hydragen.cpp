@@ -85,9 +85,9 @@ class HydragenPlan final : public CpuPlan {
         gather_rows(shape_, q32_.data(), tree_.seqs_below(t.segment), t.kv_head, q);
         Partial& result = results_[t.result];
         result.reset(t.rows, shape_.head_dim);
-        const long long len = tree_.length(t.segment);
+        const long long len = lengths_[t.segment];  // a leaf may hold fewer tokens than planned
         attend_tokens(q, kv_slice(shape_, in.k[t.segment], t.kv_head), kv_slice(shape_, in.v[t.segment], t.kv_head),
-                      t.begin, t.end, row_limits(shape_, tree_.seqs_below(t.segment).size(), len, tree_.is_leaf(t.segment)),
+                      t.begin, std::min(t.end, len), row_limits(shape_, tree_.seqs_below(t.segment).size(), len, tree_.is_leaf(t.segment)),
                       shape_.scale, result, ws);
       }
       // Phase 2: each (sequence, KV head) merges the partials on its path.

@@ -1,6 +1,8 @@
 #include "cuda_plan.hpp"
 
+#include <cstdint>
 #include <stdexcept>
+#include <string>
 
 #include "hydragen/cuda/check.hpp"
 
@@ -24,14 +26,16 @@ std::vector<int> lengths(const SharingTree& tree) {
   return l;
 }
 
+std::vector<int> leaf_capacities(const SharingTree& tree) {
+  std::vector<int> l;
+  for (int s = 0; s < tree.num_seqs(); ++s) l.push_back(tree.length(tree.leaf(s)));
+  return l;
+}
+
 }  // namespace
 
 CudaPlan::CudaPlan(const AttentionShape& shape, const SharingTree& tree)
-    : shape_(shape),
-      tree_(tree),
-      k_(static_cast<std::size_t>(tree.num_segments())),
-      v_(static_cast<std::size_t>(tree.num_segments())),
-      segment_length_(upload(lengths(tree))) {}
+    : shape_(shape), tree_(tree), segment_length_(upload(lengths(tree))), leaf_capacity_(upload(leaf_capacities(tree))) {}
 
 cudaStream_t CudaPlan::bind(const AttentionInputs& in, const AttentionOutputs& out, Stream stream) {
   check_io(shape_, tree_, in, out);
@@ -39,8 +43,26 @@ cudaStream_t CudaPlan::bind(const AttentionInputs& in, const AttentionOutputs& o
   for (const auto* side : {&in.k, &in.v}) {
     for (const ConstTensor& t : *side) now.push_back(t.data);
   }
+  std::size_t hash = now.size();
+  for (const void* p : now) hash = hash * 1099511628211ULL ^ reinterpret_cast<std::uintptr_t>(p);
   const auto s = static_cast<cudaStream_t>(stream.handle);
-  if (now == bound_) return s;
+  if (!bindings_.empty() && binding().hash == hash && binding().pointers == now) return s;
+  for (std::size_t i = 0; i < bindings_.size(); ++i) {
+    if (bindings_[i]->hash == hash && bindings_[i]->pointers == now) {
+      current_ = i;
+      return s;
+    }
+  }
+  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+  CUDA_CHECK(cudaStreamIsCapturing(s, &capturing));
+  if (capturing != cudaStreamCaptureStatusNone) {
+    throw std::logic_error("a plan's first run with these tensors is being captured in a CUDA graph: it uploads their "
+                           "tables, so run it once before capturing");
+  }
+  if (bindings_.size() == kMaxBindings) {
+    throw std::length_error("this plan has run with " + std::to_string(kMaxBindings) +
+                            " different sets of tensors, the most it keeps tables for: make a new plan");
+  }
   const int n = tree_.num_segments();
   require_device_pointer(in.q.data, "inputs.q");
   require_device_pointer(out.o.data, "outputs.o");
@@ -49,11 +71,17 @@ cudaStream_t CudaPlan::bind(const AttentionInputs& in, const AttentionOutputs& o
     require_device_pointer(in.k[i].data, "inputs.k[" + std::to_string(i) + "]");
     require_device_pointer(in.v[i].data, "inputs.v[" + std::to_string(i) + "]");
   }
+  auto b = std::make_unique<Binding>();
+  b->k = DeviceArray<const void*>(static_cast<std::size_t>(n));
+  b->v = DeviceArray<const void*>(static_cast<std::size_t>(n));
   // From pageable memory: the call returns once the source is staged, so `now` may go.
-  CUDA_CHECK(cudaMemcpyAsync(k_.data(), now.data() + 3, k_.bytes(), cudaMemcpyHostToDevice, s));
-  CUDA_CHECK(cudaMemcpyAsync(v_.data(), now.data() + 3 + n, v_.bytes(), cudaMemcpyHostToDevice, s));
-  rebound(in, s);
-  bound_ = std::move(now);
+  CUDA_CHECK(cudaMemcpyAsync(b->k.data(), now.data() + 3, b->k.bytes(), cudaMemcpyHostToDevice, s));
+  CUDA_CHECK(cudaMemcpyAsync(b->v.data(), now.data() + 3 + n, b->v.bytes(), cudaMemcpyHostToDevice, s));
+  rebound(in, *b, s);
+  b->pointers = std::move(now);
+  b->hash = hash;
+  bindings_.push_back(std::move(b));
+  current_ = bindings_.size() - 1;
   return s;
 }
 

@@ -65,14 +65,17 @@ class CudaMemory final : public DeviceMemory {
     if (ptr != nullptr && cudaFree(ptr) != cudaSuccess) (void)cudaGetLastError();
   }
 
+  // cudaMemcpy from pageable memory, device-to-device, and cudaMemset may return before the device
+  // has finished; wait, so that every call here is complete on return and the buffer can go to any
+  // stream next (a non-blocking stream does not wait for the legacy stream).
   void copy_from_host(void* dst, const void* host_src, std::size_t bytes) const override {
-    if (bytes != 0) CUDA_CHECK(cudaMemcpy(dst, host_src, bytes, cudaMemcpyHostToDevice));
+    if (bytes == 0) return;
+    CUDA_CHECK(cudaMemcpy(dst, host_src, bytes, cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaStreamSynchronize(nullptr));
   }
   void copy_to_host(void* host_dst, const void* src, std::size_t bytes) const override {
     if (bytes != 0) CUDA_CHECK(cudaMemcpy(host_dst, src, bytes, cudaMemcpyDeviceToHost));
   }
-  // cudaMemcpy device-to-device and cudaMemset return before the device has finished; wait, so
-  // that every call here is complete on return and the buffer can go to any stream next.
   void copy(void* dst, const void* src, std::size_t bytes) const override {
     if (bytes == 0) return;
     CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice));

@@ -60,15 +60,17 @@ bool narrow_blocks_stream(const std::vector<Block>& blocks, int kv_heads) {
 }
 
 // Partial rows of one group's stacked rows [first, first + count) over KV head kv_head: each row's
-// query and the positions of the group's tokens it may see.
+// query, the positions of the group's tokens it may see, and whose leaf (if any) ends them.
 void add_rows(const AttentionShape& shape, const Group& grp, int kv_head, int first, int count, Schedule& s) {
   const QueryIndex index = query_index(shape);
   const int per_seq = index.rows_per_seq();
   for (int r = first; r < first + count; ++r) {
     const int stacked = r % per_seq;
-    s.row_query.push_back(static_cast<int>(index.stacked_row(grp.seqs[r / per_seq], kv_head, stacked)));
+    const int seq = grp.seqs[r / per_seq];
+    s.row_query.push_back(static_cast<int>(index.stacked_row(seq, kv_head, stacked)));
     s.row_limit.push_back(checked_int(attended_tokens(grp.tokens, grp.ends_in_leaf, shape.q_len, stacked / index.group_size),
                                       "tokens of a path"));
+    s.row_leaf.push_back(grp.ends_in_leaf ? seq : -1);
   }
 }
 

@@ -58,6 +58,7 @@ struct Schedule {
   std::vector<int> gather_query;       // [gathered rows] the query row each gathered row copies (gemm_schedule)
   std::vector<int> row_query;          // [rows] the query row (indexing.hpp) of each partial row
   std::vector<int> row_limit;          // [rows] positions of its item's token list the row may see
+  std::vector<int> row_leaf;           // [rows] the sequence whose leaf ends the row's token list, or -1
   std::vector<int> merge_offsets;      // [B * q_len * Hq + 1]
   std::vector<int> merge_rows;         // partial rows per query, ascending
   int num_rows() const { return static_cast<int>(row_query.size()); }

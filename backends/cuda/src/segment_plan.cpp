@@ -36,6 +36,7 @@ class SegmentPlan final : public CudaPlan {
         item_segments_(upload(s.item_segments)),
         row_query_(upload(s.row_query)),
         row_limit_(upload(s.row_limit)),
+        row_leaf_(upload(s.row_leaf)),
         merge_offsets_(upload(s.merge_offsets)),
         merge_rows_(upload(s.merge_rows)),
         max_partials_(s.max_partials()),
@@ -54,7 +55,6 @@ class SegmentPlan final : public CudaPlan {
       }
       std::sort(map_segments_.begin(), map_segments_.end());
       map_segments_.erase(std::unique(map_segments_.begin(), map_segments_.end()), map_segments_.end());
-      kv_maps_ = DeviceArray<CUtensorMap>(2 * static_cast<std::size_t>(tree.num_segments()));
     }
   }
 
@@ -63,7 +63,7 @@ class SegmentPlan final : public CudaPlan {
                                   ItemKernel wide_kernel) {
     const std::size_t rows = static_cast<std::size_t>(s.num_rows());
     std::size_t bytes = CudaPlan::device_bytes(tree) + (s.narrow_items.size() + s.wide_items.size()) * sizeof(WorkItem) +
-                        (s.item_segments.size() + 2 * rows + s.merge_offsets.size() + s.merge_rows.size()) * sizeof(int) +
+                        (s.item_segments.size() + 3 * rows + s.merge_offsets.size() + s.merge_rows.size()) * sizeof(int) +
                         rows * (static_cast<std::size_t>(shape.head_dim) + 1) * sizeof(float);
     if (!s.gemm_chunks.empty()) bytes += GemmAttention::device_bytes(shape, s);
     if (wide_kernel == ItemKernel::wgmma) bytes += 2 * static_cast<std::size_t>(tree.num_segments()) * sizeof(CUtensorMap);
@@ -86,8 +86,10 @@ class SegmentPlan final : public CudaPlan {
     p.item_segments = item_segments_.data();
     p.row_query = row_query_.data();
     p.row_limit = row_limit_.data();
+    p.row_leaf = row_leaf_.data();
+    p.leaf_capacity = leaf_capacity_.data();
     p.merge = m;
-    p.kv_maps = kv_maps_.data();
+    p.kv_maps = binding().extra.data();
     p.kv_heads = shape_.kv_heads;
     p.scale_log2 = shape_.scale * kLog2e;
     // The narrow items (leaves: short, latency-bound) run on a side stream beside the shared
@@ -114,15 +116,17 @@ class SegmentPlan final : public CudaPlan {
   }
 
  private:
-  void rebound(const AttentionInputs& in, cudaStream_t s) override {
+  // The binding's TMA descriptors: [num_segments][2] K, V of map_segments_ (wgmma only).
+  void rebound(const AttentionInputs& in, Binding& b, cudaStream_t s) override {
     if (map_segments_.empty()) return;
-    std::vector<CUtensorMap> maps(kv_maps_.size());
+    std::vector<CUtensorMap> maps(2 * static_cast<std::size_t>(tree_.num_segments()));
     for (int segment : map_segments_) {
       const int length = tree_.length(segment);
       maps[2 * segment] = kv_tensor_map(in.k[segment].data, shape_.dtype, length, shape_.kv_heads, shape_.head_dim);
       maps[2 * segment + 1] = kv_tensor_map(in.v[segment].data, shape_.dtype, length, shape_.kv_heads, shape_.head_dim);
     }
-    CUDA_CHECK(cudaMemcpyAsync(kv_maps_.data(), maps.data(), kv_maps_.bytes(), cudaMemcpyHostToDevice, s));
+    b.extra = DeviceArray<unsigned char>(maps.size() * sizeof(CUtensorMap));
+    CUDA_CHECK(cudaMemcpyAsync(b.extra.data(), maps.data(), b.extra.bytes(), cudaMemcpyHostToDevice, s));
   }
 
   // Whether the merge starts while the one attention launch before it ends (dependent_launch.cuh):
@@ -147,7 +151,7 @@ class SegmentPlan final : public CudaPlan {
   DeviceLimits device_;     // asked once, when the plan was made
   ItemKernel wide_kernel_;  // runs the wide items
   DeviceArray<WorkItem> narrow_, wide_;
-  DeviceArray<int> item_segments_, row_query_, row_limit_, merge_offsets_, merge_rows_;
+  DeviceArray<int> item_segments_, row_query_, row_limit_, row_leaf_, merge_offsets_, merge_rows_;
   int max_partials_;                // the most partial rows of one query
   int narrow_grid_, wide_grid_;     // blocks of each launch: the items' count, or fewer persistent ones
   DeviceArray<float> partial_o_;    // [rows, D]
@@ -156,7 +160,6 @@ class SegmentPlan final : public CudaPlan {
   bool run_merge_ = false;          // some query has no partial row, several, or a cuBLAS one
   bool overlap_merge_ = false;      // overlap_merge(), once per plan
   std::vector<int> map_segments_;    // segments read by wgmma items
-  DeviceArray<CUtensorMap> kv_maps_;  // [num_segments][2]: K, V descriptors of map_segments_ (wgmma only)
   OwnedStream side_;                // runs the narrow items beside the wide ones
   OwnedEvent fork_{cudaEventDisableTiming}, join_{cudaEventDisableTiming};
 };

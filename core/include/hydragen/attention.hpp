@@ -21,6 +21,13 @@ struct AttentionInputs {
   ConstTensor q;               // [B, q_len, Hq, D], shape.dtype
   std::vector<ConstTensor> k;  // per segment: [length(segment), Hkv, D], shape.dtype
   std::vector<ConstTensor> v;  // per segment: [length(segment), Hkv, D], shape.dtype
+  // Decoding into a KV cache that grows: [B] tokens now in each sequence's leaf, in the backend's
+  // memory, the plan's leaf lengths being capacities (null: as planned). A query then attends the
+  // first leaf_lengths[s] tokens of its leaf (minus its causal tail), so one plan, and one CUDA graph
+  // of its run, serves every step until a leaf is full. The unused tail of a leaf must hold finite
+  // values (a zero-filled cache does). Host backends check each value against [q_len - 1, capacity];
+  // CUDA backends, which cannot read them without waiting, clamp them to [0, capacity].
+  const int* leaf_lengths = nullptr;
 };
 
 struct AttentionOutputs {
@@ -42,10 +49,18 @@ void validate_problem(const AttentionShape& shape, const SharingTree& tree);
 void check_io(const AttentionShape& shape, const SharingTree& tree, const AttentionInputs& inputs,
               const AttentionOutputs& outputs);
 
+// Each segment's tokens for one run on the host: the tree's lengths, with the leaves cut to
+// inputs.leaf_lengths when given (each checked against [q_len - 1, capacity]: std::invalid_argument
+// naming the sequence). Host backends call it after check_io.
+std::vector<long long> run_lengths(const AttentionShape& shape, const SharingTree& tree, const AttentionInputs& inputs);
+
 class AttentionPlan {
  public:
   virtual ~AttentionPlan() = default;
-  // Checks the tensors (check_io) and computes O and LSE for the planned problem.
+  // Checks the tensors (check_io) and computes O and LSE for the planned problem. A CUDA plan's
+  // first run with a new set of tensors uploads their tables (so it cannot be captured in a graph);
+  // later runs with the same tensors launch kernels only, and one plan may serve several sets (the
+  // layers of a model, each with its own KV cache).
   virtual void run(const AttentionInputs& inputs, const AttentionOutputs& outputs, Stream stream = {}) = 0;
 };
 

@@ -38,6 +38,6 @@ void encode_one(double value, DType dtype, std::byte* dst);
 
 // Packs fp64 values into the byte representation of `dtype`, and back.
 std::vector<std::byte> encode(const std::vector<double>& values, DType dtype);
-std::vector<double> decode(const void* bytes, std::size_t count, DType dtype);
+std::vector<double> decode_values(const void* bytes, std::size_t count, DType dtype);
 
 }  // namespace hydragen

@@ -7,6 +7,7 @@
 #include "block_reduce.cuh"
 #include "element.cuh"
 #include "hydragen/indexing.hpp"
+#include "leaf_length.cuh"
 #include "params.hpp"
 
 namespace hydragen::cuda {
@@ -25,9 +26,11 @@ __global__ void __launch_bounds__(kNaiveThreads) naive_attention(const NaivePara
 
   float* const scores = p.scores + static_cast<long long>(query) * p.max_path;
   const int first = p.path_offsets[seq], last = p.path_offsets[seq + 1];
-  // Visible tokens of path segment i: all, or the causal part of the leaf.
+  // Visible tokens of path segment i: all, or the causal part of the leaf (as long as it is this run).
   auto visible = [&](int i) {
-    return static_cast<int>(attended_tokens(p.segment_length[p.path_segments[i]], i == last - 1, p.q_len, qi));
+    const int length = p.segment_length[p.path_segments[i]];
+    if (i != last - 1) return length;
+    return max(0, static_cast<int>(attended_tokens(leaf_tokens(p.leaf_lengths, seq, length), true, p.q_len, qi)));
   };
 
   float local_max = -INFINITY;

@@ -46,6 +46,9 @@ struct SegmentAttentionParams {
   const int* item_segments = nullptr;    // segment ids; WorkItem::first_segment indexes here
   const int* row_query = nullptr;        // [rows] the query row (indexing.hpp) of each partial row
   const int* row_limit = nullptr;        // [rows] positions of its item's token list the row may see (causal leaf)
+  const int* row_leaf = nullptr;         // [rows] the sequence whose leaf ends the row's token list, or -1
+  const int* leaf_lengths = nullptr;     // [B] tokens in each leaf this run (AttentionInputs); null: as planned
+  const int* leaf_capacity = nullptr;    // [B] each sequence's leaf length in the plan's tree
   MergeParams merge;
   const void* kv_maps = nullptr;         // [num_segments][2] TMA descriptors (K, V) of the segments wgmma items
                                          // read (one segment per item); null for the other kernels
@@ -61,6 +64,7 @@ struct NaiveParams {
   const int* segment_length = nullptr;  // [num_segments]
   const int* path_offsets = nullptr;    // [B + 1] into path_segments
   const int* path_segments = nullptr;   // root-to-leaf segments of each sequence
+  const int* leaf_lengths = nullptr;    // [B] tokens in each leaf this run (AttentionInputs); null: as planned
   float* scores = nullptr;              // [B * q_len * Hq, max_path] workspace
   void* o = nullptr;                    // [B, q_len, Hq, D]
   float* lse = nullptr;                 // [B, q_len, Hq]

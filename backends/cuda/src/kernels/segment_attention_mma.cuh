@@ -18,6 +18,7 @@
 // computed, and pull their items' tables into L1 first (perf-notes v7).
 #include "dependent_launch.cuh"
 #include "element.cuh"
+#include "leaf_length.cuh"
 #include "hydragen/merge.hpp"
 #include "item_segments.cuh"
 #include "mma.cuh"
@@ -132,7 +133,7 @@ struct LaneRows {
     for (int r = 0; r < 2; ++r) {
       row[r] = r0 + 8 * r;
       has[r] = row[r] < item.num_rows;
-      limit[r] = has[r] ? min(p.row_limit[item.first_row + row[r]], item.token_end) : item.token_end;
+      limit[r] = has[r] ? min(visible_limit(p, item.first_row + row[r]), item.token_end) : item.token_end;
     }
   }
 };

@@ -7,6 +7,7 @@
 #include "dependent_launch.cuh"
 #include "element.cuh"
 #include "item_segments.cuh"
+#include "leaf_length.cuh"
 #include "params.hpp"
 #include "row_output.cuh"
 #include "tile_config.hpp"
@@ -32,7 +33,7 @@ __global__ void __launch_bounds__(kSimtThreads) segment_attention_simt(const Seg
     const T* const src = r < item.num_rows ? q + static_cast<long long>(p.row_query[item.first_row + r]) * D : nullptr;
     for (int d = lane; d < D; d += 32) sq[r][d] = src != nullptr ? to_float(src[d]) : 0.f;
   }
-  const int limit = row < item.num_rows ? p.row_limit[item.first_row + row] : 0;
+  const int limit = row < item.num_rows ? visible_limit(p, item.first_row + row) : 0;
   const RowOutput out = row_output(p, row < item.num_rows ? item.first_row + row : -1);
 
   float m = -INFINITY, l = 0.f;  // running max (log2 units) and sum of this row

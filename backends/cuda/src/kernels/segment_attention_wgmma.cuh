@@ -18,6 +18,7 @@
 #include "async_copy.cuh"
 #include "dependent_launch.cuh"
 #include "element.cuh"
+#include "leaf_length.cuh"
 #include "mma.cuh"
 #include "online_softmax.cuh"
 #include "params.hpp"
@@ -214,8 +215,8 @@ __global__ void __launch_bounds__(WgmmaTile<D>::kThreads, 1) segment_attention_w
   const int warp = threadIdx.x / 32 % 4, g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
   const int r0 = wg * 64 + warp * 16 + g, r1 = r0 + 8;
   const bool has0 = r0 < item.num_rows, has1 = r1 < item.num_rows;
-  const int limit[2] = {has0 ? min(p.row_limit[item.first_row + r0], item.token_end) : 0,
-                        has1 ? min(p.row_limit[item.first_row + r1], item.token_end) : 0};
+  const int limit[2] = {has0 ? min(visible_limit(p, item.first_row + r0), item.token_end) : 0,
+                        has1 ? min(visible_limit(p, item.first_row + r1), item.token_end) : 0};
   const RowOutput out0 = row_output(p, has0 ? item.first_row + r0 : -1);
   const RowOutput out1 = row_output(p, has1 ? item.first_row + r1 : -1);
   cp_async_wait<0>();
