@@ -1,0 +1,370 @@
+#include "decode/cuda_runtime.hpp"
+
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime_api.h>
+#include <math_constants.h>
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "decode/runtime_checks.hpp"
+#include "handles.hpp"
+#include "hydragen/cuda/check.hpp"
+#include "hydragen/cuda/device.hpp"
+#include "hydragen/cuda/memory.hpp"
+#include "kernels/block_reduce.cuh"
+#include "kernels/element.cuh"
+
+namespace hydragen::decode {
+namespace {
+
+using cuda::from_float;
+using cuda::to_float;
+using Element = __nv_bfloat16;  // dtype(): weights, activations and the KV cache
+
+constexpr int kThreads = 256;  // per block: whole warps; a 4096-8192 wide row gives each 16-32 elements
+// cuBLAS's recommended workspace on Hopper, given by hand so that a captured GEMM allocates nothing.
+constexpr std::size_t kCublasWorkspaceBytes = std::size_t{32} << 20;
+
+// A Matrix's rows on the device, typed.
+template <typename T>
+struct Rows {
+  T* data;          // [rows, ld]
+  std::int64_t ld;  // elements from one row to the next
+  __device__ T* operator[](std::int64_t r) const { return data + r * ld; }
+};
+
+template <typename T>
+Rows<T> rows_of(const Matrix& m) {
+  return {static_cast<T*>(m.data), m.ld};
+}
+
+unsigned blocks_for(std::int64_t items) { return static_cast<unsigned>((items + kThreads - 1) / kThreads); }
+
+// One block per token. A token outside the table (the host runtime refuses it; this one cannot read
+// it without waiting) gives a row of NaN, so the mistake shows downstream.
+template <typename T>
+__global__ void embed_kernel(const int* tokens, Rows<const T> table, std::int64_t vocab, std::int64_t hidden, Rows<T> x) {
+  // tokens: [T]; table: [vocab, hidden]; x: [T, hidden]
+  const std::int64_t t = blockIdx.x;
+  const int token = tokens[t];
+  const bool known = token >= 0 && token < vocab;
+  for (std::int64_t j = threadIdx.x; j < hidden; j += blockDim.x) {
+    x[t][j] = known ? table[token][j] : from_float<T>(CUDART_NAN_F);
+  }
+}
+
+// One block per row: the sum of squares in fp32 over the block, then x * scale * w rounded once.
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    rms_norm_kernel(Rows<const T> x, const T* w, float eps, std::int64_t hidden, Rows<T> out) {
+  // x, out: [T, hidden] (they may be the same rows: each thread reads its elements before writing them); w: [hidden]
+  __shared__ float scratch[kThreads / 32];
+  const std::int64_t t = blockIdx.x;
+  float sum = 0;
+  for (std::int64_t j = threadIdx.x; j < hidden; j += kThreads) {
+    const float v = to_float(x[t][j]);
+    sum += v * v;
+  }
+  sum = cuda::block_reduce<kThreads>(sum, [](float a, float b) { return a + b; }, scratch);
+  const float scale = 1.0f / sqrtf(sum / static_cast<float>(hidden) + eps);
+  for (std::int64_t j = threadIdx.x; j < hidden; j += kThreads) {
+    out[t][j] = from_float<T>(to_float(x[t][j]) * scale * to_float(w[j]));
+  }
+}
+
+template <typename T>
+struct RopeParams {
+  Rows<const T> qkv;        // [tokens, (Hq + 2 Hkv) D]: Q heads, then K, then V
+  Rows<T> q;                // [tokens, Hq D]
+  T* const* k_leaf;         // [B] -> [capacity, Hkv, D]
+  T* const* v_leaf;         // [B] -> [capacity, Hkv, D]
+  const int* leaf_length;   // [B], this step's tokens counted
+  std::int64_t tokens;      // B * q_len
+  int q_heads, kv_heads, head_dim, q_len;
+  int position_offset;      // position of a leaf's first token
+  double theta;
+};
+
+// Elements i and i + D/2 of one head rotated by the angle (c = cos, s = sin), in fp32.
+template <typename T>
+__device__ __forceinline__ void rotate_pair(const T* x, float c, float s, int i, int half, T* out) {  // x, out: [D]
+  const float a = to_float(x[i]), b = to_float(x[i + half]);
+  out[i] = from_float<T>(a * c - b * s);
+  out[i + half] = from_float<T>(b * c + a * s);
+}
+
+// One thread per (token, pair i): the angle once, in fp64, then that pair of every head.
+template <typename T>
+__global__ void rope_append_kernel(const RopeParams<T> p) {
+  const int half = p.head_dim / 2;
+  const std::int64_t item = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (item >= p.tokens * half) return;
+  const std::int64_t t = item / half;
+  const int i = static_cast<int>(item % half);
+  const int seq = static_cast<int>(t / p.q_len);
+  const int index = p.leaf_length[seq] - p.q_len + static_cast<int>(t % p.q_len);  // in the leaf
+  double sin_angle, cos_angle;
+  sincos((static_cast<double>(index) + p.position_offset) * pow(p.theta, -2.0 * i / p.head_dim), &sin_angle, &cos_angle);
+  const float c = static_cast<float>(cos_angle), s = static_cast<float>(sin_angle);
+  const std::int64_t d = p.head_dim, kv_row = p.kv_heads * d;  // kv_row: one token of a leaf's K or V
+  const T* x = p.qkv[t];
+  for (int h = 0; h < p.q_heads; ++h) rotate_pair(x + h * d, c, s, i, half, p.q[t] + h * d);
+  if (index < 0) return;  // a leaf shorter than its step (the host runtime refuses it): no cache write
+  T* k = p.k_leaf[seq] + index * kv_row;  // [Hkv, D]
+  T* v = p.v_leaf[seq] + index * kv_row;  // [Hkv, D]
+  const T* x_v = x + p.q_heads * d + kv_row;
+  for (int h = 0; h < p.kv_heads; ++h) {
+    rotate_pair(x + (p.q_heads + h) * d, c, s, i, half, k + h * d);
+    v[h * d + i] = x_v[h * d + i];
+    v[h * d + i + half] = x_v[h * d + i + half];
+  }
+}
+
+// One thread per output element.
+template <typename T>
+__global__ void swiglu_kernel(Rows<const T> gate_up, std::int64_t tokens, std::int64_t ffn, Rows<T> out) {
+  // gate_up: [tokens, 2 ffn] (gate, then up); out: [tokens, ffn]
+  const std::int64_t item = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (item >= tokens * ffn) return;
+  const std::int64_t t = item / ffn, j = item % ffn;
+  const float g = to_float(gate_up[t][j]), u = to_float(gate_up[t][ffn + j]);
+  out[t][j] = from_float<T>(g / (1.0f + expf(-g)) * u);
+}
+
+// A candidate for a row's largest value. NaN counts as -inf, which makes `better` a total order:
+// the result does not depend on the reduction's order, and equals the host runtime's.
+struct Best {
+  float value;
+  int index;
+};
+__device__ __forceinline__ Best better(Best a, Best b) {
+  return b.value > a.value || (b.value == a.value && b.index < a.index) ? b : a;
+}
+
+// One block per row.
+template <typename T>
+__global__ void __launch_bounds__(kThreads) argmax_kernel(Rows<const T> logits, int valid, int* tokens) {
+  // logits: [T, N], the first `valid` columns searched; tokens: [T]
+  __shared__ Best scratch[kThreads / 32];
+  const T* row = logits[blockIdx.x];
+  Best best{-CUDART_INF_F, INT_MAX};
+  for (int j = threadIdx.x; j < valid; j += kThreads) {
+    const float v = to_float(row[j]);
+    best = better(best, {isnan(v) ? -CUDART_INF_F : v, j});
+  }
+  for (int x = 16; x > 0; x >>= 1) {
+    best = better(best, {__shfl_xor_sync(0xffffffffu, best.value, x), __shfl_xor_sync(0xffffffffu, best.index, x)});
+  }
+  if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = best;
+  __syncthreads();
+  if (threadIdx.x != 0) return;
+  for (int w = 1; w < kThreads / 32; ++w) best = better(best, scratch[w]);
+  tokens[blockIdx.x] = best.index;
+}
+
+__global__ void advance_kernel(int* leaf_length, int count, int by) {  // leaf_length: [count]
+  const int s = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (s < count) leaf_length[s] += by;
+}
+
+// cuBLAS takes int dimensions.
+int cublas_int(std::int64_t value) {
+  if (value > INT_MAX) throw std::invalid_argument("linear: dimension " + std::to_string(value) + " exceeds cuBLAS's int");
+  return static_cast<int>(value);
+}
+
+struct GraphDeleter {
+  void operator()(cudaGraph_t graph) const { (void)cudaGraphDestroy(graph); }
+};
+struct GraphExecDeleter {
+  void operator()(cudaGraphExec_t exec) const { (void)cudaGraphExecDestroy(exec); }
+};
+using OwnedGraph = std::unique_ptr<std::remove_pointer_t<cudaGraph_t>, GraphDeleter>;
+using OwnedGraphExec = std::unique_ptr<std::remove_pointer_t<cudaGraphExec_t>, GraphExecDeleter>;
+
+class CudaStepGraph final : public StepGraph {
+ public:
+  CudaStepGraph(OwnedGraphExec exec, cudaStream_t stream) : exec_(std::move(exec)), stream_(stream) {}
+  void replay() override { CUDA_CHECK(cudaGraphLaunch(exec_.get(), stream_)); }
+
+ private:
+  OwnedGraphExec exec_;
+  cudaStream_t stream_;  // the runtime's
+};
+
+class CudaRuntime final : public Runtime {
+ public:
+  CudaRuntime()
+      : name_("cuda bf16 (" + cuda::query_device().name + ")"), workspace_(cuda::device_memory(), kCublasWorkspaceBytes) {
+    CUBLAS_CHECK(cublasSetStream(cublas_.get(), stream_.get()));
+    CUBLAS_CHECK(cublasSetWorkspace(cublas_.get(), workspace_.data(), workspace_.bytes()));
+  }
+
+  std::string name() const override { return name_; }
+  DType dtype() const override { return DType::bf16; }
+  const DeviceMemory& memory() const override { return cuda::device_memory(); }
+  Stream stream() const override { return {stream_.get()}; }
+
+  // upload and zeros are complete when they return, as DeviceMemory's copies are, so the buffer
+  // may be written next by any means (DeviceMemory::copy_from_host runs on another stream).
+  Buffer upload(const std::vector<float>& values) const override {
+    std::vector<std::uint16_t> bits(values.size());
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      bits[i] = float_to_bf16_bits(values[i]);
+      if (bf16_bits_to_float(bits[i]) != values[i] && !std::isnan(values[i])) {
+        throw std::invalid_argument("upload: value " + std::to_string(i) + " (" + std::to_string(values[i]) +
+                                    ") is not a bf16 value");
+      }
+    }
+    Buffer buffer(memory(), bits.size() * sizeof(std::uint16_t));
+    if (buffer.bytes() != 0) {
+      CUDA_CHECK(cudaMemcpyAsync(buffer.data(), bits.data(), buffer.bytes(), cudaMemcpyHostToDevice, stream_.get()));
+    }
+    synchronize();  // bits must outlive the copy
+    return buffer;
+  }
+  Buffer zeros(std::int64_t count) const override {
+    Buffer buffer(memory(), element_bytes("zeros", count, dtype()));
+    if (buffer.bytes() != 0) CUDA_CHECK(cudaMemsetAsync(buffer.data(), 0, buffer.bytes(), stream_.get()));
+    synchronize();
+    return buffer;
+  }
+  std::vector<float> download(const Matrix& m) const override {
+    check_download(dtype(), m);
+    std::vector<std::uint16_t> bits(static_cast<std::size_t>(m.rows * m.cols));
+    if (!bits.empty()) {
+      const std::size_t row_bytes = static_cast<std::size_t>(m.cols) * sizeof(std::uint16_t);
+      CUDA_CHECK(cudaMemcpy2DAsync(bits.data(), row_bytes, m.data, static_cast<std::size_t>(m.ld) * sizeof(std::uint16_t),
+                                   row_bytes, static_cast<std::size_t>(m.rows), cudaMemcpyDeviceToHost, stream_.get()));
+    }
+    synchronize();
+    std::vector<float> values(bits.size());
+    std::transform(bits.begin(), bits.end(), values.begin(), bf16_bits_to_float);
+    return values;
+  }
+
+  void embed(const int* tokens, const Matrix& table, const Matrix& x) override {
+    check_embed(dtype(), tokens, table, x);
+    if (x.rows == 0 || x.cols == 0) return;
+    embed_kernel<<<static_cast<unsigned>(x.rows), kThreads, 0, stream_.get()>>>(
+        tokens, rows_of<const Element>(table), table.rows, x.cols, rows_of<Element>(x));
+    cuda::check_launch("embed_kernel");
+  }
+
+  void rms_norm(const Matrix& x, const void* w, float eps, const Matrix& out) override {
+    check_rms_norm(dtype(), x, w, out);
+    if (x.rows == 0 || x.cols == 0) return;
+    rms_norm_kernel<<<static_cast<unsigned>(x.rows), kThreads, 0, stream_.get()>>>(
+        rows_of<const Element>(x), static_cast<const Element*>(w), eps, x.cols, rows_of<Element>(out));
+    cuda::check_launch("rms_norm_kernel");
+  }
+
+  // Row-major c = a w^T is column-major c^T = w a^T, where row-major w [N, K] reads as a
+  // column-major K x N matrix (hence its transpose) and a [T, K] as K x T. Accumulating, cuBLAS may
+  // round a w^T to bf16 before adding c, as a bf16 model's residual add does: on an H100 (CUDA 13)
+  // its kernel for K = 512 did at every element, its split-K kernels (K = 4096) rounded once.
+  void linear(const Matrix& a, const Matrix& w, const Matrix& c, bool accumulate) override {
+    check_linear(dtype(), a, w, c);
+    if (c.rows == 0 || c.cols == 0) return;
+    const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
+    CUBLAS_CHECK(cublasGemmEx(cublas_.get(), CUBLAS_OP_T, CUBLAS_OP_N, cublas_int(w.rows), cublas_int(a.rows),
+                              cublas_int(a.cols), &alpha, w.data, CUDA_R_16BF, cublas_int(w.ld), a.data, CUDA_R_16BF,
+                              cublas_int(a.ld), &beta, c.data, CUDA_R_16BF, cublas_int(c.ld), CUBLAS_COMPUTE_32F,
+                              CUBLAS_GEMM_DEFAULT));
+  }
+
+  void rope_append(const Matrix& qkv, int q_heads, int kv_heads, int head_dim, double theta, const CacheWrite& cache,
+                   const Matrix& q) override {
+    check_rope_append(dtype(), qkv, q_heads, kv_heads, head_dim, cache, q);
+    if (qkv.rows == 0) return;
+    const RopeParams<Element> p{rows_of<const Element>(qkv),
+                                rows_of<Element>(q),
+                                reinterpret_cast<Element* const*>(cache.k_leaf),
+                                reinterpret_cast<Element* const*>(cache.v_leaf),
+                                cache.leaf_length,
+                                qkv.rows,
+                                q_heads,
+                                kv_heads,
+                                head_dim,
+                                cache.q_len,
+                                cache.position_offset,
+                                theta};
+    rope_append_kernel<<<blocks_for(qkv.rows * (head_dim / 2)), kThreads, 0, stream_.get()>>>(p);
+    cuda::check_launch("rope_append_kernel");
+  }
+
+  void swiglu(const Matrix& gate_up, const Matrix& out) override {
+    check_swiglu(dtype(), gate_up, out);
+    if (out.rows == 0 || out.cols == 0) return;
+    swiglu_kernel<<<blocks_for(out.rows * out.cols), kThreads, 0, stream_.get()>>>(
+        rows_of<const Element>(gate_up), out.rows, out.cols, rows_of<Element>(out));
+    cuda::check_launch("swiglu_kernel");
+  }
+
+  void argmax(const Matrix& logits, std::int64_t valid, int* tokens) override {
+    check_argmax(dtype(), logits, valid, tokens);
+    if (logits.rows == 0) return;
+    argmax_kernel<<<static_cast<unsigned>(logits.rows), kThreads, 0, stream_.get()>>>(
+        rows_of<const Element>(logits), static_cast<int>(valid), tokens);
+    cuda::check_launch("argmax_kernel");
+  }
+
+  void advance(int* leaf_length, int count, int by) override {
+    check_advance(leaf_length, count);
+    if (count == 0) return;
+    advance_kernel<<<blocks_for(count), kThreads, 0, stream_.get()>>>(leaf_length, count, by);
+    cuda::check_launch("advance_kernel");
+  }
+
+  void copy(void* dst, const void* src, std::size_t bytes) override {
+    if (bytes != 0) CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_.get()));
+  }
+
+  std::unique_ptr<StepGraph> capture(const std::function<void()>& step) override {
+    CUDA_CHECK(cudaStreamBeginCapture(stream_.get(), cudaStreamCaptureModeThreadLocal));
+    try {
+      step();
+    } catch (...) {
+      abandon_capture();
+      throw;
+    }
+    cudaGraph_t graph = nullptr;
+    CUDA_CHECK(cudaStreamEndCapture(stream_.get(), &graph));
+    const OwnedGraph owned(graph);  // the instantiated graph no longer needs it
+    cudaGraphExec_t exec = nullptr;
+    CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    return std::make_unique<CudaStepGraph>(OwnedGraphExec(exec), stream_.get());
+  }
+
+  void synchronize() const override { CUDA_CHECK(cudaStreamSynchronize(stream_.get())); }
+
+ private:
+  // Ends the capture a throwing step left open, so the stream takes work again; drops what it
+  // recorded, and the failure of a capture the error invalidated (the step's exception says why).
+  void abandon_capture() noexcept {
+    cudaGraph_t graph = nullptr;
+    (void)cudaStreamEndCapture(stream_.get(), &graph);
+    const OwnedGraph owned(graph);
+    (void)cudaGetLastError();
+  }
+
+  std::string name_;
+  cuda::OwnedStream stream_;
+  Buffer workspace_;         // [kCublasWorkspaceBytes] for cublas_, which is destroyed first
+  cuda::OwnedCublas cublas_;
+};
+
+}  // namespace
+
+std::unique_ptr<Runtime> cuda_runtime() { return std::make_unique<CudaRuntime>(); }
+
+}  // namespace hydragen::decode

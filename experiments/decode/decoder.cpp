@@ -1,0 +1,453 @@
+#include "decode/decoder.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <stdexcept>
+
+#include "hydragen/backends.hpp"
+
+namespace hydragen::decode {
+
+namespace {
+
+void require(bool ok, const std::string& what) {
+  if (!ok) throw std::invalid_argument(what);
+}
+
+std::int64_t elements(const TensorSpec& spec, const ModelShard& shard, int rank) {
+  return shard_rows(spec, shard, rank) * std::max<std::int64_t>(1, shard_cols(spec, shard, rank));
+}
+
+// Rows of `parts` stacked into one buffer: the fused projections (Q, K, V) and (gate, up).
+Buffer upload_stacked(const Runtime& rt, const std::vector<std::vector<float>>& parts) {
+  std::vector<float> all;
+  for (const auto& p : parts) all.insert(all.end(), p.begin(), p.end());
+  return rt.upload(all);
+}
+
+Matrix matrix(const Buffer& b, const Runtime& rt, std::int64_t rows, std::int64_t cols) {
+  return {b.data(), rt.dtype(), rows, cols, cols};
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+std::string_view mode_name(Mode mode) {
+  switch (mode) {
+    case Mode::flash: return "flash";
+    case Mode::paged: return "paged";
+    case Mode::hydragen: return "hydragen";
+    case Mode::no_attention: return "no-attention";
+  }
+  return "?";
+}
+
+Mode parse_mode(std::string_view text) {
+  for (Mode m : {Mode::flash, Mode::paged, Mode::hydragen, Mode::no_attention}) {
+    if (text == mode_name(m)) return m;
+  }
+  throw std::invalid_argument("unknown mode '" + std::string(text) + "' (known: flash, paged, hydragen, no-attention)");
+}
+
+std::string default_backend(Mode mode, const Runtime& runtime) {
+  const bool gpu = runtime.memory().name() == "cuda";
+  switch (mode) {
+    case Mode::hydragen: return gpu ? "cuda-hydragen" : "cpu-hydragen";
+    case Mode::flash:
+    case Mode::paged: return gpu ? "cuda-flash" : "cpu-flat";
+    case Mode::no_attention: return "";
+  }
+  return "";
+}
+
+// ---- geometry shared by the estimate and the decoder ------------------------------------------------
+
+namespace {
+
+struct Geometry {
+  int layers, hidden, q_heads, kv_heads, head_dim, ffn, vocab_rows;
+  std::int64_t max_tokens;  // T: the most tokens one step holds (the prefill's P or B * max_q_len)
+  std::int64_t leaf_stride; // tokens allocated per leaf
+  std::int64_t kv_row() const { return static_cast<std::int64_t>(kv_heads) * head_dim; }
+  std::int64_t qkv_cols() const { return static_cast<std::int64_t>(q_heads + 2 * kv_heads) * head_dim; }
+};
+
+Geometry geometry(const ModelShard& shard, const DecoderOptions& o) {
+  const ModelConfig& m = shard.model;
+  Geometry g{m.layers, m.hidden, shard.q_heads, shard.kv_heads, m.head_dim, shard.ffn, shard.vocab_rows, 0, 0};
+  g.max_tokens = std::max<std::int64_t>(o.prompt_len, static_cast<std::int64_t>(o.batch) * o.max_q_len);
+  g.leaf_stride = o.suffix_capacity + (o.mode == Mode::flash ? o.prompt_len : 0);
+  return g;
+}
+
+void validate(const ModelShard& shard, const DecoderOptions& o) {
+  require(o.batch >= 1, "--batch must be at least 1, got " + std::to_string(o.batch));
+  require(o.prompt_len >= 1, "the prompt must hold at least one token, got " + std::to_string(o.prompt_len));
+  require(o.suffix_capacity >= 1, "each sequence must have room for at least one token after the prompt");
+  require(o.bucket >= 1, "the bucket must be at least 1 token, got " + std::to_string(o.bucket));
+  require(o.max_q_len >= 1 && o.max_q_len <= o.suffix_capacity,
+          "max_q_len must be in [1, suffix capacity " + std::to_string(o.suffix_capacity) + "], got " + std::to_string(o.max_q_len));
+  require(o.rank >= 0 && o.rank < shard.tp, "rank " + std::to_string(o.rank) + " of a " + std::to_string(shard.tp) + "-way shard");
+  const long long positions = static_cast<long long>(o.prompt_len) + o.suffix_capacity;
+  require(positions <= shard.model.max_positions, "prompt + suffix = " + std::to_string(positions) + " tokens, more than " +
+                                                      shard.model.name + "'s " + std::to_string(shard.model.max_positions) +
+                                                      " positions");
+}
+
+}  // namespace
+
+AttentionShape Decoder::attention_shape(int q_len) const {
+  return make_shape(options_.batch, q_len, shard_.q_heads, shard_.kv_heads, shard_.model.head_dim, rt_.dtype());
+}
+
+SharingTree Decoder::attention_tree(int capacity) const {
+  const std::vector<int> leaves(static_cast<std::size_t>(options_.batch), capacity);
+  return options_.mode == Mode::flash ? SharingTree::flat(leaves) : SharingTree::prefix_suffix(options_.prompt_len, leaves);
+}
+
+MemoryEstimate estimate_memory(const ModelShard& shard, const DecoderOptions& o, const Runtime& runtime) {
+  validate(shard, o);
+  const Geometry g = geometry(shard, o);
+  const auto elem = static_cast<std::int64_t>(dtype_size(runtime.dtype()));
+  MemoryEstimate e;
+  for (const TensorSpec& spec : tensor_specs(shard.model)) e.weights += static_cast<std::size_t>(elements(spec, shard, o.rank) * elem);
+  if (o.mode != Mode::no_attention) {
+    const std::int64_t tokens = static_cast<std::int64_t>(o.batch) * g.leaf_stride + o.prompt_len;
+    e.kv_cache = static_cast<std::size_t>(2 * g.layers * tokens * g.kv_row() * elem);
+  }
+  const std::int64_t widths = 2LL * g.hidden + g.qkv_cols() + 2LL * g.q_heads * g.head_dim + 3LL * g.ffn;
+  e.activations = static_cast<std::size_t>(g.max_tokens * (widths * elem + g.q_heads * 4) +
+                                           static_cast<std::int64_t>(o.batch) * (g.vocab_rows + g.hidden) * elem);
+  if (o.mode != Mode::no_attention) {
+    const BackendChoice choice = parse_backend_choice(o.backend.empty() ? default_backend(o.mode, runtime) : o.backend);
+    const AttentionBackend& b = backend(choice.backend);
+    const std::vector<int> leaves(static_cast<std::size_t>(o.batch), static_cast<int>(g.leaf_stride));
+    const SharingTree tree = o.mode == Mode::flash ? SharingTree::flat(leaves) : SharingTree::prefix_suffix(o.prompt_len, leaves);
+    const AttentionShape decode = make_shape(o.batch, o.max_q_len, g.q_heads, g.kv_heads, g.head_dim, runtime.dtype());
+    const AttentionShape prefill = make_shape(1, o.prompt_len, g.q_heads, g.kv_heads, g.head_dim, runtime.dtype());
+    // Each layer's binding adds its segment tables (and TMA descriptors) to a plan; a run keeps the
+    // plans of all its buckets (the questions', then one per `bucket` tokens).
+    const std::size_t bindings = static_cast<std::size_t>(g.layers) * static_cast<std::size_t>(tree.num_segments()) * 2 * (8 + 128);
+    const auto buckets = static_cast<std::size_t>((o.suffix_capacity + o.bucket - 1) / o.bucket + 1);
+    e.attention = buckets * (b.workspace_bytes(decode, tree, choice.options) + bindings) +
+                  b.workspace_bytes(prefill, SharingTree::flat({o.prompt_len}), choice.options);
+  }
+  return e;
+}
+
+// ---- the decoder ---------------------------------------------------------------------------------
+
+struct Decoder::Layer {
+  Buffer attn_norm, wqkv, wo, mlp_norm, gate_up, down;  // [H], [(Hq + 2 Hkv) D, H], [H, Hq D], [H], [2F, H], [H, F]
+  Buffer prompt_k, prompt_v;          // [P, Hkv, D]: the prompt's KV (flash: the prefill's, then copied into each leaf)
+  Buffer leaf_k, leaf_v;              // [B, leaf_stride, Hkv, D]
+  Buffer leaf_k_ptr, leaf_v_ptr;      // [B] pointers to each sequence's leaf (CacheWrite)
+  Buffer prompt_k_ptr, prompt_v_ptr;  // [1] pointer to prompt_k / prompt_v (the prefill's CacheWrite)
+};
+
+// One step's attention: the plan, and per layer where the step's tokens go and what attention reads.
+struct Decoder::Bucket {
+  int seqs = 0, q_len = 0, capacity = 0, position_offset = 0;
+  int* leaf_length = nullptr;  // [seqs] in runtime memory
+  std::unique_ptr<AttentionPlan> plan;
+  std::vector<CacheWrite> cache;        // per layer
+  std::vector<AttentionInputs> inputs;  // per layer
+  std::unique_ptr<StepGraph> graph;     // the step, captured after its first run
+};
+
+Decoder::Decoder(Runtime& runtime, const ModelShard& shard, const WeightSource& weights, const DecoderOptions& options)
+    : rt_(runtime), shard_(shard), options_(options) {
+  validate(shard, options);
+  if (options_.mode != Mode::no_attention) {
+    if (options_.backend.empty()) options_.backend = default_backend(options_.mode, rt_);
+    const BackendChoice choice = parse_backend_choice(options_.backend);
+    backend_ = &hydragen::backend(choice.backend);
+    plan_options_ = choice.options;
+    require(backend_->memory().name() == rt_.memory().name(),
+            "backend " + choice.backend + " works in " + std::string(backend_->memory().name()) + " memory, the " +
+                rt_.name() + " runtime in " + std::string(rt_.memory().name()) + " memory");
+    const Support support = backend_->supports(attention_shape(options_.max_q_len), attention_tree(options_.max_q_len));
+    require(support.ok, "backend " + choice.backend + " cannot run mode " + std::string(mode_name(options_.mode)) +
+                            " of " + shard.model.name + ": " + support.reason);
+  }
+  const Geometry g = geometry(shard_, options_);
+  const int rank = options_.rank;
+  const std::vector<TensorSpec> specs = tensor_specs(shard_.model);
+  auto load = [&](const TensorSpec& spec) { return weights.load(spec, shard_, rank); };
+  layers_.resize(static_cast<std::size_t>(g.layers));
+  // tensor_specs lists each layer's tensors in a fixed order: norm, Q, K, V, O, norm, gate, up, down.
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    const TensorSpec& spec = specs[i];
+    if (spec.layer < 0) {
+      Buffer& dst = spec.role == Role::embed ? embed_ : spec.role == Role::final_norm ? final_norm_ : lm_head_;
+      dst = rt_.upload(load(spec));
+      continue;
+    }
+    Layer& l = layers_[static_cast<std::size_t>(spec.layer)];
+    switch (spec.role) {
+      case Role::attn_norm: l.attn_norm = rt_.upload(load(spec)); break;
+      case Role::q: l.wqkv = upload_stacked(rt_, {load(spec), load(specs[i + 1]), load(specs[i + 2])}); break;
+      case Role::o: l.wo = rt_.upload(load(spec)); break;
+      case Role::mlp_norm: l.mlp_norm = rt_.upload(load(spec)); break;
+      case Role::gate: l.gate_up = upload_stacked(rt_, {load(spec), load(specs[i + 1])}); break;
+      case Role::down: l.down = rt_.upload(load(spec)); break;
+      default: break;  // K, V and up were stacked with the tensor before them
+    }
+  }
+  const std::int64_t t = g.max_tokens, b = options_.batch;
+  tokens_ = Buffer(rt_.memory(), static_cast<std::size_t>(t) * sizeof(int));
+  x_ = rt_.zeros(t * g.hidden);
+  h_ = rt_.zeros(t * g.hidden);
+  qkv_ = rt_.zeros(t * g.qkv_cols());
+  q_ = rt_.zeros(t * g.q_heads * g.head_dim);
+  o_ = rt_.zeros(t * g.q_heads * g.head_dim);
+  lse_ = Buffer(rt_.memory(), static_cast<std::size_t>(t * g.q_heads) * dtype_size(lse_dtype(rt_.dtype())));
+  gate_up_ = rt_.zeros(t * 2 * g.ffn);
+  act_ = rt_.zeros(t * g.ffn);
+  last_h_ = rt_.zeros(b * g.hidden);
+  logits_ = rt_.zeros(b * g.vocab_rows);
+  leaf_length_ = Buffer(rt_.memory(), static_cast<std::size_t>(b) * sizeof(int));
+  prompt_length_ = Buffer(rt_.memory(), sizeof(int));
+  if (options_.mode == Mode::no_attention) return;
+  const std::size_t elem = dtype_size(rt_.dtype());
+  const std::size_t leaf_bytes = static_cast<std::size_t>(g.leaf_stride * g.kv_row()) * elem;
+  for (Layer& l : layers_) {
+    // Zero-filled: the tail of a leaf past its length is read by the kernels and must be finite.
+    l.prompt_k = rt_.zeros(static_cast<std::int64_t>(options_.prompt_len) * g.kv_row());
+    l.prompt_v = rt_.zeros(static_cast<std::int64_t>(options_.prompt_len) * g.kv_row());
+    l.leaf_k = rt_.zeros(b * g.leaf_stride * g.kv_row());
+    l.leaf_v = rt_.zeros(b * g.leaf_stride * g.kv_row());
+    auto pointers = [&](const Buffer& base, std::int64_t count, std::size_t stride) {
+      std::vector<void*> p;
+      for (std::int64_t s = 0; s < count; ++s) p.push_back(static_cast<char*>(base.data()) + static_cast<std::size_t>(s) * stride);
+      Buffer table(rt_.memory(), p.size() * sizeof(void*));
+      rt_.memory().copy_from_host(table.data(), p.data(), table.bytes());
+      return table;
+    };
+    l.leaf_k_ptr = pointers(l.leaf_k, b, leaf_bytes);
+    l.leaf_v_ptr = pointers(l.leaf_v, b, leaf_bytes);
+    l.prompt_k_ptr = pointers(l.prompt_k, 1, 0);
+    l.prompt_v_ptr = pointers(l.prompt_v, 1, 0);
+  }
+}
+
+Decoder::~Decoder() = default;
+
+void Decoder::upload_tokens(const std::vector<int>& tokens) {
+  for (std::size_t i = 0; i < tokens.size(); ++i) {
+    require(tokens[i] >= 0 && tokens[i] < shard_.model.vocab,
+            "token " + std::to_string(tokens[i]) + " at index " + std::to_string(i) + " is outside the vocabulary [0, " +
+                std::to_string(shard_.model.vocab) + ")");
+  }
+  rt_.synchronize();  // the previous step may still read the tokens buffer
+  rt_.memory().copy_from_host(tokens_.data(), tokens.data(), tokens.size() * sizeof(int));
+}
+
+std::vector<int> Decoder::download_tokens(const void* src, int count) const {
+  rt_.synchronize();
+  std::vector<int> out(static_cast<std::size_t>(count));
+  rt_.memory().copy_to_host(out.data(), src, out.size() * sizeof(int));
+  return out;
+}
+
+void Decoder::enqueue_step(int q_len, int position_offset) {
+  const Bucket& k = *bucket_;
+  const ModelConfig& m = shard_.model;
+  const Geometry g = geometry(shard_, options_);
+  const std::int64_t t = static_cast<std::int64_t>(k.seqs) * q_len, hq_d = static_cast<std::int64_t>(g.q_heads) * g.head_dim;
+  const auto eps = static_cast<float>(m.rms_eps);
+  const Matrix x = matrix(x_, rt_, t, g.hidden), h = matrix(h_, rt_, t, g.hidden), qkv = matrix(qkv_, rt_, t, g.qkv_cols());
+  const Matrix q = matrix(q_, rt_, t, hq_d), o = matrix(o_, rt_, t, hq_d);
+  const Matrix gate_up = matrix(gate_up_, rt_, t, 2LL * g.ffn), act = matrix(act_, rt_, t, g.ffn);
+  const AttentionOutputs out{{o_.data(), rt_.dtype(), static_cast<std::size_t>(t * hq_d)},
+                             {lse_.data(), lse_dtype(rt_.dtype()), static_cast<std::size_t>(t * g.q_heads)}};
+  if (options_.mode != Mode::no_attention) rt_.advance(k.leaf_length, k.seqs, q_len);
+  rt_.embed(static_cast<const int*>(tokens_.data()), matrix(embed_, rt_, m.vocab, g.hidden), x);
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    const Layer& l = layers_[i];
+    rt_.rms_norm(x, l.attn_norm.data(), eps, h);
+    rt_.linear(h, matrix(l.wqkv, rt_, g.qkv_cols(), g.hidden), qkv, false);
+    if (options_.mode != Mode::no_attention) {
+      CacheWrite cache = k.cache[i];
+      cache.position_offset = position_offset;
+      rt_.rope_append(qkv, g.q_heads, g.kv_heads, g.head_dim, m.rope_theta, cache, q);
+      k.plan->run(k.inputs[i], out, rt_.stream());
+    }
+    rt_.linear(o, matrix(l.wo, rt_, g.hidden, hq_d), x, true);
+    rt_.rms_norm(x, l.mlp_norm.data(), eps, h);
+    rt_.linear(h, matrix(l.gate_up, rt_, 2LL * g.ffn, g.hidden), gate_up, false);
+    rt_.swiglu(gate_up, act);
+    rt_.linear(act, matrix(l.down, rt_, g.hidden, g.ffn), x, true);
+  }
+  // Each sequence's last token goes on to the LM head.
+  const Matrix last_h = matrix(last_h_, rt_, k.seqs, g.hidden);
+  rt_.rms_norm(x.view(q_len - 1, k.seqs, q_len, 0, g.hidden), final_norm_.data(), eps, last_h);
+  const Matrix logits = matrix(logits_, rt_, k.seqs, g.vocab_rows);
+  rt_.linear(last_h, matrix(lm_head_, rt_, g.vocab_rows, g.hidden), logits, false);
+  const std::int64_t valid = std::min<std::int64_t>(g.vocab_rows, m.vocab - static_cast<std::int64_t>(options_.rank) * g.vocab_rows);
+  rt_.argmax(logits, valid, static_cast<int*>(tokens_.data()));
+}
+
+int Decoder::prefill(const std::vector<int>& prompt) {
+  require(!prefilled_, "the prompt has been prefilled already");
+  require(static_cast<int>(prompt.size()) == options_.prompt_len,
+          "the prompt has " + std::to_string(prompt.size()) + " tokens, the decoder was made for " + std::to_string(options_.prompt_len));
+  upload_tokens(prompt);
+  const auto t0 = std::chrono::steady_clock::now();
+  bucket_ = std::make_unique<Bucket>();
+  Bucket& k = *bucket_;
+  k.seqs = 1;
+  k.q_len = options_.prompt_len;
+  k.capacity = options_.prompt_len;
+  k.leaf_length = static_cast<int*>(prompt_length_.data());
+  const int zero = 0;
+  rt_.memory().copy_from_host(prompt_length_.data(), &zero, sizeof(int));
+  if (options_.mode != Mode::no_attention) {
+    const AttentionShape shape = make_shape(1, k.q_len, shard_.q_heads, shard_.kv_heads, shard_.model.head_dim, rt_.dtype());
+    const SharingTree tree = SharingTree::flat({options_.prompt_len});
+    k.plan = backend_->plan(shape, tree, plan_options_);
+    ++plans_made_;
+    const std::size_t kv = static_cast<std::size_t>(options_.prompt_len) * shard_.kv_heads * shard_.model.head_dim;
+    for (const Layer& l : layers_) {
+      k.cache.push_back({static_cast<void* const*>(l.prompt_k_ptr.data()), static_cast<void* const*>(l.prompt_v_ptr.data()),
+                         k.leaf_length, k.q_len, 0});
+      k.inputs.push_back({{q_.data(), rt_.dtype(), kv / shard_.kv_heads * shard_.q_heads},
+                          {{l.prompt_k.data(), rt_.dtype(), kv}},
+                          {{l.prompt_v.data(), rt_.dtype(), kv}},
+                          k.leaf_length});
+    }
+  }
+  replan_seconds_ += seconds_since(t0);
+  enqueue_step(k.q_len, 0);
+  // Flash: every sequence gets its own copy of the prompt's KV at the start of its leaf.
+  const Geometry g = geometry(shard_, options_);
+  const std::size_t elem = dtype_size(rt_.dtype());
+  if (options_.mode == Mode::flash) {
+    const std::size_t prompt_bytes = static_cast<std::size_t>(options_.prompt_len * g.kv_row()) * elem;
+    const std::size_t leaf_bytes = static_cast<std::size_t>(g.leaf_stride * g.kv_row()) * elem;
+    for (Layer& l : layers_) {
+      for (int s = 0; s < options_.batch; ++s) {
+        rt_.copy(static_cast<char*>(l.leaf_k.data()) + s * leaf_bytes, l.prompt_k.data(), prompt_bytes);
+        rt_.copy(static_cast<char*>(l.leaf_v.data()) + s * leaf_bytes, l.prompt_v.data(), prompt_bytes);
+      }
+    }
+  }
+  const int next = download_tokens(tokens_.data(), 1).front();
+  logits_rows_ = 1;
+  if (options_.mode == Mode::flash) {
+    for (Layer& l : layers_) {  // copied into every leaf
+      l.prompt_k = Buffer();
+      l.prompt_v = Buffer();
+    }
+  }
+  prefilled_ = true;
+  reset();
+  return next;
+}
+
+void Decoder::reset() {
+  require(prefilled_, "reset() returns to the state after the prefill: prefill first");
+  rt_.synchronize();
+  bucket_.reset();  // a plan for longer leaves than the next steps need
+  retired_.clear();
+  const std::vector<int> lengths(static_cast<std::size_t>(options_.batch), options_.mode == Mode::flash ? options_.prompt_len : 0);
+  rt_.memory().copy_from_host(leaf_length_.data(), lengths.data(), lengths.size() * sizeof(int));
+  suffix_len_ = 0;
+}
+
+bool Decoder::ensure_bucket(int q_len, int needed) {
+  const int prompt_in_leaf = options_.mode == Mode::flash ? options_.prompt_len : 0;
+  const int stride = options_.suffix_capacity + prompt_in_leaf;
+  if (bucket_ != nullptr && bucket_->q_len == q_len && needed + prompt_in_leaf <= bucket_->capacity) return false;
+  const auto t0 = std::chrono::steady_clock::now();
+  if (bucket_ != nullptr) retired_.push_back(std::move(bucket_));
+  auto k = std::make_unique<Bucket>();
+  k->seqs = options_.batch;
+  k->q_len = q_len;
+  k->capacity = std::min(stride, (needed + options_.bucket - 1) / options_.bucket * options_.bucket + prompt_in_leaf);
+  k->leaf_length = static_cast<int*>(leaf_length_.data());
+  if (options_.mode != Mode::no_attention) {
+    k->plan = backend_->plan(attention_shape(q_len), attention_tree(k->capacity), plan_options_);
+    ++plans_made_;
+    const Geometry g = geometry(shard_, options_);
+    const std::size_t elem = dtype_size(rt_.dtype()), row = static_cast<std::size_t>(g.kv_row());
+    const std::size_t queries = static_cast<std::size_t>(options_.batch) * q_len * shard_.q_heads * g.head_dim;
+    for (const Layer& l : layers_) {
+      k->cache.push_back({static_cast<void* const*>(l.leaf_k_ptr.data()), static_cast<void* const*>(l.leaf_v_ptr.data()),
+                          k->leaf_length, q_len, 0});
+      AttentionInputs in{{q_.data(), rt_.dtype(), queries}, {}, {}, k->leaf_length};
+      if (options_.mode != Mode::flash) {
+        in.k.push_back({l.prompt_k.data(), rt_.dtype(), static_cast<std::size_t>(options_.prompt_len) * row});
+        in.v.push_back({l.prompt_v.data(), rt_.dtype(), static_cast<std::size_t>(options_.prompt_len) * row});
+      }
+      for (int s = 0; s < options_.batch; ++s) {
+        const std::size_t offset = static_cast<std::size_t>(s) * static_cast<std::size_t>(stride) * row * elem;
+        in.k.push_back({static_cast<const char*>(l.leaf_k.data()) + offset, rt_.dtype(), static_cast<std::size_t>(k->capacity) * row});
+        in.v.push_back({static_cast<const char*>(l.leaf_v.data()) + offset, rt_.dtype(), static_cast<std::size_t>(k->capacity) * row});
+      }
+      k->inputs.push_back(std::move(in));
+    }
+  }
+  bucket_ = std::move(k);
+  replan_seconds_ += seconds_since(t0);
+  return true;
+}
+
+std::vector<int> Decoder::step(const std::vector<int>& tokens, int q_len) {
+  require(prefilled_, "prefill the prompt before the first step");
+  require(q_len >= 1 && q_len <= options_.max_q_len,
+          "q_len " + std::to_string(q_len) + " outside [1, max_q_len " + std::to_string(options_.max_q_len) + "]");
+  require(static_cast<long long>(tokens.size()) == static_cast<long long>(options_.batch) * q_len,
+          "a step of q_len " + std::to_string(q_len) + " takes B x q_len = " + std::to_string(options_.batch * q_len) +
+              " tokens, got " + std::to_string(tokens.size()));
+  require(suffix_len_ + q_len <= options_.suffix_capacity,
+          "the suffixes are full: " + std::to_string(suffix_len_) + " + " + std::to_string(q_len) + " tokens exceed the capacity " +
+              std::to_string(options_.suffix_capacity));
+  upload_tokens(tokens);
+  ensure_bucket(q_len, suffix_len_ + q_len);
+  enqueue_step(q_len, options_.mode == Mode::flash ? 0 : options_.prompt_len);
+  suffix_len_ += q_len;
+  logits_rows_ = options_.batch;
+  return download_tokens(tokens_.data(), options_.batch);
+}
+
+std::vector<int> Decoder::generate(const std::vector<int>& first, int steps) {
+  require(prefilled_, "prefill the prompt before generating");
+  require(static_cast<int>(first.size()) == options_.batch,
+          "generate starts from one token per sequence (" + std::to_string(options_.batch) + "), got " + std::to_string(first.size()));
+  require(steps >= 0 && suffix_len_ + steps <= options_.suffix_capacity,
+          std::to_string(steps) + " steps after " + std::to_string(suffix_len_) + " suffix tokens exceed the capacity " +
+              std::to_string(options_.suffix_capacity));
+  upload_tokens(first);
+  const auto t0 = std::chrono::steady_clock::now();
+  Buffer history(rt_.memory(), static_cast<std::size_t>(steps) * options_.batch * sizeof(int) + sizeof(int));
+  const std::size_t step_bytes = static_cast<std::size_t>(options_.batch) * sizeof(int);
+  const int offset = options_.mode == Mode::flash ? 0 : options_.prompt_len;
+  for (int i = 0; i < steps; ++i) {
+    if (ensure_bucket(1, suffix_len_ + 1)) {
+      enqueue_step(1, offset);  // a bucket's first step binds its plan to every layer's cache
+    } else {
+      if (bucket_->graph == nullptr) {
+        const auto capture0 = std::chrono::steady_clock::now();
+        bucket_->graph = rt_.capture([this, offset] { enqueue_step(1, offset); });
+        replan_seconds_ += seconds_since(capture0);
+      }
+      bucket_->graph->replay();
+    }
+    rt_.copy(static_cast<char*>(history.data()) + static_cast<std::size_t>(i) * step_bytes, tokens_.data(), step_bytes);
+    ++suffix_len_;
+  }
+  logits_rows_ = options_.batch;
+  generate_host_seconds_ = seconds_since(t0);
+  return download_tokens(history.data(), steps * options_.batch);
+}
+
+std::vector<float> Decoder::last_logits() const {
+  const Geometry g = geometry(shard_, options_);
+  return rt_.download(matrix(logits_, rt_, logits_rows_, g.vocab_rows));
+}
+
+}  // namespace hydragen::decode

@@ -1,0 +1,120 @@
+#pragma once
+// hydragen-decode's decoder: a Llama-architecture model (one tensor-parallel shard of it) over a
+// batch of sequences that share a prompt, its attention through the backend interface. The layer
+// is written once, in the operations of a Runtime (host fp32 or CUDA bf16).
+//
+// The KV cache of each layer holds the shared prompt once (modes paged and hydragen: segment 0 of a
+// prefix_suffix tree, every sequence's leaf after it) or once per sequence (mode flash: a flat tree,
+// each leaf prompt then suffix, the paper's FlashAttention baseline). Leaves are allocated for the
+// whole run; the attention plan is made for leaves of a bucket's capacity (a multiple of `bucket`
+// tokens) and runs with the current lengths in device memory (AttentionInputs::leaf_lengths), so a
+// step is re-planned, and re-captured as a CUDA graph, once per bucket, not per token.
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "decode/model_config.hpp"
+#include "decode/runtime.hpp"
+#include "decode/weights.hpp"
+#include "hydragen/attention.hpp"
+#include "hydragen/problem.hpp"
+
+namespace hydragen::decode {
+
+enum class Mode { flash, paged, hydragen, no_attention };
+std::string_view mode_name(Mode mode);  // "flash", "paged", "hydragen", "no-attention"
+Mode parse_mode(std::string_view text);  // throws std::invalid_argument listing the modes
+// The attention backend a mode uses when none is named: the fastest of the runtime's kind.
+std::string default_backend(Mode mode, const Runtime& runtime);
+
+struct DecoderOptions {
+  Mode mode = Mode::hydragen;
+  std::string backend;     // "name[:option=value...]"; empty: default_backend(mode)
+  int batch = 1;           // B sequences
+  int prompt_len = 0;      // P: the shared prompt's tokens
+  int suffix_capacity = 0; // tokens each sequence adds after the prompt (its question and its answer)
+  int bucket = 16;         // leaf capacity granularity of the attention plans
+  int max_q_len = 1;       // most tokens per sequence in one step (a question entering at once)
+  int rank = 0;            // which shard of the tensor-parallel model this is
+};
+
+// What the decoder holds on the device, by part (the memory estimate made before anything is
+// allocated).
+struct MemoryEstimate {
+  std::size_t weights = 0, kv_cache = 0, activations = 0, attention = 0;
+  std::size_t total() const { return weights + kv_cache + activations + attention; }
+};
+MemoryEstimate estimate_memory(const ModelShard& shard, const DecoderOptions& options, const Runtime& runtime);
+
+class Decoder {
+ public:
+  // Validates the options (std::invalid_argument naming the field), uploads the shard's weights
+  // from `weights` and allocates the cache for prompt_len + suffix_capacity tokens per sequence.
+  Decoder(Runtime& runtime, const ModelShard& shard, const WeightSource& weights, const DecoderOptions& options);
+  ~Decoder();
+  Decoder(const Decoder&) = delete;
+  Decoder& operator=(const Decoder&) = delete;
+
+  // The shared prompt (prompt_len tokens) through the model, its KV into the cache: the prefill.
+  // Returns the greedy next token after it (every sequence's, the prompt being theirs alike).
+  int prefill(const std::vector<int>& prompt);
+  // q_len tokens of each sequence ([B, q_len], sequence-major) enter the cache through the model;
+  // returns each sequence's greedy next token [B]. Eager (no graph): for a question's tokens.
+  std::vector<int> step(const std::vector<int>& tokens, int q_len);
+  // `steps` greedy decode steps from `first` [B]: each step's tokens are the previous step's
+  // argmax, on the device. Steps run as CUDA graph replays, one graph per bucket. Returns the
+  // generated tokens [steps, B] (the first step's input not included).
+  std::vector<int> generate(const std::vector<int>& first, int steps);
+
+  // Back to the state right after the prefill: the suffixes emptied, the prompt's KV kept (the
+  // timing runs repeat the decode on one prefill).
+  void reset();
+
+  // The last step's logits [B, vocab rows of this shard], fp32 on the host (tests).
+  std::vector<float> last_logits() const;
+  int suffix_length() const { return suffix_len_; }  // tokens each sequence holds after the prompt
+  const AttentionBackend* backend() const { return backend_; }  // null in mode no-attention
+  // Seconds of host time spent making plans and capturing graphs so far, and enqueueing the last
+  // generate()'s steps (those included, its final wait not).
+  double replan_seconds() const { return replan_seconds_; }
+  double generate_host_seconds() const { return generate_host_seconds_; }
+  int plans_made() const { return plans_made_; }
+  // The attention problem of a decode step now (its floor is the step's attention floor per layer).
+  AttentionShape attention_shape(int q_len) const;
+  SharingTree attention_tree(int capacity) const;
+
+ private:
+  struct Layer;
+  struct Bucket;
+  void enqueue_step(int q_len, int position_offset);
+  // Makes the plan for a step of q_len tokens once each leaf holds `needed` suffix tokens, unless
+  // the current bucket serves it; true when it made one.
+  bool ensure_bucket(int q_len, int needed);
+  void upload_tokens(const std::vector<int>& tokens);
+  std::vector<int> download_tokens(const void* src, int count) const;
+
+  Runtime& rt_;
+  ModelShard shard_;
+  DecoderOptions options_;
+  const AttentionBackend* backend_ = nullptr;
+  PlanOptions plan_options_;
+  std::vector<Layer> layers_;
+  Buffer embed_, final_norm_, lm_head_;
+  // Activations, [T, width] for T up to max(B * max_q_len, P) tokens.
+  Buffer tokens_, x_, h_, qkv_, q_, o_, lse_, gate_up_, act_, logits_, last_h_;
+  Buffer leaf_length_;     // [B] int: tokens in each leaf (device memory)
+  Buffer prompt_length_;   // [1] int: the prompt's length, the prefill's leaf length
+  std::unique_ptr<Bucket> bucket_;
+  // Buckets done with, kept until reset(): freeing a plan's memory (cudaFree) would wait for every
+  // queued step, leaving the GPU idle while the next plan is made.
+  std::vector<std::unique_ptr<Bucket>> retired_;
+  int suffix_len_ = 0;
+  int logits_rows_ = 0;  // rows the last step wrote: 1 after the prefill, B after a step
+  bool prefilled_ = false;
+  double replan_seconds_ = 0;
+  double generate_host_seconds_ = 0;
+  int plans_made_ = 0;
+};
+
+}  // namespace hydragen::decode

@@ -1,0 +1,250 @@
+// hydragen-decode: a Llama-architecture decoder (one tensor-parallel shard) over a batch sharing a
+// prompt, timed end to end (DESIGN.md section 7). One CSV row per point; progress on stderr; a
+// point that does not fit is recorded as x from the memory estimate, never attempted.
+//
+//   hydragen-decode --preset fig3b --csv out/fig3b.csv
+//   hydragen-decode --model codellama-13b --tp 8 --mode hydragen,paged --batch 1024 --prefix 16256 --gen-tokens 128
+//
+// Bad usage: exit 2 and one line naming the flag, before anything runs.
+#include <CLI/CLI.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "decode/checkpoint.hpp"
+#include "decode/host_runtime.hpp"
+#include "decode/measure.hpp"
+#include "flags/flag_checks.hpp"
+#include "hydragen/cpu/peaks.hpp"
+#ifdef HYDRAGEN_WITH_CUDA
+#include "decode/cuda_runtime.hpp"
+#include "hydragen/cuda/device.hpp"
+#include "hydragen/cuda/timing.hpp"
+#endif
+
+#include "commit.hpp"  // HYDRAGEN_COMMIT, stamped at build time
+
+namespace {
+
+using namespace hydragen;
+using namespace hydragen::decode;
+
+struct Flags {
+  std::string preset, model = "smoke", modes = "hydragen,paged,flash,no-attention", batch = "8", prefix = "128";
+  std::string backend, csv, device = "auto", weights;
+  int layers = 0, tp = 1, question_len = 0, gen_tokens = 16, runs = 3, warmup = 1, bucket = 16;
+  std::uint64_t seed = 1;
+};
+
+[[noreturn]] void fail(const std::string& flag, const std::string& why) { throw std::invalid_argument(flag + ": " + why); }
+
+std::vector<int> integers(const std::string& flag, const std::string& text, int min) {
+  return flags::parse_list<int>(flag, text, [&](const std::string& entry) {
+    int value = 0;
+    try {
+      std::size_t used = 0;
+      value = std::stoi(entry, &used);
+      if (used != entry.size()) throw std::invalid_argument(entry);
+    } catch (const std::exception&) {
+      fail(flag, "'" + entry + "' is not an integer");
+    }
+    if (value < min) fail(flag, "'" + entry + "' is below " + std::to_string(min));
+    return value;
+  });
+}
+
+std::vector<DecodePoint> points_from(const Flags& f, const CLI::App& app) {
+  std::vector<DecodePoint> points;
+  if (!f.preset.empty()) {
+    for (const char* flag : {"--model", "--tp", "--mode", "--batch", "--prefix", "--question-len", "--gen-tokens"}) {
+      if (app.count(flag) > 0) fail(flag, "cannot change a --preset's points (--layers and --backend can)");
+    }
+    try {
+      points = preset_points(f.preset);
+    } catch (const std::invalid_argument& e) {
+      fail("--preset", e.what());
+    }
+  } else {
+    try {
+      model_config(f.model);
+    } catch (const std::invalid_argument& e) {
+      fail("--model", e.what());
+    }
+    const std::vector<std::string> modes = flags::split_list("--mode", f.modes);
+    for (int b : integers("--batch", f.batch, 1)) {
+      for (int p : integers("--prefix", f.prefix, 1)) {
+        for (const std::string& m : modes) {
+          DecodePoint point;
+          point.model = f.model;
+          point.tp = f.tp;
+          try {
+            point.mode = parse_mode(m);
+          } catch (const std::invalid_argument& e) {
+            fail("--mode", e.what());
+          }
+          point.batch = b;
+          point.prompt_len = p;
+          point.question_len = f.question_len;
+          point.gen_tokens = f.gen_tokens;
+          points.push_back(point);
+        }
+      }
+    }
+  }
+  for (DecodePoint& p : points) {
+    if (f.layers > 0) p.layers = f.layers;
+    const ModelConfig m = model_config(p.model);
+    try {
+      shard(p.layers > 0 ? with_layers(m, p.layers) : m, p.tp);
+    } catch (const std::invalid_argument& e) {
+      fail(app.count("--layers") > 0 ? "--layers" : "--tp", e.what());
+    }
+  }
+  return points;
+}
+
+std::unique_ptr<Runtime> make_runtime(const std::string& device) {
+#ifdef HYDRAGEN_WITH_CUDA
+  if (device != "host" && cuda::device_count() > 0) return cuda_runtime();
+#endif
+  if (device == "cuda") fail("--device", "no CUDA device here (or this build has no CUDA)");
+  return host_runtime();
+}
+
+Peaks peaks_of(const Runtime& runtime) {
+#ifdef HYDRAGEN_WITH_CUDA
+  if (runtime.memory().name() == "cuda") return cuda::measure_peaks();
+#endif
+  return cpu::measure_host_peaks();
+}
+
+const char* kHeader =
+    "device,commit,model,layers,tp,gpus,mode,backend,B,P,question_len,gen_tokens,tokens_per_s,step_ms,"
+    "attention_floor_ms,spread,answer_ms,host_ms_per_step,replan_ms,memory_gb,status,note\n";
+
+std::string csv_field(std::string text) {
+  if (text.find_first_of(",\"\n") == std::string::npos) return text;
+  std::string quoted = "\"";
+  for (char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return quoted + "\"";
+}
+
+std::string csv_row(const std::string& device, const DecodeRow& r) {
+  const DecodePoint& p = r.point;
+  const int layers = p.layers > 0 ? p.layers : model_config(p.model).layers;
+  char numbers[512];
+  std::snprintf(numbers, sizeof numbers, "%.1f,%.4f,%.4f,%.4f,%.3f,%.4f,%.2f,%.3f", r.tokens_per_s, r.step_ms,
+                r.attention_floor_ms, r.spread, r.answer_ms, r.host_ms_per_step, r.replan_ms, r.memory_gb);
+  return csv_field(device) + "," + HYDRAGEN_COMMIT + "," + p.model + "," + std::to_string(layers) + "," +
+         std::to_string(p.tp) + ",1," + std::string(mode_name(p.mode)) + "," + csv_field(r.backend) + "," +
+         std::to_string(p.batch) + "," + std::to_string(p.prompt_len) + "," + std::to_string(p.question_len) + "," +
+         std::to_string(p.gen_tokens) + "," + numbers + "," + r.status + "," + csv_field(r.note) + "\n";
+}
+
+int run(const Flags& f, const CLI::App& app) {
+  const std::vector<DecodePoint> points = points_from(f, app);
+  std::ofstream csv;
+  if (!f.csv.empty()) {
+    csv.open(f.csv);
+    if (!csv) fail("--csv", "cannot write '" + f.csv + "'");
+    csv << kHeader << std::flush;
+  }
+  // A checkpoint is one model's: every point must run it.
+  std::unique_ptr<WeightSource> checkpoint;
+  if (!f.weights.empty()) {
+    for (const DecodePoint& p : points) {
+      if (p.model != points.front().model) fail("--weights", "a checkpoint holds one model; the points run " + points.front().model + " and " + p.model);
+    }
+    const DecodePoint& p = points.front();
+    const ModelConfig m = model_config(p.model);
+    try {
+      checkpoint = checkpoint_weights(f.weights, p.layers > 0 ? with_layers(m, p.layers) : m);
+    } catch (const std::exception& e) {
+      fail("--weights", e.what());
+    }
+  }
+  std::unique_ptr<Runtime> runtime = make_runtime(f.device);
+  MeasureConfig config;
+  config.weights = checkpoint.get();
+  config.warmup = f.warmup;
+  config.runs = f.runs;
+  config.bucket = f.bucket;
+  config.seed = f.seed;
+  config.backend = f.backend;
+  std::cerr << "hydragen-decode: " << points.size() << " points on " << runtime->name() << "; measuring peaks\n";
+  config.peaks = peaks_of(*runtime);
+  const std::string device = runtime->name();
+  std::printf("%-14s %3s %-13s %5s %6s %4s %12s %10s %10s %8s  %s\n", "model", "tp", "mode", "B", "P", "gen", "tokens/s",
+              "step ms", "attn floor", "status", "backend");
+  const auto start = std::chrono::steady_clock::now();
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const DecodeRow r = measure_point(*runtime, points[i], config);
+    if (csv.is_open()) csv << csv_row(device, r) << std::flush;
+    const DecodePoint& p = r.point;
+    std::printf("%-14s %3d %-13s %5d %6d %4d %12.1f %10.3f %10.3f %8s  %s%s\n", p.model.c_str(), p.tp,
+                std::string(mode_name(p.mode)).c_str(), p.batch, p.prompt_len, p.gen_tokens, r.tokens_per_s, r.step_ms,
+                r.attention_floor_ms, r.status.c_str(), r.backend.c_str(), r.note.empty() ? "" : ("  (" + r.note + ")").c_str());
+    std::fflush(stdout);
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::cerr << "[" << i + 1 << "/" << points.size() << "] " << static_cast<int>(elapsed) << " s elapsed, about "
+              << static_cast<int>(elapsed / static_cast<double>(i + 1) * static_cast<double>(points.size() - i - 1))
+              << " s left\n";
+  }
+  for (const DecodePoint& p : points) {
+    if (p.tp == 1) continue;
+    std::printf("tp %d: tokens/s is what %d GPUs would do with free communication: this process ran one GPU's shard; "
+                "the all-reduces left out carry %lld bytes per token per GPU.\n",
+                p.tp, p.tp, static_cast<long long>(shard(model_config(p.model), p.tp).allreduce_bytes_per_token()));
+    break;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"hydragen-decode: end-to-end decoding of a Llama-architecture model (one tensor-parallel shard) "
+               "over a batch sharing a prompt; random weights (decode time does not depend on their values)"};
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  Flags f;
+  app.add_option("--preset", f.preset, "fig3a | fig3b | tables | fig5 | smoke");
+  app.add_option("--model", f.model, "codellama-7b | codellama-13b | codellama-34b | yi-6b-200k | smoke");
+  app.add_option("--layers", f.layers, "run the first N layers of the model (a shorter run of the same shapes)")->check(CLI::PositiveNumber);
+  app.add_option("--tp", f.tp, "tensor-parallel ways: this process runs one GPU's shard")->check(CLI::PositiveNumber);
+  app.add_option("--mode", f.modes, "comma list of flash, paged, hydragen, no-attention");
+  app.add_option("--backend", f.backend, "attention backend for the attention modes (default: the fastest of the device's)");
+  app.add_option("--batch", f.batch, "comma list of batch sizes B");
+  app.add_option("--prefix", f.prefix, "comma list of shared prompt lengths P");
+  app.add_option("--question-len", f.question_len, "each sequence's own tokens after the prompt, in one step")->check(CLI::NonNegativeNumber);
+  app.add_option("--gen-tokens", f.gen_tokens, "greedy decode steps timed")->check(CLI::PositiveNumber);
+  app.add_option("--runs", f.runs, "timed runs per point (median and spread)")->check(CLI::PositiveNumber);
+  app.add_option("--warmup", f.warmup, "untimed runs first")->check(CLI::NonNegativeNumber);
+  app.add_option("--bucket", f.bucket, "leaf capacity granularity: re-plan and re-capture every N tokens")->check(CLI::PositiveNumber);
+  app.add_option("--seed", f.seed, "weights and tokens");
+  app.add_option("--weights", f.weights, "a Hugging Face Llama checkpoint folder (safetensors) instead of random weights");
+  app.add_option("--csv", f.csv, "write one row per point here");
+  app.add_option("--device", f.device, "auto (a GPU when present) | host | cuda")->check(CLI::IsMember({"auto", "host", "cuda"}));
+  try {
+    app.parse(argc, argv);
+    flags::reject_repeats(app);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "hydragen-decode: " << e.what() << "\n";
+    return 2;
+  }
+  try {
+    return run(f, app);
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "hydragen-decode: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "hydragen-decode: " << e.what() << "\n";
+    return 1;
+  }
+}

@@ -1,0 +1,108 @@
+#include "decode/measure.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <exception>
+#include <random>
+
+#include "hydragen/errors.hpp"
+
+namespace hydragen::decode {
+
+namespace {
+
+std::vector<int> random_tokens(std::mt19937_64& rng, std::size_t count, int vocab) {
+  std::uniform_int_distribution<int> token(0, vocab - 1);
+  std::vector<int> t(count);
+  for (int& x : t) x = token(rng);
+  return t;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 == 1 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+}  // namespace
+
+double attention_floor_ms(const ModelShard& shard, const DecodePoint& point, DType dtype, const Peaks& peaks) {
+  if (point.mode == Mode::no_attention || peaks.flops_per_s <= 0 || peaks.bytes_per_s <= 0) return 0;
+  // The middle step of the decode: suffixes of question + half the answer.
+  const int suffix = point.question_len + point.gen_tokens / 2;
+  const AttentionShape shape = make_shape(point.batch, 1, shard.q_heads, shard.kv_heads, shard.model.head_dim, dtype);
+  const CostEstimate cost = estimate_cost(shape, SharingTree::prefix_suffix(point.prompt_len, std::vector<int>(point.batch, suffix)));
+  return shard.model.layers * roofline_seconds(cost.flops, cost.floor_bytes, peaks) * 1e3;
+}
+
+DecodeRow measure_point(Runtime& runtime, const DecodePoint& point, const MeasureConfig& config) {
+  DecodeRow row;
+  row.point = point;
+  try {
+    const ModelConfig full = model_config(point.model);
+    const ModelShard sh = shard(point.layers > 0 ? with_layers(full, point.layers) : full, point.tp);
+    DecoderOptions options;
+    options.mode = point.mode;
+    options.backend = point.mode == Mode::no_attention ? "" : config.backend.empty() ? default_backend(point.mode, runtime) : config.backend;
+    options.batch = point.batch;
+    options.prompt_len = point.prompt_len;
+    options.suffix_capacity = point.question_len + point.gen_tokens;
+    options.max_q_len = std::max(1, point.question_len);
+    options.bucket = config.bucket;
+    row.backend = options.backend.empty() ? "none" : options.backend;
+    row.attention_floor_ms = attention_floor_ms(sh, point, runtime.dtype(), config.peaks);
+    const MemoryEstimate need = estimate_memory(sh, options, runtime);
+    row.memory_gb = static_cast<double>(need.total()) / 1e9;
+    const double free = static_cast<double>(runtime.memory().available_bytes());
+    if (static_cast<double>(need.total()) > config.memory_fraction * free) {
+      row.status = "x";
+      row.note = "needs " + std::to_string(need.total() / 1000000) + " MB (weights " + std::to_string(need.weights / 1000000) +
+                 ", KV cache " + std::to_string(need.kv_cache / 1000000) + "), " + std::to_string(static_cast<long long>(free / 1e6)) +
+                 " MB free";
+      return row;
+    }
+    std::unique_ptr<WeightSource> own;
+    const WeightSource* weights = config.weights;
+    if (weights == nullptr) {
+      own = random_weights(config.seed);
+      weights = own.get();
+    }
+    Decoder decoder(runtime, sh, *weights, options);
+    std::mt19937_64 rng(config.seed);
+    const int first = decoder.prefill(random_tokens(rng, static_cast<std::size_t>(point.prompt_len), sh.model.vocab));
+    const std::vector<int> questions =
+        random_tokens(rng, static_cast<std::size_t>(point.batch) * point.question_len, sh.model.vocab);
+    std::vector<double> decode_s, answer_s, host_s, replan_s;
+    for (int run = 0; run < config.warmup + config.runs; ++run) {
+      decoder.reset();
+      const double replan0 = decoder.replan_seconds();
+      runtime.synchronize();
+      const auto t0 = std::chrono::steady_clock::now();
+      const std::vector<int> next = point.question_len > 0 ? decoder.step(questions, point.question_len)
+                                                           : std::vector<int>(static_cast<std::size_t>(point.batch), first);
+      const auto t1 = std::chrono::steady_clock::now();
+      decoder.generate(next, point.gen_tokens);  // waits for its tokens
+      const auto t2 = std::chrono::steady_clock::now();
+      if (run < config.warmup) continue;
+      decode_s.push_back(std::chrono::duration<double>(t2 - t1).count());
+      answer_s.push_back(std::chrono::duration<double>(t2 - t0).count());
+      host_s.push_back(decoder.generate_host_seconds());
+      replan_s.push_back(decoder.replan_seconds() - replan0);
+    }
+    const double decode = median(decode_s);
+    row.tokens_per_s = static_cast<double>(point.batch) * point.gen_tokens / decode;
+    row.step_ms = decode / point.gen_tokens * 1e3;
+    row.spread = (*std::max_element(decode_s.begin(), decode_s.end()) - *std::min_element(decode_s.begin(), decode_s.end())) / decode;
+    row.answer_ms = median(answer_s) * 1e3;
+    row.host_ms_per_step = median(host_s) / point.gen_tokens * 1e3;
+    row.replan_ms = median(replan_s) * 1e3;
+  } catch (const OutOfMemory& e) {
+    row.status = "x";
+    row.note = e.what();
+  } catch (const std::exception& e) {
+    row.status = "error";
+    row.note = e.what();
+  }
+  return row;
+}
+
+}  // namespace hydragen::decode

@@ -1,0 +1,49 @@
+#pragma once
+// One hydragen-decode point, timed as the paper's Appendix D.1 times end-to-end decoding: the shared
+// prompt prefilled once through the model (its KV real, not random), then warm-up runs and timed
+// runs of the decode alone (each from the state right after the prefill: the questions' tokens if
+// any, then gen_tokens greedy steps), median and spread.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "decode/presets.hpp"
+#include "decode/runtime.hpp"
+#include "decode/weights.hpp"
+#include "hydragen/cost_model.hpp"
+
+namespace hydragen::decode {
+
+struct MeasureConfig {
+  int warmup = 1, runs = 3;
+  int bucket = 16;
+  std::uint64_t seed = 1;      // weights (when random) and the prompt's and questions' tokens
+  std::string backend;         // empty: default_backend(mode)
+  const WeightSource* weights = nullptr;  // null: random_weights(seed)
+  Peaks peaks;                 // of the runtime's device; zeros: no attention floor
+  double memory_fraction = 0.92;  // of the free memory a point may plan to use
+};
+
+struct DecodeRow {
+  DecodePoint point;
+  std::string backend;           // "none" in mode no-attention
+  std::string status = "ok";     // ok | x (does not fit) | error
+  std::string note;              // why, for x and error
+  double tokens_per_s = 0;       // B * gen_tokens / median decode time
+  double step_ms = 0;            // median decode time / gen_tokens
+  double spread = 0;             // (max - min) / median of the decode times
+  double answer_ms = 0;          // median time of the questions' step and the decode (Fig. 5)
+  double attention_floor_ms = 0; // per step: the layers' attention calls at their roofline floor
+  double host_ms_per_step = 0;   // host time enqueueing a step (plans and graph captures included)
+  double replan_ms = 0;          // host time making plans and capturing graphs, per timed run
+  double memory_gb = 0;          // the estimate the point was admitted on
+};
+
+// Never throws for a point that cannot run: status x (the estimate exceeds the free memory, in
+// well under a second) or error (with the message).
+DecodeRow measure_point(Runtime& runtime, const DecodePoint& point, const MeasureConfig& config);
+
+// The attention floor of one decode step (all layers), from the cost model and the peaks.
+double attention_floor_ms(const ModelShard& shard, const DecodePoint& point, DType dtype, const Peaks& peaks);
+
+}  // namespace hydragen::decode

@@ -1,0 +1,28 @@
+#pragma once
+// The argument checks every Runtime makes before an operation: operands of the runtime's dtype,
+// shapes that agree between them, ld >= cols, no null pointer where there is data. One definition,
+// so that the host and CUDA runtimes refuse the same calls with the same message: each throws
+// std::invalid_argument "<operation>: <operand> ..." (e.g. "linear: w is 64x32, expected ...").
+// Values in memory (tokens, leaf lengths) are not checked here: a device runtime cannot read them
+// without waiting.
+#include <cstddef>
+#include <cstdint>
+
+#include "decode/runtime.hpp"
+
+namespace hydragen::decode {
+
+// The bytes of `count` elements of dtype (zeros, upload).
+std::size_t element_bytes(const char* op, std::int64_t count, DType dtype);
+
+void check_download(DType dtype, const Matrix& m);
+void check_embed(DType dtype, const int* tokens, const Matrix& table, const Matrix& x);
+void check_rms_norm(DType dtype, const Matrix& x, const void* w, const Matrix& out);
+void check_linear(DType dtype, const Matrix& a, const Matrix& w, const Matrix& c);
+void check_rope_append(DType dtype, const Matrix& qkv, int q_heads, int kv_heads, int head_dim,
+                       const CacheWrite& cache, const Matrix& q);
+void check_swiglu(DType dtype, const Matrix& gate_up, const Matrix& out);
+void check_argmax(DType dtype, const Matrix& logits, std::int64_t valid, const int* tokens);
+void check_advance(const int* leaf_length, int count);
+
+}  // namespace hydragen::decode

@@ -1,0 +1,180 @@
+// hydragen-decode's decoder on the host (fp32, the CPU backends), the specification of issue 18's
+// item 9: every mode generates the same greedy tokens for 64 steps, its logits match the fp64
+// forward pass of the whole sequence, and the KV cache, positions, buckets and resets behave.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <random>
+#include <vector>
+
+#include "decode/checkpoint.hpp"
+#include "decode/decoder.hpp"
+#include "decode/forward64.hpp"
+#include "decode/host_runtime.hpp"
+
+namespace hydragen::decode {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::ThrowsMessage;
+
+constexpr int kBatch = 3, kPrompt = 20, kQuestion = 4, kGen = 64;
+
+struct Batch {
+  ModelConfig model = model_config("smoke");
+  std::unique_ptr<WeightSource> weights = random_weights(5);
+  std::unique_ptr<Runtime> runtime = host_runtime();
+  std::vector<int> prompt, questions;  // [P], [B, question]
+
+  Batch() {
+    std::mt19937 rng(11);
+    std::uniform_int_distribution<int> token(0, model.vocab - 1);
+    for (int i = 0; i < kPrompt; ++i) prompt.push_back(token(rng));
+    for (int i = 0; i < kBatch * kQuestion; ++i) questions.push_back(token(rng));
+  }
+
+  DecoderOptions options(Mode mode, int bucket = 16) const {
+    DecoderOptions o;
+    o.mode = mode;
+    o.batch = kBatch;
+    o.prompt_len = kPrompt;
+    o.suffix_capacity = kQuestion + kGen;
+    o.max_q_len = kQuestion;
+    o.bucket = bucket;
+    return o;
+  }
+
+  // Sequence s's tokens: the prompt, its question, then what it generated.
+  std::vector<int> sequence(int s, const std::vector<int>& generated, int steps) const {
+    std::vector<int> t = prompt;
+    t.insert(t.end(), questions.begin() + s * kQuestion, questions.begin() + (s + 1) * kQuestion);
+    for (int i = 0; i < steps; ++i) t.push_back(generated[static_cast<std::size_t>(i * kBatch + s)]);
+    return t;
+  }
+};
+
+// The question, then generate(): the tokens [kGen, B] (the question step's argmax first).
+std::vector<int> decode(const Batch& setup, Decoder& d) {
+  d.prefill(setup.prompt);
+  const std::vector<int> first = d.step(setup.questions, kQuestion);
+  std::vector<int> tokens = first;
+  const std::vector<int> rest = d.generate(first, kGen - 1);
+  tokens.insert(tokens.end(), rest.begin(), rest.end());
+  return tokens;
+}
+
+TEST(Decoder, EveryModeGeneratesTheSameGreedyTokensFor64Steps) {
+  const Batch setup;
+  std::vector<int> want;
+  for (Mode mode : {Mode::hydragen, Mode::paged, Mode::flash}) {
+    SCOPED_TRACE(std::string(mode_name(mode)));
+    Decoder d(*setup.runtime, shard(setup.model, 1), *setup.weights, setup.options(mode));
+    const std::vector<int> got = decode(setup, d);
+    if (want.empty()) want = got;
+    EXPECT_EQ(got, want);
+  }
+  // The sequences' questions differ, so a mix-up between sequences would show.
+  EXPECT_NE(std::vector<int>(want.begin(), want.begin() + 1), std::vector<int>(want.begin() + 1, want.begin() + 2));
+}
+
+// fp32 against fp64 through two layers: the logits agree to about 1e-5 of their scale.
+void expect_logits_match_the_fp64_forward_pass(const Batch& setup) {
+  const Forward64 reference(setup.model, *setup.weights);
+  for (Mode mode : {Mode::hydragen, Mode::paged, Mode::flash}) {
+    SCOPED_TRACE(std::string(mode_name(mode)));
+    Decoder d(*setup.runtime, shard(setup.model, 1), *setup.weights, setup.options(mode, 4));
+    d.prefill(setup.prompt);
+    std::vector<int> generated = d.step(setup.questions, kQuestion);
+    for (int step = 0; step < 6; ++step) {  // past a bucket boundary (4 tokens)
+      const std::vector<float> logits = d.last_logits();
+      for (int s = 0; s < kBatch; ++s) {
+        const Eigen::MatrixXd ref = reference.logits(setup.sequence(s, generated, step));
+        const Eigen::RowVectorXd last = ref.bottomRows(1);
+        const double scale = last.cwiseAbs().maxCoeff();
+        double worst = 0;
+        for (int v = 0; v < setup.model.vocab; ++v) {
+          worst = std::max(worst, std::abs(logits[static_cast<std::size_t>(s * setup.model.vocab + v)] - last[v]));
+        }
+        EXPECT_LT(worst, 1e-4 * scale) << "sequence " << s << ", step " << step;
+        int argmax = 0;
+        last.maxCoeff(&argmax);
+        EXPECT_EQ(generated[static_cast<std::size_t>(step * kBatch + s)], argmax) << "sequence " << s << ", step " << step;
+      }
+      const std::vector<int> next(generated.end() - kBatch, generated.end());
+      const std::vector<int> more = d.step(next, 1);
+      generated.insert(generated.end(), more.begin(), more.end());
+    }
+  }
+}
+
+TEST(Decoder, LogitsMatchTheFp64ForwardPassOfTheWholeSequenceAtEveryStep) { expect_logits_match_the_fp64_forward_pass(Batch()); }
+
+// Item 10: a Hugging Face checkpoint (written here: nothing can be downloaded), loaded as the
+// decoder and the fp64 forward pass read it, two files, fp16.
+TEST(Decoder, ACheckpointsWeightsDecodeAsTheFp64ForwardPassOfTheSameWeights) {
+  Batch setup;
+  const std::string dir = (std::filesystem::temp_directory_path() / "hydragen_test_decoder_checkpoint").string();
+  write_checkpoint(dir, setup.model, *setup.weights, DType::fp16, 2);
+  setup.weights = checkpoint_weights(dir, setup.model);
+  EXPECT_THAT(setup.weights->describe(), HasSubstr("fp16, 2 files"));
+  expect_logits_match_the_fp64_forward_pass(setup);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Decoder, ResetReturnsToThePrefillAndTheSameTokensFollow) {
+  const Batch setup;
+  Decoder d(*setup.runtime, shard(setup.model, 1), *setup.weights, setup.options(Mode::hydragen, 8));
+  const std::vector<int> first = decode(setup, d);
+  d.reset();
+  EXPECT_EQ(d.suffix_length(), 0);
+  const std::vector<int> again_first = d.step(setup.questions, kQuestion);
+  std::vector<int> again = again_first;
+  const std::vector<int> rest = d.generate(again_first, kGen - 1);
+  again.insert(again.end(), rest.begin(), rest.end());
+  EXPECT_EQ(again, first);
+}
+
+TEST(Decoder, PlansOncePerBucketNotPerToken) {
+  const Batch setup;
+  Decoder d(*setup.runtime, shard(setup.model, 1), *setup.weights, setup.options(Mode::hydragen, 16));
+  d.prefill(setup.prompt);  // the prefill's plan
+  const std::vector<int> first = d.step(setup.questions, kQuestion);  // the question's: q_len 4
+  d.generate(first, kGen - 1);  // suffixes 5 .. 67: buckets of 16, 32, 48, 64, 68
+  EXPECT_EQ(d.plans_made(), 1 + 1 + 5);
+}
+
+TEST(Decoder, NoAttentionRunsTheProjectionsAlone) {
+  const Batch setup;
+  Decoder d(*setup.runtime, shard(setup.model, 1), *setup.weights, setup.options(Mode::no_attention));
+  EXPECT_EQ(d.backend(), nullptr);
+  const std::vector<int> tokens = decode(setup, d);
+  EXPECT_EQ(tokens.size(), static_cast<std::size_t>(kGen * kBatch));
+  EXPECT_EQ(d.plans_made(), 0);
+}
+
+TEST(Decoder, BadUseIsRefusedWithTheReason) {
+  const Batch setup;
+  const ModelShard sh = shard(setup.model, 1);
+  DecoderOptions o = setup.options(Mode::hydragen);
+  o.prompt_len = 5000;
+  EXPECT_THAT([&] { Decoder(*setup.runtime, sh, *setup.weights, o); }, ThrowsMessage<std::invalid_argument>(HasSubstr("positions")));
+  o = setup.options(Mode::hydragen);
+  o.backend = "reference";  // fp64 only: the host runtime is fp32
+  EXPECT_THAT([&] { Decoder(*setup.runtime, sh, *setup.weights, o); },
+              ThrowsMessage<std::invalid_argument>(HasSubstr("cannot run mode hydragen")));
+  Decoder d(*setup.runtime, sh, *setup.weights, setup.options(Mode::paged));
+  EXPECT_THAT([&] { d.step(setup.questions, kQuestion); }, ThrowsMessage<std::invalid_argument>(HasSubstr("prefill")));
+  EXPECT_THAT([&] { d.prefill({1, 2, 3}); }, ThrowsMessage<std::invalid_argument>(HasSubstr("the prompt has 3 tokens")));
+  std::vector<int> bad = setup.prompt;
+  bad[7] = setup.model.vocab;
+  EXPECT_THAT([&] { d.prefill(bad); }, ThrowsMessage<std::invalid_argument>(HasSubstr("at index 7")));
+  d.prefill(setup.prompt);
+  EXPECT_THAT([&] { d.generate(std::vector<int>(kBatch, 0), kQuestion + kGen + 1); },
+              ThrowsMessage<std::invalid_argument>(HasSubstr("exceed the capacity")));
+}
+
+}  // namespace
+}  // namespace hydragen::decode
