@@ -146,6 +146,29 @@ TEST(Decoder, PlansOncePerBucketNotPerToken) {
   EXPECT_EQ(d.plans_made(), 1 + 1 + 5);
 }
 
+// The timed runs' setting: every bucket made ahead, so the decode loop only replays graphs; and the
+// same tokens as buckets made on the way.
+TEST(Decoder, PreparedBucketsServeTheRunWithoutPlanningAndGiveTheSameTokens) {
+  const Batch setup;
+  Decoder lazy(*setup.runtime, shard(setup.model, 1), *setup.weights, setup.options(Mode::hydragen, 16));
+  const std::vector<int> want = decode(setup, lazy);
+  Decoder d(*setup.runtime, shard(setup.model, 1), *setup.weights, setup.options(Mode::hydragen, 16));
+  d.prefill(setup.prompt);
+  d.prepare(kQuestion, kQuestion, kQuestion);
+  d.prepare(1, kQuestion + 1, kQuestion + kGen - 1);
+  const int plans = d.plans_made();
+  EXPECT_EQ(plans, 1 + 1 + 5);
+  for (int run = 0; run < 2; ++run) {  // reset() keeps the buckets
+    d.reset();
+    std::vector<int> got = d.step(setup.questions, kQuestion);
+    const std::vector<int> rest = d.generate(got, kGen - 1);
+    got.insert(got.end(), rest.begin(), rest.end());
+    EXPECT_EQ(got, want);
+    EXPECT_EQ(d.plans_made(), plans);
+  }
+  EXPECT_THAT([&] { d.prepare(1, 0, 3); }, ThrowsMessage<std::invalid_argument>(HasSubstr("q_len <= first")));
+}
+
 TEST(Decoder, NoAttentionRunsTheProjectionsAlone) {
   const Batch setup;
   Decoder d(*setup.runtime, shard(setup.model, 1), *setup.weights, setup.options(Mode::no_attention));

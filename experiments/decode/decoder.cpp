@@ -150,7 +150,8 @@ struct Decoder::Layer {
 
 // One step's attention: the plan, and per layer where the step's tokens go and what attention reads.
 struct Decoder::Bucket {
-  int seqs = 0, q_len = 0, capacity = 0, position_offset = 0;
+  int seqs = 0, q_len = 0, capacity = 0;
+  bool bound = false;          // its plan has run with every layer's cache
   int* leaf_length = nullptr;  // [seqs] in runtime memory
   std::unique_ptr<AttentionPlan> plan;
   std::vector<CacheWrite> cache;        // per layer
@@ -253,8 +254,8 @@ std::vector<int> Decoder::download_tokens(const void* src, int count) const {
   return out;
 }
 
-void Decoder::enqueue_step(int q_len, int position_offset) {
-  const Bucket& k = *bucket_;
+void Decoder::enqueue_step(const Bucket& k, int position_offset) {
+  const int q_len = k.q_len;
   const ModelConfig& m = shard_.model;
   const Geometry g = geometry(shard_, options_);
   const std::int64_t t = static_cast<std::int64_t>(k.seqs) * q_len, hq_d = static_cast<std::int64_t>(g.q_heads) * g.head_dim;
@@ -297,8 +298,7 @@ int Decoder::prefill(const std::vector<int>& prompt) {
           "the prompt has " + std::to_string(prompt.size()) + " tokens, the decoder was made for " + std::to_string(options_.prompt_len));
   upload_tokens(prompt);
   const auto t0 = std::chrono::steady_clock::now();
-  bucket_ = std::make_unique<Bucket>();
-  Bucket& k = *bucket_;
+  Bucket k;
   k.seqs = 1;
   k.q_len = options_.prompt_len;
   k.capacity = options_.prompt_len;
@@ -321,7 +321,7 @@ int Decoder::prefill(const std::vector<int>& prompt) {
     }
   }
   replan_seconds_ += seconds_since(t0);
-  enqueue_step(k.q_len, 0);
+  enqueue_step(k, 0);
   // Flash: every sequence gets its own copy of the prompt's KV at the start of its leaf.
   const Geometry g = geometry(shard_, options_);
   const std::size_t elem = dtype_size(rt_.dtype());
@@ -351,23 +351,23 @@ int Decoder::prefill(const std::vector<int>& prompt) {
 void Decoder::reset() {
   require(prefilled_, "reset() returns to the state after the prefill: prefill first");
   rt_.synchronize();
-  bucket_.reset();  // a plan for longer leaves than the next steps need
-  retired_.clear();
   const std::vector<int> lengths(static_cast<std::size_t>(options_.batch), options_.mode == Mode::flash ? options_.prompt_len : 0);
   rt_.memory().copy_from_host(leaf_length_.data(), lengths.data(), lengths.size() * sizeof(int));
   suffix_len_ = 0;
 }
 
-bool Decoder::ensure_bucket(int q_len, int needed) {
+Decoder::Bucket& Decoder::bucket_for(int q_len, int needed) {
   const int prompt_in_leaf = options_.mode == Mode::flash ? options_.prompt_len : 0;
   const int stride = options_.suffix_capacity + prompt_in_leaf;
-  if (bucket_ != nullptr && bucket_->q_len == q_len && needed + prompt_in_leaf <= bucket_->capacity) return false;
+  const int capacity = std::min(stride, (needed + options_.bucket - 1) / options_.bucket * options_.bucket + prompt_in_leaf);
+  for (const auto& k : buckets_) {
+    if (k->q_len == q_len && k->capacity == capacity) return *k;
+  }
   const auto t0 = std::chrono::steady_clock::now();
-  if (bucket_ != nullptr) retired_.push_back(std::move(bucket_));
   auto k = std::make_unique<Bucket>();
   k->seqs = options_.batch;
   k->q_len = q_len;
-  k->capacity = std::min(stride, (needed + options_.bucket - 1) / options_.bucket * options_.bucket + prompt_in_leaf);
+  k->capacity = capacity;
   k->leaf_length = static_cast<int*>(leaf_length_.data());
   if (options_.mode != Mode::no_attention) {
     k->plan = backend_->plan(attention_shape(q_len), attention_tree(k->capacity), plan_options_);
@@ -391,9 +391,43 @@ bool Decoder::ensure_bucket(int q_len, int needed) {
       k->inputs.push_back(std::move(in));
     }
   }
-  bucket_ = std::move(k);
+  buckets_.push_back(std::move(k));
   replan_seconds_ += seconds_since(t0);
-  return true;
+  return *buckets_.back();
+}
+
+StepGraph* Decoder::bind(Bucket& k, bool capture) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (!k.bound && k.plan != nullptr) {
+    // Attention alone, on whatever the caches hold now: its outputs are scratch until the next step.
+    const Geometry g = geometry(shard_, options_);
+    const std::int64_t t = static_cast<std::int64_t>(k.seqs) * k.q_len;
+    const AttentionOutputs out{{o_.data(), rt_.dtype(), static_cast<std::size_t>(t * g.q_heads * g.head_dim)},
+                               {lse_.data(), lse_dtype(rt_.dtype()), static_cast<std::size_t>(t * g.q_heads)}};
+    for (const AttentionInputs& in : k.inputs) k.plan->run(in, out, rt_.stream());
+  }
+  k.bound = true;
+  if (capture && k.graph == nullptr) {
+    const int offset = options_.mode == Mode::flash ? 0 : options_.prompt_len;
+    const Bucket* bucket = &k;
+    k.graph = rt_.capture([this, bucket, offset] { enqueue_step(*bucket, offset); });
+  }
+  replan_seconds_ += seconds_since(t0);
+  return k.graph.get();
+}
+
+void Decoder::prepare(int q_len, int first, int last) {
+  require(prefilled_, "prefill the prompt before preparing steps");
+  require(q_len >= 1 && q_len <= options_.max_q_len && q_len <= first && first <= last && last <= options_.suffix_capacity,
+          "prepare(" + std::to_string(q_len) + ", " + std::to_string(first) + ", " + std::to_string(last) +
+              "): needs 1 <= q_len <= max_q_len, q_len <= first <= last <= the suffix capacity " +
+              std::to_string(options_.suffix_capacity));
+  // Steps of several tokens run eagerly (step()), binding their plan as they go; and their leaves
+  // may be too short now for the plan's causal queries.
+  for (int needed = first; needed <= last; ++needed) {
+    Bucket& k = bucket_for(q_len, needed);
+    if (q_len == 1) bind(k, true);
+  }
 }
 
 std::vector<int> Decoder::step(const std::vector<int>& tokens, int q_len) {
@@ -407,8 +441,9 @@ std::vector<int> Decoder::step(const std::vector<int>& tokens, int q_len) {
           "the suffixes are full: " + std::to_string(suffix_len_) + " + " + std::to_string(q_len) + " tokens exceed the capacity " +
               std::to_string(options_.suffix_capacity));
   upload_tokens(tokens);
-  ensure_bucket(q_len, suffix_len_ + q_len);
-  enqueue_step(q_len, options_.mode == Mode::flash ? 0 : options_.prompt_len);
+  Bucket& k = bucket_for(q_len, suffix_len_ + q_len);
+  enqueue_step(k, options_.mode == Mode::flash ? 0 : options_.prompt_len);
+  k.bound = true;
   suffix_len_ += q_len;
   logits_rows_ = options_.batch;
   return download_tokens(tokens_.data(), options_.batch);
@@ -425,18 +460,8 @@ std::vector<int> Decoder::generate(const std::vector<int>& first, int steps) {
   const auto t0 = std::chrono::steady_clock::now();
   Buffer history(rt_.memory(), static_cast<std::size_t>(steps) * options_.batch * sizeof(int) + sizeof(int));
   const std::size_t step_bytes = static_cast<std::size_t>(options_.batch) * sizeof(int);
-  const int offset = options_.mode == Mode::flash ? 0 : options_.prompt_len;
   for (int i = 0; i < steps; ++i) {
-    if (ensure_bucket(1, suffix_len_ + 1)) {
-      enqueue_step(1, offset);  // a bucket's first step binds its plan to every layer's cache
-    } else {
-      if (bucket_->graph == nullptr) {
-        const auto capture0 = std::chrono::steady_clock::now();
-        bucket_->graph = rt_.capture([this, offset] { enqueue_step(1, offset); });
-        replan_seconds_ += seconds_since(capture0);
-      }
-      bucket_->graph->replay();
-    }
+    bind(bucket_for(1, suffix_len_ + 1), true)->replay();
     rt_.copy(static_cast<char*>(history.data()) + static_cast<std::size_t>(i) * step_bytes, tokens_.data(), step_bytes);
     ++suffix_len_;
   }

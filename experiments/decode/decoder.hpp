@@ -8,7 +8,9 @@
 // each leaf prompt then suffix, the paper's FlashAttention baseline). Leaves are allocated for the
 // whole run; the attention plan is made for leaves of a bucket's capacity (a multiple of `bucket`
 // tokens) and runs with the current lengths in device memory (AttentionInputs::leaf_lengths), so a
-// step is re-planned, and re-captured as a CUDA graph, once per bucket, not per token.
+// step is planned, and captured as a CUDA graph, once per bucket, not per token. A bucket's plan and
+// graph live as long as the decoder (reset() keeps them), and prepare() makes them ahead of a run, as
+// serving systems capture their graphs at start-up.
 #include <memory>
 #include <string>
 #include <string_view>
@@ -68,14 +70,18 @@ class Decoder {
   std::vector<int> generate(const std::vector<int>& first, int steps);
 
   // Back to the state right after the prefill: the suffixes emptied, the prompt's KV kept (the
-  // timing runs repeat the decode on one prefill).
+  // timing runs repeat the decode on one prefill). The buckets' plans and graphs stay.
   void reset();
+  // Makes the plans of the steps of q_len tokens that bring each leaf to `first` ... `last` tokens
+  // after the prompt; for q_len 1 (generate()'s steps) also binds them to every layer's cache and
+  // captures the steps.
+  void prepare(int q_len, int first, int last);
 
   // The last step's logits [B, vocab rows of this shard], fp32 on the host (tests).
   std::vector<float> last_logits() const;
   int suffix_length() const { return suffix_len_; }  // tokens each sequence holds after the prompt
   const AttentionBackend* backend() const { return backend_; }  // null in mode no-attention
-  // Seconds of host time spent making plans and capturing graphs so far, and enqueueing the last
+  // Seconds of host time spent making, binding and capturing plans so far, and enqueueing the last
   // generate()'s steps (those included, its final wait not).
   double replan_seconds() const { return replan_seconds_; }
   double generate_host_seconds() const { return generate_host_seconds_; }
@@ -87,10 +93,13 @@ class Decoder {
  private:
   struct Layer;
   struct Bucket;
-  void enqueue_step(int q_len, int position_offset);
-  // Makes the plan for a step of q_len tokens once each leaf holds `needed` suffix tokens, unless
-  // the current bucket serves it; true when it made one.
-  bool ensure_bucket(int q_len, int needed);
+  void enqueue_step(const Bucket& k, int position_offset);
+  // The bucket of a step of q_len tokens after which each leaf holds `needed` suffix tokens, made on
+  // first use.
+  Bucket& bucket_for(int q_len, int needed);
+  // Runs the bucket's attention once per layer (a plan's first run with a cache uploads its tables),
+  // then, for q_len 1, captures its step.
+  StepGraph* bind(Bucket& k, bool capture);
   void upload_tokens(const std::vector<int>& tokens);
   std::vector<int> download_tokens(const void* src, int count) const;
 
@@ -105,10 +114,9 @@ class Decoder {
   Buffer tokens_, x_, h_, qkv_, q_, o_, lse_, gate_up_, act_, logits_, last_h_;
   Buffer leaf_length_;     // [B] int: tokens in each leaf (device memory)
   Buffer prompt_length_;   // [1] int: the prompt's length, the prefill's leaf length
-  std::unique_ptr<Bucket> bucket_;
-  // Buckets done with, kept until reset(): freeing a plan's memory (cudaFree) would wait for every
-  // queued step, leaving the GPU idle while the next plan is made.
-  std::vector<std::unique_ptr<Bucket>> retired_;
+  // Every bucket made, kept: freeing a plan's memory (cudaFree) mid-run would wait for every queued
+  // step, leaving the GPU idle while the next plan is made.
+  std::vector<std::unique_ptr<Bucket>> buckets_;
   int suffix_len_ = 0;
   int logits_rows_ = 0;  // rows the last step wrote: 1 after the prefill, B after a step
   bool prefilled_ = false;

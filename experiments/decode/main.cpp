@@ -19,6 +19,7 @@
 #include "decode/checkpoint.hpp"
 #include "decode/host_runtime.hpp"
 #include "decode/measure.hpp"
+#include "decode/prompts.hpp"
 #include "flags/flag_checks.hpp"
 #include "hydragen/cpu/peaks.hpp"
 #ifdef HYDRAGEN_WITH_CUDA
@@ -36,7 +37,7 @@ using namespace hydragen::decode;
 
 struct Flags {
   std::string preset, model = "smoke", modes = "hydragen,paged,flash,no-attention", batch = "8", prefix = "128";
-  std::string backend, csv, device = "auto", weights;
+  std::string backend, csv, device = "auto", weights, prompts, tokens_out;
   int layers = 0, tp = 1, question_len = 0, gen_tokens = 16, runs = 3, warmup = 1, bucket = 16;
   std::uint64_t seed = 1;
 };
@@ -146,7 +147,50 @@ std::string csv_row(const std::string& device, const DecodeRow& r) {
          std::to_string(p.gen_tokens) + "," + numbers + "," + r.status + "," + csv_field(r.note) + "\n";
 }
 
+// --prompts: one mode's greedy answers to the file's prompts, as token ids (no timing).
+int answer(const Flags& f, const CLI::App& app) {
+  for (const char* flag : {"--preset", "--batch", "--prefix", "--question-len", "--csv"}) {
+    if (app.count(flag) > 0) fail(flag, "does not go with --prompts (the file gives the batch, the prefix and the questions)");
+  }
+  const ModelConfig full = model_config(f.model);
+  const ModelShard sh = shard(f.layers > 0 ? with_layers(full, f.layers) : full, f.tp);
+  const std::vector<std::vector<int>> prompts = [&] {
+    try {
+      return read_prompts(f.prompts, sh.model.vocab);
+    } catch (const std::invalid_argument& e) {
+      fail("--prompts", e.what());
+    }
+  }();
+  DecoderOptions options;
+  try {
+    options.mode = app.count("--mode") > 0 ? parse_mode(f.modes) : Mode::hydragen;
+  } catch (const std::invalid_argument& e) {
+    fail("--mode", std::string(e.what()) + " (--prompts runs one mode)");
+  }
+  std::unique_ptr<Runtime> runtime = make_runtime(f.device);
+  options.backend = options.mode == Mode::no_attention ? "" : f.backend;
+  options.bucket = f.bucket;
+  std::unique_ptr<WeightSource> weights =
+      f.weights.empty() ? random_weights(f.seed) : checkpoint_weights(f.weights, sh.model);
+  const auto answers = answer_prompts(*runtime, sh, *weights, options, prompts, f.gen_tokens);
+  std::ofstream file;
+  if (!f.tokens_out.empty()) {
+    file.open(f.tokens_out);
+    if (!file) fail("--tokens-out", "cannot write '" + f.tokens_out + "'");
+  }
+  std::ostream& out = f.tokens_out.empty() ? std::cout : file;
+  for (const auto& a : answers) {
+    for (std::size_t i = 0; i < a.size(); ++i) out << (i == 0 ? "" : " ") << a[i];
+    out << "\n";
+  }
+  std::cerr << "hydragen-decode: " << answers.size() << " sequences sharing " << common_prefix(prompts).size()
+            << " tokens, " << f.gen_tokens << " tokens each, mode " << mode_name(options.mode) << " on " << runtime->name()
+            << ", " << weights->describe() << "\n";
+  return 0;
+}
+
 int run(const Flags& f, const CLI::App& app) {
+  if (!f.prompts.empty()) return answer(f, app);
   const std::vector<DecodePoint> points = points_from(f, app);
   std::ofstream csv;
   if (!f.csv.empty()) {
@@ -226,6 +270,8 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", f.warmup, "untimed runs first")->check(CLI::NonNegativeNumber);
   app.add_option("--bucket", f.bucket, "leaf capacity granularity: re-plan and re-capture every N tokens")->check(CLI::PositiveNumber);
   app.add_option("--seed", f.seed, "weights and tokens");
+  app.add_option("--prompts", f.prompts, "token ids, one sequence a line: generate --gen-tokens greedy tokens after each (one --mode)");
+  app.add_option("--tokens-out", f.tokens_out, "with --prompts: write the generated ids here, one sequence a line (default: stdout)");
   app.add_option("--weights", f.weights, "a Hugging Face Llama checkpoint folder (safetensors) instead of random weights");
   app.add_option("--csv", f.csv, "write one row per point here");
   app.add_option("--device", f.device, "auto (a GPU when present) | host | cuda")->check(CLI::IsMember({"auto", "host", "cuda"}));

@@ -1,8 +1,8 @@
 #pragma once
 // One hydragen-decode point, timed as the paper's Appendix D.1 times end-to-end decoding: the shared
-// prompt prefilled once through the model (its KV real, not random), then warm-up runs and timed
-// runs of the decode alone (each from the state right after the prefill: the questions' tokens if
-// any, then gen_tokens greedy steps), median and spread.
+// prompt prefilled once through the model (its KV real, not random), every bucket's plan and graph
+// made, then warm-up runs and timed runs of the decode alone (each from the state right after the
+// prefill: the questions' tokens if any, then gen_tokens greedy steps), median and spread.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -34,8 +34,8 @@ struct DecodeRow {
   double spread = 0;             // (max - min) / median of the decode times
   double answer_ms = 0;          // median time of the questions' step and the decode (Fig. 5)
   double attention_floor_ms = 0; // per step: the layers' attention calls at their roofline floor
-  double host_ms_per_step = 0;   // host time enqueueing a step (plans and graph captures included)
-  double replan_ms = 0;          // host time making plans and capturing graphs, per timed run
+  double host_ms_per_step = 0;   // host time of generate()'s loop per step, waits for queue space included
+  double replan_ms = 0;          // host time making, binding and capturing every bucket's plan, before the runs
   double memory_gb = 0;          // the estimate the point was admitted on
 };
 

@@ -1,0 +1,95 @@
+// hydragen-decode on a user's prompts (issue 18, item 10): token ids in, token ids out. Prompts of
+// different lengths share their longest common prefix; each generates what the fp64 forward pass
+// generates greedily after it, in every mode, with random weights and with a checkpoint's.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "decode/checkpoint.hpp"
+#include "decode/forward64.hpp"
+#include "decode/host_runtime.hpp"
+#include "decode/prompts.hpp"
+
+namespace hydragen::decode {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::ThrowsMessage;
+
+std::string write_file(const std::string& name, const std::string& text) {
+  const std::string path = (std::filesystem::temp_directory_path() / name).string();
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(ReadPrompts, TakesIdsSeparatedBySpacesOrCommasOneSequenceALine) {
+  const std::string path = write_file("hydragen_prompts_ok.txt", "# a comment\n1 2 3\n\n1,2, 3 4\n  7  \n");
+  EXPECT_EQ(read_prompts(path, 10), (std::vector<std::vector<int>>{{1, 2, 3}, {1, 2, 3, 4}, {7}}));
+  std::filesystem::remove(path);
+}
+
+TEST(ReadPrompts, RefusesWhatIsNotATokenIdNamingTheLine) {
+  const std::string path = write_file("hydragen_prompts_bad.txt", "1 2\n3 x 4\n");
+  EXPECT_THAT([&] { read_prompts(path, 10); }, ThrowsMessage<std::invalid_argument>(HasSubstr("hydragen_prompts_bad.txt:2: 'x'")));
+  const std::string big = write_file("hydragen_prompts_big.txt", "1 10\n");
+  EXPECT_THAT([&] { read_prompts(big, 10); }, ThrowsMessage<std::invalid_argument>(HasSubstr(":1: '10' is not a token id in [0, 10)")));
+  const std::string empty = write_file("hydragen_prompts_empty.txt", "\n# nothing\n");
+  EXPECT_THAT([&] { read_prompts(empty, 10); }, ThrowsMessage<std::invalid_argument>(HasSubstr("no prompt")));
+  EXPECT_THAT([&] { read_prompts("/nonexistent/prompts.txt", 10); }, ThrowsMessage<std::invalid_argument>(HasSubstr("cannot read")));
+  for (const auto& p : {path, big, empty}) std::filesystem::remove(p);
+}
+
+TEST(CommonPrefix, IsWhatEveryPromptStartsWith) {
+  EXPECT_EQ(common_prefix({{1, 2, 3, 4}, {1, 2, 5}, {1, 2, 3}}), (std::vector<int>{1, 2}));
+  EXPECT_EQ(common_prefix({{4, 5}}), (std::vector<int>{4, 5}));
+  EXPECT_TRUE(common_prefix({{1, 2}, {3}}).empty());
+}
+
+// Prompts sharing 12 tokens, then rests of 0, 3 and 7 tokens.
+std::vector<std::vector<int>> ragged_prompts() {
+  std::vector<int> shared;
+  for (int i = 0; i < 12; ++i) shared.push_back((i * 37 + 5) % 97);
+  std::vector<std::vector<int>> prompts(3, shared);
+  prompts[1].insert(prompts[1].end(), {3, 60, 11});
+  prompts[2].insert(prompts[2].end(), {90, 1, 2, 44, 45, 46, 0});
+  return prompts;
+}
+
+void expect_fp64_greedy_answers(const WeightSource& weights) {
+  const ModelConfig model = model_config("smoke");
+  const Forward64 reference(model, weights);
+  const auto prompts = ragged_prompts();
+  const std::unique_ptr<Runtime> runtime = host_runtime();
+  for (Mode mode : {Mode::hydragen, Mode::paged, Mode::flash}) {
+    SCOPED_TRACE(std::string(mode_name(mode)));
+    DecoderOptions options;
+    options.mode = mode;
+    options.bucket = 4;  // several plans over the run
+    const auto answers = answer_prompts(*runtime, shard(model, 1), weights, options, prompts, 20);
+    ASSERT_EQ(answers.size(), prompts.size());
+    for (std::size_t s = 0; s < prompts.size(); ++s) EXPECT_EQ(answers[s], reference.greedy(prompts[s], 20)) << "sequence " << s;
+  }
+}
+
+TEST(AnswerPrompts, EachPromptGetsTheFp64GreedyAnswerInEveryMode) { expect_fp64_greedy_answers(*random_weights(21)); }
+
+TEST(AnswerPrompts, ACheckpointsModelAnswersAsTheFp64ForwardPassOfItsWeights) {
+  const std::string dir = (std::filesystem::temp_directory_path() / "hydragen_test_prompts_checkpoint").string();
+  write_checkpoint(dir, model_config("smoke"), *random_weights(22), DType::bf16, 1);
+  expect_fp64_greedy_answers(*checkpoint_weights(dir, model_config("smoke")));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(AnswerPrompts, PromptsThatShareNothingAreRefused) {
+  const std::unique_ptr<Runtime> runtime = host_runtime();
+  const ModelConfig model = model_config("smoke");
+  EXPECT_THAT([&] { answer_prompts(*runtime, shard(model, 1), *random_weights(1), {}, {{1, 2}, {3, 4}}, 4); },
+              ThrowsMessage<std::invalid_argument>(HasSubstr("share no first token")));
+}
+
+}  // namespace
+}  // namespace hydragen::decode
