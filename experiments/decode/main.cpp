@@ -124,29 +124,6 @@ Peaks peaks_of(const Runtime& runtime) {
   return cpu::measure_host_peaks();
 }
 
-const char* kHeader =
-    "device,commit,model,layers,tp,gpus,mode,backend,B,P,question_len,gen_tokens,tokens_per_s,step_ms,"
-    "attention_floor_ms,spread,answer_ms,host_ms_per_step,replan_ms,memory_gb,status,note\n";
-
-std::string csv_field(std::string text) {
-  if (text.find_first_of(",\"\n") == std::string::npos) return text;
-  std::string quoted = "\"";
-  for (char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return quoted + "\"";
-}
-
-std::string csv_row(const std::string& device, const DecodeRow& r) {
-  const DecodePoint& p = r.point;
-  const int layers = p.layers > 0 ? p.layers : model_config(p.model).layers;
-  char numbers[512];
-  std::snprintf(numbers, sizeof numbers, "%.1f,%.4f,%.4f,%.4f,%.3f,%.4f,%.2f,%.3f", r.tokens_per_s, r.step_ms,
-                r.attention_floor_ms, r.spread, r.answer_ms, r.host_ms_per_step, r.replan_ms, r.memory_gb);
-  return csv_field(device) + "," + HYDRAGEN_COMMIT + "," + p.model + "," + std::to_string(layers) + "," +
-         std::to_string(p.tp) + ",1," + std::string(mode_name(p.mode)) + "," + csv_field(r.backend) + "," +
-         std::to_string(p.batch) + "," + std::to_string(p.prompt_len) + "," + std::to_string(p.question_len) + "," +
-         std::to_string(p.gen_tokens) + "," + numbers + "," + r.status + "," + csv_field(r.note) + "\n";
-}
-
 // --prompts: one mode's greedy answers to the file's prompts, as token ids (no timing).
 int answer(const Flags& f, const CLI::App& app) {
   for (const char* flag : {"--preset", "--batch", "--prefix", "--question-len", "--csv"}) {
@@ -196,7 +173,7 @@ int run(const Flags& f, const CLI::App& app) {
   if (!f.csv.empty()) {
     csv.open(f.csv);
     if (!csv) fail("--csv", "cannot write '" + f.csv + "'");
-    csv << kHeader << std::flush;
+    csv << decode_csv_header() << std::flush;
   }
   // A checkpoint is one model's: every point must run it.
   std::unique_ptr<WeightSource> checkpoint;
@@ -228,7 +205,7 @@ int run(const Flags& f, const CLI::App& app) {
   const auto start = std::chrono::steady_clock::now();
   for (std::size_t i = 0; i < points.size(); ++i) {
     const DecodeRow r = measure_point(*runtime, points[i], config);
-    if (csv.is_open()) csv << csv_row(device, r) << std::flush;
+    if (csv.is_open()) csv << decode_csv_row(device, HYDRAGEN_COMMIT, r) << std::flush;
     const DecodePoint& p = r.point;
     std::printf("%-14s %3d %-13s %5d %6d %4d %12.1f %10.3f %10.3f %8s  %s%s\n", p.model.c_str(), p.tp,
                 std::string(mode_name(p.mode)).c_str(), p.batch, p.prompt_len, p.gen_tokens, r.tokens_per_s, r.step_ms,

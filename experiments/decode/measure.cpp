@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <exception>
 #include <random>
 
@@ -23,7 +24,31 @@ double median(std::vector<double> v) {
   return v.size() % 2 == 1 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
+std::string csv_field(const std::string& text) {
+  if (text.find_first_of(",\"\n") == std::string::npos) return text;
+  std::string quoted = "\"";
+  for (char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return quoted + "\"";
+}
+
 }  // namespace
+
+std::string decode_csv_header() {
+  return "device,commit,model,layers,tp,gpus,mode,backend,B,P,question_len,gen_tokens,tokens_per_s,step_ms,"
+         "attention_floor_ms,spread,answer_ms,host_ms_per_step,replan_ms,memory_gb,status,note\n";
+}
+
+std::string decode_csv_row(const std::string& device, const std::string& commit, const DecodeRow& r) {
+  const DecodePoint& p = r.point;
+  const int layers = p.layers > 0 ? p.layers : model_config(p.model).layers;
+  char numbers[512];
+  std::snprintf(numbers, sizeof numbers, "%.1f,%.4f,%.4f,%.4f,%.3f,%.4f,%.2f,%.3f", r.tokens_per_s, r.step_ms,
+                r.attention_floor_ms, r.spread, r.answer_ms, r.host_ms_per_step, r.replan_ms, r.memory_gb);
+  return csv_field(device) + "," + csv_field(commit) + "," + p.model + "," + std::to_string(layers) + "," +
+         std::to_string(p.tp) + ",1," + std::string(mode_name(p.mode)) + "," + csv_field(r.backend) + "," +
+         std::to_string(p.batch) + "," + std::to_string(p.prompt_len) + "," + std::to_string(p.question_len) + "," +
+         std::to_string(p.gen_tokens) + "," + numbers + "," + r.status + "," + csv_field(r.note) + "\n";
+}
 
 double attention_floor_ms(const ModelShard& shard, const DecodePoint& point, DType dtype, const Peaks& peaks) {
   if (point.mode == Mode::no_attention || peaks.flops_per_s <= 0 || peaks.bytes_per_s <= 0) return 0;

@@ -43,6 +43,11 @@ struct DecodeRow {
 // well under a second) or error (with the message).
 DecodeRow measure_point(Runtime& runtime, const DecodePoint& point, const MeasureConfig& config);
 
+// hydragen-decode's CSV (DESIGN.md section 7, and what plots/decode_*.py read): the header line, and
+// one row (fields with commas or quotes quoted). `gpus` is 1: one process runs one shard.
+std::string decode_csv_header();
+std::string decode_csv_row(const std::string& device, const std::string& commit, const DecodeRow& row);
+
 // The attention floor of one decode step (all layers), from the cost model and the peaks.
 double attention_floor_ms(const ModelShard& shard, const DecodePoint& point, DType dtype, const Peaks& peaks);
 
