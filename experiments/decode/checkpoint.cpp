@@ -20,6 +20,8 @@
 #include <utility>
 #include <vector>
 
+#include "decode/checkpoint_files.hpp"
+
 namespace hydragen::decode {
 
 namespace {
@@ -27,9 +29,6 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-const std::string kSingleFile = "model.safetensors";
-const std::string kIndexFile = "model.safetensors.index.json";
-const std::string kConfigFile = "config.json";
 // The safetensors format caps its header at 100 MB: a larger length means the file is not one.
 constexpr std::uint64_t kMaxHeaderBytes = 100'000'000;
 
@@ -38,13 +37,6 @@ std::string shape_text(const std::vector<std::int64_t>& shape) {
   for (std::size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
   return text + "]";
 }
-
-// As stored: [rows] for a vector, [rows, cols] for a matrix.
-std::vector<std::int64_t> stored_shape(const TensorSpec& spec) {
-  return spec.is_vector() ? std::vector<std::int64_t>{spec.rows} : std::vector<std::int64_t>{spec.rows, spec.cols};
-}
-
-std::int64_t elements(const TensorSpec& spec) { return spec.rows * std::max<std::int64_t>(1, spec.cols); }
 
 // Where the expected shape comes from, in the model's terms.
 std::string shape_reason(const TensorSpec& spec, const ModelConfig& m) {
@@ -71,25 +63,12 @@ std::optional<DType> parse_safetensors_dtype(const std::string& name) {
   return std::nullopt;
 }
 
-const char* safetensors_dtype(DType dtype) { return dtype == DType::bf16 ? "BF16" : "F16"; }
-
 // Widens `count` little-endian 16-bit values (exact: every bf16 and fp16 value is a float).
 void widen(const unsigned char* src, std::size_t count, DType dtype, float* dst) {
   for (std::size_t i = 0; i < count; ++i) {
     const auto bits = static_cast<std::uint16_t>(src[2 * i] | src[2 * i + 1] << 8);
     dst[i] = dtype == DType::bf16 ? bf16_bits_to_float(bits) : half_bits_to_float(bits);
   }
-}
-
-// Rounds to nearest even and packs as little-endian 16-bit values.
-std::vector<char> narrow(const std::vector<float>& values, DType dtype) {
-  std::vector<char> bytes(2 * values.size());  // [values] x 2 bytes
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    const std::uint16_t bits = dtype == DType::bf16 ? float_to_bf16_bits(values[i]) : float_to_half_bits(values[i]);
-    bytes[2 * i] = static_cast<char>(bits & 0xFF);
-    bytes[2 * i + 1] = static_cast<char>(bits >> 8);
-  }
-  return bytes;
 }
 
 // A file read at offsets with pread, so that concurrent load() calls share no file position.
@@ -161,12 +140,6 @@ json read_json(const fs::path& path, const std::string& name) {
   json value = json::parse(in, nullptr, false);
   if (!value.is_object()) throw std::runtime_error(name + ": not a JSON object");
   return value;
-}
-
-void write_json(const fs::path& path, const json& value) {
-  std::ofstream out(path);
-  out << value.dump(2) << '\n';
-  if (!out.flush()) throw std::runtime_error(path.string() + ": cannot write");
 }
 
 // model.safetensors.index.json's "weight_map": tensor name -> file name.
@@ -384,78 +357,6 @@ class CheckpointWeights final : public WeightSource {
   std::optional<DType> dtype_;            // set by the first tensor checked
 };
 
-// Which file each tensor goes to: runs of consecutive tensors, moving to the next file once the files
-// so far hold their share of the elements, or when each later file needs one of the tensors left.
-std::vector<int> assign_files(const std::vector<TensorSpec>& specs, int files) {
-  std::int64_t total = 0;
-  for (const TensorSpec& spec : specs) total += elements(spec);
-  std::vector<int> file_of(specs.size());
-  int f = 0;
-  std::int64_t before = 0;  // elements of the tensors placed so far
-  for (std::size_t i = 0; i < specs.size(); ++i) {
-    const bool share_done = before * files >= (f + 1) * total;
-    const bool rest_needed = specs.size() - i == static_cast<std::size_t>(files - 1 - f);
-    if (i > 0 && f + 1 < files && (share_done || rest_needed)) ++f;
-    file_of[i] = f;
-    before += elements(specs[i]);
-  }
-  return file_of;
-}
-
-std::string shard_file_name(int file, int files) {
-  char name[64];
-  std::snprintf(name, sizeof name, "model-%05d-of-%05d.safetensors", file + 1, files);
-  return name;
-}
-
-// One safetensors file of `specs`, the whole tensors from `source` narrowed to dtype.
-void write_safetensors(const fs::path& path, const std::vector<const TensorSpec*>& specs, const ModelShard& whole,
-                       const WeightSource& source, DType dtype) {
-  json header = json::object();
-  header["__metadata__"] = {{"format", "pt"}};
-  std::uint64_t offset = 0;
-  for (const TensorSpec* spec : specs) {
-    const auto bytes = static_cast<std::uint64_t>(2 * elements(*spec));
-    header[spec->name] = {{"dtype", safetensors_dtype(dtype)},
-                          {"shape", stored_shape(*spec)},
-                          {"data_offsets", json::array({offset, offset + bytes})}};
-    offset += bytes;
-  }
-  std::string text = header.dump();
-  text.append((8 - text.size() % 8) % 8, ' ');  // the format pads the header so that the data is 8-byte aligned
-  char length[8];
-  for (int i = 0; i < 8; ++i) length[i] = static_cast<char>(static_cast<std::uint64_t>(text.size()) >> (8 * i) & 0xFF);
-
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(length, 8);
-  out.write(text.data(), static_cast<std::streamsize>(text.size()));
-  for (const TensorSpec* spec : specs) {
-    const std::vector<char> bytes = narrow(source.load(*spec, whole, 0), dtype);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  }
-  if (!out.flush()) throw std::runtime_error(path.string() + ": cannot write");
-}
-
-// Hugging Face's LlamaConfig field names.
-json hf_config(const ModelConfig& m, DType dtype) {
-  return {{"architectures", json::array({"LlamaForCausalLM"})},
-          {"model_type", "llama"},
-          {"hidden_act", "silu"},
-          {"hidden_size", m.hidden},
-          {"intermediate_size", m.ffn},
-          {"num_hidden_layers", m.layers},
-          {"num_attention_heads", m.q_heads},
-          {"num_key_value_heads", m.kv_heads},
-          {"head_dim", m.head_dim},
-          {"vocab_size", m.vocab},
-          {"rope_theta", m.rope_theta},
-          {"rope_scaling", nullptr},
-          {"rms_norm_eps", m.rms_eps},
-          {"max_position_embeddings", m.max_positions},
-          {"tie_word_embeddings", false},
-          {"torch_dtype", dtype == DType::bf16 ? "bfloat16" : "float16"}};
-}
-
 }  // namespace
 
 std::unique_ptr<WeightSource> checkpoint_weights(const std::string& dir, const ModelConfig& model) {
@@ -465,39 +366,6 @@ std::unique_ptr<WeightSource> checkpoint_weights(const std::string& dir, const M
   } catch (const std::runtime_error& e) {
     throw std::runtime_error("checkpoint " + dir + ": " + e.what());
   }
-}
-
-void write_checkpoint(const std::string& dir, const ModelConfig& model, const WeightSource& source, DType dtype,
-                      int files) {
-  const std::vector<TensorSpec> specs = tensor_specs(model);
-  if (dtype != DType::bf16 && dtype != DType::fp16) {
-    throw std::invalid_argument("write_checkpoint: dtype " + std::string(dtype_name(dtype)) + " (bf16 or fp16)");
-  }
-  if (files < 1 || static_cast<std::size_t>(files) > specs.size()) {
-    throw std::invalid_argument("write_checkpoint: files " + std::to_string(files) + " (1 to " +
-                                std::to_string(specs.size()) + ", the model's tensor count)");
-  }
-  const fs::path root(dir);
-  fs::create_directories(root);
-  const ModelShard whole = shard(model, 1);
-  const std::vector<int> file_of = assign_files(specs, files);
-  json weight_map = json::object();
-  std::int64_t total_bytes = 0;
-  for (int f = 0; f < files; ++f) {
-    const std::string name = files == 1 ? kSingleFile : shard_file_name(f, files);
-    std::vector<const TensorSpec*> in_file;
-    for (std::size_t i = 0; i < specs.size(); ++i) {
-      if (file_of[i] != f) continue;
-      in_file.push_back(&specs[i]);
-      weight_map[specs[i].name] = name;
-      total_bytes += 2 * elements(specs[i]);
-    }
-    write_safetensors(root / name, in_file, whole, source, dtype);
-  }
-  if (files > 1) write_json(root / kIndexFile, {{"metadata", {{"total_size", total_bytes}}}, {"weight_map", weight_map}});
-  // The other layout's leftovers would be read instead (a single file wins) or go stale.
-  fs::remove(root / (files == 1 ? kIndexFile : kSingleFile));
-  write_json(root / kConfigFile, hf_config(model, dtype));
 }
 
 }  // namespace hydragen::decode
