@@ -1,7 +1,9 @@
 #include "hydragen/cost_model.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
+#include <string>
 
 #include "hydragen/attention.hpp"
 
@@ -41,6 +43,17 @@ CostEstimate estimate_cost(const AttentionShape& shape, const SharingTree& tree,
     if (readers > 1 && seg_bytes <= options.cache_bytes) c.flat_memory_bytes -= (readers - 1) * seg_bytes;
   }
   return c;
+}
+
+long long min_shared_tokens(const AttentionShape& shape, int readers) {
+  shape.validate();
+  if (readers < 2) throw std::invalid_argument("min_shared_tokens: readers must be at least 2, got " + std::to_string(readers));
+  const double elem = static_cast<double>(dtype_size(shape.dtype));
+  const double d = shape.head_dim, rows = static_cast<double>(shape.q_len) * shape.q_heads;
+  const double kv_token_bytes = 2.0 * shape.kv_heads * d * elem;
+  const double per_reader = rows * d * elem + 2.0 * rows * (d + 1) * 4.0;  // Q again, fp32 partial written and merged
+  const double tokens = readers * per_reader / ((readers - 1) * kv_token_bytes);
+  return std::max<long long>(1, static_cast<long long>(std::ceil(tokens)));
 }
 
 double roofline_seconds(double flops, double bytes, const Peaks& peaks) {

@@ -31,6 +31,12 @@ struct CostEstimate {
 
 CostEstimate estimate_cost(const AttentionShape& shape, const SharingTree& tree, const CostOptions& options = {});
 
+// The shortest run of tokens worth storing once for `readers` sequences rather than once in each of
+// their own segments: sharing saves (readers - 1) reads of its K/V, and costs each reader a read of
+// its queries and a partial result written and merged (the decomposed bytes above). At least 1;
+// readers must be at least 2 (std::invalid_argument otherwise).
+long long min_shared_tokens(const AttentionShape& shape, int readers);
+
 // A machine's two ceilings, measured (DESIGN.md section 6).
 struct Peaks {
   double flops_per_s = 0;
