@@ -38,7 +38,7 @@ TEST(ReadPrompts, RefusesWhatIsNotATokenIdNamingTheLine) {
   const std::string big = write_file("hydragen_prompts_big.txt", "1 10\n");
   EXPECT_THAT([&] { read_prompts(big, 10); }, ThrowsMessage<std::invalid_argument>(HasSubstr(":1: '10' is not a token id in [0, 10)")));
   const std::string empty = write_file("hydragen_prompts_empty.txt", "\n# nothing\n");
-  EXPECT_THAT([&] { read_prompts(empty, 10); }, ThrowsMessage<std::invalid_argument>(HasSubstr("no prompt")));
+  EXPECT_THAT([&] { read_prompts(empty, 10); }, ThrowsMessage<std::invalid_argument>(HasSubstr("no sequence")));
   EXPECT_THAT([&] { read_prompts("/nonexistent/prompts.txt", 10); }, ThrowsMessage<std::invalid_argument>(HasSubstr("cannot read")));
   for (const auto& p : {path, big, empty}) std::filesystem::remove(p);
 }

@@ -1,7 +1,9 @@
 #include "hydragen/detect.hpp"
 
 #include <algorithm>
+#include <fstream>
 #include <numeric>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 
@@ -83,6 +85,36 @@ class Builder {
 };
 
 }  // namespace
+
+std::vector<std::vector<int>> read_token_lists(const std::string& path, int limit) {
+  std::ifstream in(path);
+  if (!in) throw std::invalid_argument("cannot read token ids from '" + path + "'");
+  std::vector<std::vector<int>> lists;
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    std::replace(line.begin(), line.end(), ',', ' ');
+    std::istringstream words(line);
+    std::vector<int> tokens;
+    for (std::string word; words >> word;) {
+      if (tokens.empty() && word[0] == '#') break;
+      std::size_t used = 0;
+      long long value = -1;
+      try {
+        value = std::stoll(word, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used != word.size() || value < 0 || value >= limit) {
+        throw std::invalid_argument(path + ":" + std::to_string(number) + ": '" + word + "' is not a token id in [0, " +
+                                    std::to_string(limit) + ")");
+      }
+      tokens.push_back(static_cast<int>(value));
+    }
+    if (!tokens.empty()) lists.push_back(std::move(tokens));
+  }
+  if (lists.empty()) throw std::invalid_argument(path + ": no sequence (one sequence of token ids a line)");
+  return lists;
+}
 
 DetectedSharing detect_sharing(const std::vector<std::vector<int>>& token_ids,
                                const std::function<long long(int readers)>& min_tokens) {

@@ -1,42 +1,13 @@
 #include "decode/prompts.hpp"
 
+#include "hydragen/detect.hpp"
+
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 #include <stdexcept>
 
 namespace hydragen::decode {
 
-std::vector<std::vector<int>> read_prompts(const std::string& path, int vocab) {
-  std::ifstream in(path);
-  if (!in) throw std::invalid_argument("cannot read prompts from '" + path + "'");
-  std::vector<std::vector<int>> prompts;
-  std::string line;
-  for (int number = 1; std::getline(in, line); ++number) {
-    std::replace(line.begin(), line.end(), ',', ' ');
-    std::istringstream words(line);
-    std::string word;
-    std::vector<int> tokens;
-    while (words >> word) {
-      if (tokens.empty() && word[0] == '#') break;
-      std::size_t used = 0;
-      long value = -1;
-      try {
-        value = std::stol(word, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (used != word.size() || value < 0 || value >= vocab) {
-        throw std::invalid_argument(path + ":" + std::to_string(number) + ": '" + word + "' is not a token id in [0, " +
-                                    std::to_string(vocab) + ")");
-      }
-      tokens.push_back(static_cast<int>(value));
-    }
-    if (!tokens.empty()) prompts.push_back(std::move(tokens));
-  }
-  if (prompts.empty()) throw std::invalid_argument(path + ": no prompt (one sequence of token ids a line)");
-  return prompts;
-}
+std::vector<std::vector<int>> read_prompts(const std::string& path, int vocab) { return read_token_lists(path, vocab); }
 
 std::vector<int> common_prefix(const std::vector<std::vector<int>>& prompts) {
   std::vector<int> prefix = prompts.at(0);

@@ -9,9 +9,7 @@
 
 namespace hydragen::decode {
 
-// One sequence a line, token ids separated by spaces or commas; blank lines and lines starting with
-// '#' are skipped. Throws std::invalid_argument naming the file, the line and the token for text
-// that is not a token id in [0, vocab), and for a file with no sequence.
+// read_token_lists (hydragen/detect.hpp) with the model's vocabulary as the limit.
 std::vector<std::vector<int>> read_prompts(const std::string& path, int vocab);
 
 // The tokens every prompt starts with.

@@ -83,7 +83,8 @@ void bind(CLI::App& app, Options& o, RawFlags& raw) {
       ->type_name("DTYPE");
   app.add_option("--storage", raw.storage, "shared (one copy per segment) | redundant (a copy per sequence)")
       ->type_name("STORAGE");
-  app.add_option("--tree", raw.tree, "prefix | flat (no sharing) | two-level (--groups) | custom (--parents)")
+  app.add_option("--tree", raw.tree,
+                 "prefix | flat (no sharing) | two-level (--groups) | custom (--parents) | tokens (--tokens)")
       ->type_name("TREE");
   add_integer("--groups", o.groups, "two-level: groups the batch is split into (near-equal)", "N");
   add_integer("--group-len", o.group_len, "two-level: shared tokens each group adds under the root", "L");
@@ -91,6 +92,8 @@ void bind(CLI::App& app, Options& o, RawFlags& raw) {
       ->type_name("P0,P1,...");
   app.add_option("--lengths", raw.lengths, "custom: tokens in each segment")->type_name("L0,L1,...");
   app.add_option("--leaves", raw.leaves, "custom: the leaf segment of each sequence")->type_name("S0,S1,...");
+  app.add_option("--tokens", o.tokens, "tokens: token ids, one sequence a line; the tree is found from them")
+      ->type_name("FILE");
   add_integer("--seed", o.seed, "seed of the N(0,1) inputs", "N");
   app.add_option("--logit-scale", o.logit_scale, "multiplies Q: scores spread about this much (1e4: extreme logits)")
       ->type_name("X");
@@ -129,7 +132,7 @@ std::string text_of(double value) {
 const std::vector<const char*> kProblemFlags = {
     "--batch", "--prefix", "--suffix", "--suffix-lens", "--q-len",   "--q-heads", "--kv-heads", "--head-dim",
     "--dtype", "--storage", "--tree",  "--groups",      "--group-len", "--parents", "--lengths", "--leaves",
-    "--logit-scale", "--scale"};
+    "--tokens", "--logit-scale", "--scale"};
 
 void reject_if_given(const CLI::App& app, const std::vector<const char*>& flags, const std::string& why) {
   for (const char* flag : flags) {
@@ -168,12 +171,13 @@ std::string_view tree_kind_name(TreeKind kind) {
     case TreeKind::flat: return "flat";
     case TreeKind::two_level: return "two-level";
     case TreeKind::custom: return "custom";
+    case TreeKind::tokens: return "tokens";
   }
   return "?";
 }
 
 TreeKind parse_tree_kind(std::string_view text) {
-  for (TreeKind k : {TreeKind::prefix, TreeKind::flat, TreeKind::two_level, TreeKind::custom}) {
+  for (TreeKind k : {TreeKind::prefix, TreeKind::flat, TreeKind::two_level, TreeKind::custom, TreeKind::tokens}) {
     if (text == tree_kind_name(k)) return k;
   }
   throw std::invalid_argument("--tree: '" + std::string(text) + "' is not one of prefix, flat, two-level, custom");
@@ -268,6 +272,12 @@ Action Options::parse(int argc, const char* const argv[]) {
     for (const char* flag : {"--parents", "--lengths", "--leaves"}) {
       if (app.count(flag) == 0) throw std::invalid_argument(std::string("--tree custom needs ") + flag);
     }
+  }
+  if (tree != TreeKind::tokens) {
+    reject_if_given(app, {"--tokens"}, "applies only to --tree tokens");
+  } else {
+    reject_if_given(app, {"--prefix", "--suffix", "--suffix-lens"}, "does not apply to --tree tokens (the file gives every sequence)");
+    if (app.count("--tokens") == 0) throw std::invalid_argument("--tree tokens needs --tokens FILE");
   }
   return Action::run;
 }

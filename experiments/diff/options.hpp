@@ -19,8 +19,9 @@ enum class TreeKind {
   flat,       // no sharing: sequence s owns one segment of P + S_s tokens
   two_level,  // root of P tokens; --groups near-equal groups each add --group-len shared tokens; then suffixes
   custom,     // SharingTree::from_parents(--parents, --lengths, --leaves)
+  tokens,     // detect_sharing of --tokens FILE's token-id lists (one sequence a line), the cost model's rule
 };
-std::string_view tree_kind_name(TreeKind kind);  // "prefix" | "flat" | "two-level" | "custom"
+std::string_view tree_kind_name(TreeKind kind);  // "prefix" | "flat" | "two-level" | "custom" | "tokens"
 TreeKind parse_tree_kind(std::string_view text);  // throws std::invalid_argument naming the text
 
 // What the command line asks for.
@@ -46,6 +47,7 @@ struct Options {
   int groups = 2;                               // --groups N (two-level)
   int group_len = 64;                           // --group-len L (two-level)
   std::vector<int> parents, lengths, leaves;    // --parents, --lengths, --leaves (custom)
+  std::string tokens;                           // --tokens FILE (tree tokens)
   std::uint64_t seed = 0;                       // --seed of the N(0,1) inputs
   double logit_scale = 1.0;                     // --logit-scale: Q is multiplied by it (1e4: extreme logits)
   std::optional<double> scale;                  // --scale of the scores; unset: 1/sqrt(D)

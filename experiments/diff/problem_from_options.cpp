@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "hydragen/detect.hpp"
+
 namespace hydragen::diff {
 
 namespace {
@@ -20,7 +22,20 @@ std::string suffix_label(const std::vector<int>& suffixes) {
 
 }  // namespace
 
+// --tree tokens: the tree found in the file's token ids, for the shape's cost model.
+SharingTree detected_tree(const Options& options) {
+  const std::vector<std::vector<int>> ids = read_token_lists(options.tokens);
+  const int batch = static_cast<int>(ids.size());
+  if (options.batch && *options.batch != batch) {
+    throw std::invalid_argument("--batch is " + std::to_string(*options.batch) + " but --tokens holds " +
+                                std::to_string(batch) + " sequences");
+  }
+  return detect_sharing(ids, make_shape(batch, options.q_len, options.q_heads, options.kv_heads, options.head_dim,
+                                        options.dtype)).tree;
+}
+
 int num_seqs(const Options& options) {
+  if (options.tree == TreeKind::tokens) return detected_tree(options).num_seqs();
   if (options.tree == TreeKind::custom) {
     const int leaves = static_cast<int>(options.leaves.size());
     if (options.batch && *options.batch != leaves) {
@@ -60,6 +75,7 @@ std::vector<int> group_sizes(int batch, int groups) {
 }
 
 SharingTree tree_from_options(const Options& options) {
+  if (options.tree == TreeKind::tokens) return detected_tree(options);
   if (options.tree == TreeKind::custom) {
     num_seqs(options);  // checks --batch against --leaves
     return SharingTree::from_parents(options.parents, options.lengths, options.leaves);
@@ -90,7 +106,8 @@ SharingTree tree_from_options(const Options& options) {
       }
       return SharingTree::two_level(options.prefix, std::vector<int>(sizes.size(), options.group_len), grouped);
     }
-    case TreeKind::custom: break;  // handled above
+    case TreeKind::custom:
+    case TreeKind::tokens: break;  // handled above
   }
   throw std::logic_error("tree_from_options: unhandled tree kind");
 }
@@ -116,6 +133,7 @@ std::string tree_label(const Options& options, const SharingTree& tree) {
                std::to_string(options.group_len) + " S=" + suffix_label(suffix_lengths(options));
       break;
     case TreeKind::custom: break;
+    case TreeKind::tokens: label += " " + options.tokens; break;
   }
   return label + " (" + tree.describe() + ")";
 }

@@ -6,7 +6,9 @@
 // enough to pay (the cost model's min_shared_tokens, or a fixed length); a shorter one is not shared:
 // its tokens go into each sequence's next segment instead. Every sequence ends in a leaf of its own,
 // empty where its tokens are all shared (a prompt that another one extends, or two identical ones).
+#include <climits>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "hydragen/shape.hpp"
@@ -24,6 +26,11 @@ struct DetectedSharing {
   SharingTree tree;
   std::vector<Span> spans;  // [num_segments]
 };
+
+// A file of token-id lists: one sequence a line, ids separated by spaces or commas; blank lines and
+// lines starting with '#' skipped. Throws std::invalid_argument naming the file, the line and the
+// text for anything that is not an id in [0, limit), and for a file with no sequence.
+std::vector<std::vector<int>> read_token_lists(const std::string& path, int limit = INT_MAX);
 
 // min_tokens(readers): the shortest run worth sharing among that many sequences (readers >= 2).
 // Throws std::invalid_argument for an empty batch or a min_tokens below 1.
