@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "backend_params.hpp"
 #include "cases.hpp"
 #include "hydragen/backends.hpp"
 #include "hydragen/compare.hpp"
@@ -30,6 +31,8 @@ using ::testing::HasSubstr;
 using ::testing::ThrowsMessage;
 using testing::Case;
 using testing::harness_cases;
+using testing::backend_name;
+using testing::backends_under_test;
 using testing::identifier;
 
 constexpr DType kAllDtypes[] = {DType::fp64, DType::fp32, DType::fp16, DType::bf16};
@@ -47,15 +50,6 @@ struct HarnessParam {
 void PrintTo(const HarnessParam& p, std::ostream* os) {
   *os << p.choice.label() << " / " << harness_cases()[p.case_index].name << " / " << dtype_name(p.dtype) << " / "
       << storage_name(p.choice.storage);
-}
-
-// Every backend but `reference`, the definition the others are measured against.
-std::vector<std::string> backends_under_test() {
-  std::vector<std::string> names;
-  for (const std::string& name : list_backends()) {
-    if (name != "reference") names.push_back(name);
-  }
-  return names;
 }
 
 // Redundant storage hands the backend the flattened tree: that is what it has to support.
@@ -111,8 +105,6 @@ TEST_P(Harness, MatchesTheFp64ReferenceOnEveryElement) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllBackends, Harness, ::testing::ValuesIn(harness_params()), harness_name);
-
-std::string backend_name(const ::testing::TestParamInfo<std::string>& info) { return identifier(info.param); }
 
 // The cases above use D 64 and 128; whatever other head dims a backend claims must be right too.
 class HeadDimSweep : public ::testing::TestWithParam<std::string> {};

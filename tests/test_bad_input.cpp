@@ -5,13 +5,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <cctype>
 #include <cmath>
 #include <limits>
 #include <memory>
 #include <stdexcept>
 #include <string>
 
+#include "backend_params.hpp"
 #include "hydragen/backends.hpp"
 #include "hydragen/compare.hpp"
 #include "hydragen/errors.hpp"
@@ -54,13 +54,7 @@ class BadInput : public ::testing::TestWithParam<std::string> {
   DType dtype_ = DType::fp32;
 };
 
-std::string backend_name(const ::testing::TestParamInfo<std::string>& info) {
-  std::string s = info.param;
-  for (char& c : s) {
-    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-  }
-  return s;
-}
+using testing::backend_name;
 
 // ---- plan time: the shape and the tree ------------------------------------------------------------
 

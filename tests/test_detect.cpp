@@ -5,7 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <numeric>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "hydragen/cost_model.hpp"
@@ -47,6 +51,29 @@ std::vector<int> path_lengths(const DetectedSharing& d, int s) {
   std::vector<int> out;
   for (int segment : d.tree.path(s)) out.push_back(d.tree.length(segment));
   return out;
+}
+
+std::string write_file(const std::string& name, const std::string& text) {
+  const std::string path = (std::filesystem::temp_directory_path() / name).string();
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(ReadTokenLists, TakesIdsSeparatedBySpacesOrCommasOneSequenceALine) {
+  const std::string path = write_file("hydragen_tokens_ok.txt", "# a comment\n1 2 3\n\n1,2, 3 4\n  7  \n");
+  EXPECT_EQ(read_token_lists(path, 10), (Ids{{1, 2, 3}, {1, 2, 3, 4}, {7}}));
+  std::filesystem::remove(path);
+}
+
+TEST(ReadTokenLists, RefusesWhatIsNotATokenIdNamingTheLine) {
+  const std::string path = write_file("hydragen_tokens_bad.txt", "1 2\n3 x 4\n");
+  EXPECT_THAT([&] { read_token_lists(path, 10); }, ThrowsMessage<std::invalid_argument>(HasSubstr("hydragen_tokens_bad.txt:2: 'x'")));
+  const std::string big = write_file("hydragen_tokens_big.txt", "1 10\n");
+  EXPECT_THAT([&] { read_token_lists(big, 10); }, ThrowsMessage<std::invalid_argument>(HasSubstr(":1: '10' is not a token id in [0, 10)")));
+  const std::string empty = write_file("hydragen_tokens_empty.txt", "\n# nothing\n");
+  EXPECT_THAT([&] { read_token_lists(empty, 10); }, ThrowsMessage<std::invalid_argument>(HasSubstr("no sequence")));
+  EXPECT_THAT([&] { read_token_lists("/nonexistent/tokens.txt", 10); }, ThrowsMessage<std::invalid_argument>(HasSubstr("cannot read")));
+  for (const auto& p : {path, big, empty}) std::filesystem::remove(p);
 }
 
 TEST(DetectSharing, RecoversAHandBuiltTwoLevelTree) {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "cases.hpp"
+#include "backend_params.hpp"
 #include "hydragen/backends.hpp"
 #include "hydragen/compare.hpp"
 #include "hydragen/problem.hpp"
@@ -19,7 +19,6 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::ThrowsMessage;
-using testing::identifier;
 
 // A tree of the same segments whose leaves are `capacity` long.
 SharingTree with_leaves(const SharingTree& tree, const std::vector<int>& leaf_lengths) {
@@ -122,17 +121,7 @@ TEST_P(LeafLengths, APlanForCapacitiesComputesTheShorterLeavesExactly) {
   if (ran == 0) GTEST_SKIP() << GetParam() << " supports none of the cases";
 }
 
-std::vector<std::string> backends_but_the_definition() {
-  std::vector<std::string> names;
-  for (const std::string& name : list_backends()) {
-    if (name != "reference") names.push_back(name);
-  }
-  return names;
-}
-
-std::string backend_name(const ::testing::TestParamInfo<std::string>& info) { return identifier(info.param); }
-
-INSTANTIATE_TEST_SUITE_P(AllBackends, LeafLengths, ::testing::ValuesIn(backends_but_the_definition()), backend_name);
+INSTANTIATE_TEST_SUITE_P(AllBackends, LeafLengths, ::testing::ValuesIn(testing::backends_under_test()), testing::backend_name);
 
 // Host backends read the lengths, so they check them.
 TEST(LeafLengthsOnTheHost, ALengthPastTheCapacityOrTooShortForTheQueriesIsRefusedNamingTheSequence) {

@@ -52,15 +52,12 @@ Mode parse_mode(std::string_view text) {
   throw std::invalid_argument("unknown mode '" + std::string(text) + "' (known: flash, paged, hydragen, no-attention)");
 }
 
-std::string default_backend(Mode mode, const Runtime& runtime) {
+std::string attention_backend(const DecoderOptions& options, const Runtime& runtime) {
+  if (options.mode == Mode::no_attention) return "";
+  if (!options.backend.empty()) return options.backend;
   const bool gpu = runtime.memory().name() == "cuda";
-  switch (mode) {
-    case Mode::hydragen: return gpu ? "cuda-hydragen" : "cpu-hydragen";
-    case Mode::flash:
-    case Mode::paged: return gpu ? "cuda-flash" : "cpu-flat";
-    case Mode::no_attention: return "";
-  }
-  return "";
+  if (options.mode == Mode::hydragen) return gpu ? "cuda-hydragen" : "cpu-hydragen";
+  return gpu ? "cuda-flash" : "cpu-flat";  // flash (a flat tree of full copies) and paged
 }
 
 // ---- geometry shared by the estimate and the decoder ------------------------------------------------
@@ -122,7 +119,7 @@ MemoryEstimate estimate_memory(const ModelShard& shard, const DecoderOptions& o,
   e.activations = static_cast<std::size_t>(g.max_tokens * (widths * elem + g.q_heads * 4) +
                                            static_cast<std::int64_t>(o.batch) * (g.vocab_rows + g.hidden) * elem);
   if (o.mode != Mode::no_attention) {
-    const BackendChoice choice = parse_backend_choice(o.backend.empty() ? default_backend(o.mode, runtime) : o.backend);
+    const BackendChoice choice = parse_backend_choice(attention_backend(o, runtime));
     const AttentionBackend& b = backend(choice.backend);
     const std::vector<int> leaves(static_cast<std::size_t>(o.batch), static_cast<int>(g.leaf_stride));
     const SharingTree tree = o.mode == Mode::flash ? SharingTree::flat(leaves) : SharingTree::prefix_suffix(o.prompt_len, leaves);
@@ -163,7 +160,7 @@ Decoder::Decoder(Runtime& runtime, const ModelShard& shard, const WeightSource& 
     : rt_(runtime), shard_(shard), options_(options) {
   validate(shard, options);
   if (options_.mode != Mode::no_attention) {
-    if (options_.backend.empty()) options_.backend = default_backend(options_.mode, rt_);
+    options_.backend = attention_backend(options_, rt_);
     const BackendChoice choice = parse_backend_choice(options_.backend);
     backend_ = &hydragen::backend(choice.backend);
     plan_options_ = choice.options;

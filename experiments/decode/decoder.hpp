@@ -27,12 +27,10 @@ namespace hydragen::decode {
 enum class Mode { flash, paged, hydragen, no_attention };
 std::string_view mode_name(Mode mode);  // "flash", "paged", "hydragen", "no-attention"
 Mode parse_mode(std::string_view text);  // throws std::invalid_argument listing the modes
-// The attention backend a mode uses when none is named: the fastest of the runtime's kind.
-std::string default_backend(Mode mode, const Runtime& runtime);
 
 struct DecoderOptions {
   Mode mode = Mode::hydragen;
-  std::string backend;     // "name[:option=value...]"; empty: default_backend(mode)
+  std::string backend;     // "name[:option=value...]"; empty: the fastest of the runtime's kind (attention_backend)
   int batch = 1;           // B sequences
   int prompt_len = 0;      // P: the shared prompt's tokens
   int suffix_capacity = 0; // tokens each sequence adds after the prompt (its question and its answer)
@@ -40,6 +38,10 @@ struct DecoderOptions {
   int max_q_len = 1;       // most tokens per sequence in one step (a question entering at once)
   int rank = 0;            // which shard of the tensor-parallel model this is
 };
+
+// The attention backend the options run: none in mode no-attention, the one named, or else the
+// fastest of the runtime's kind for the mode (cuda-hydragen or cuda-flash; cpu-hydragen or cpu-flat).
+std::string attention_backend(const DecoderOptions& options, const Runtime& runtime);
 
 // What the decoder holds on the device, by part (the memory estimate made before anything is
 // allocated).

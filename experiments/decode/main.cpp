@@ -44,21 +44,6 @@ struct Flags {
 
 [[noreturn]] void fail(const std::string& flag, const std::string& why) { throw std::invalid_argument(flag + ": " + why); }
 
-std::vector<int> integers(const std::string& flag, const std::string& text, int min) {
-  return flags::parse_list<int>(flag, text, [&](const std::string& entry) {
-    int value = 0;
-    try {
-      std::size_t used = 0;
-      value = std::stoi(entry, &used);
-      if (used != entry.size()) throw std::invalid_argument(entry);
-    } catch (const std::exception&) {
-      fail(flag, "'" + entry + "' is not an integer");
-    }
-    if (value < min) fail(flag, "'" + entry + "' is below " + std::to_string(min));
-    return value;
-  });
-}
-
 std::vector<DecodePoint> points_from(const Flags& f, const CLI::App& app) {
   std::vector<DecodePoint> points;
   if (!f.preset.empty()) {
@@ -77,8 +62,8 @@ std::vector<DecodePoint> points_from(const Flags& f, const CLI::App& app) {
       fail("--model", e.what());
     }
     const std::vector<std::string> modes = flags::split_list("--mode", f.modes);
-    for (int b : integers("--batch", f.batch, 1)) {
-      for (int p : integers("--prefix", f.prefix, 1)) {
+    for (int b : flags::parse_integers("--batch", f.batch, 1)) {
+      for (int p : flags::parse_integers("--prefix", f.prefix, 1)) {
         for (const std::string& m : modes) {
           DecodePoint point;
           point.model = f.model;
@@ -145,7 +130,7 @@ int answer(const Flags& f, const CLI::App& app) {
     fail("--mode", std::string(e.what()) + " (--prompts runs one mode)");
   }
   std::unique_ptr<Runtime> runtime = make_runtime(f.device);
-  options.backend = options.mode == Mode::no_attention ? "" : f.backend;
+  options.backend = f.backend;
   options.bucket = f.bucket;
   std::unique_ptr<WeightSource> weights =
       f.weights.empty() ? random_weights(f.seed) : checkpoint_weights(f.weights, sh.model);
@@ -235,18 +220,18 @@ int main(int argc, char** argv) {
   Flags f;
   app.add_option("--preset", f.preset, "fig3a | fig3b | tables | fig5 | smoke");
   app.add_option("--model", f.model, "codellama-7b | codellama-13b | codellama-34b | yi-6b-200k | smoke");
-  app.add_option("--layers", f.layers, "run the first N layers of the model (a shorter run of the same shapes)")->check(CLI::PositiveNumber);
-  app.add_option("--tp", f.tp, "tensor-parallel ways: this process runs one GPU's shard")->check(CLI::PositiveNumber);
+  app.add_option("--layers", f.layers, "run the first N layers of the model (a shorter run of the same shapes)")->check(flags::decimal<int>())->check(CLI::PositiveNumber);
+  app.add_option("--tp", f.tp, "tensor-parallel ways: this process runs one GPU's shard")->check(flags::decimal<int>())->check(CLI::PositiveNumber);
   app.add_option("--mode", f.modes, "comma list of flash, paged, hydragen, no-attention");
   app.add_option("--backend", f.backend, "attention backend for the attention modes (default: the fastest of the device's)");
   app.add_option("--batch", f.batch, "comma list of batch sizes B");
   app.add_option("--prefix", f.prefix, "comma list of shared prompt lengths P");
-  app.add_option("--question-len", f.question_len, "each sequence's own tokens after the prompt, in one step")->check(CLI::NonNegativeNumber);
-  app.add_option("--gen-tokens", f.gen_tokens, "greedy decode steps timed")->check(CLI::PositiveNumber);
-  app.add_option("--runs", f.runs, "timed runs per point (median and spread)")->check(CLI::PositiveNumber);
-  app.add_option("--warmup", f.warmup, "untimed runs first")->check(CLI::NonNegativeNumber);
-  app.add_option("--bucket", f.bucket, "leaf capacity granularity: re-plan and re-capture every N tokens")->check(CLI::PositiveNumber);
-  app.add_option("--seed", f.seed, "weights and tokens");
+  app.add_option("--question-len", f.question_len, "each sequence's own tokens after the prompt, in one step")->check(flags::decimal<int>())->check(CLI::NonNegativeNumber);
+  app.add_option("--gen-tokens", f.gen_tokens, "greedy decode steps timed")->check(flags::decimal<int>())->check(CLI::PositiveNumber);
+  app.add_option("--runs", f.runs, "timed runs per point (median and spread)")->check(flags::decimal<int>())->check(CLI::PositiveNumber);
+  app.add_option("--warmup", f.warmup, "untimed runs first")->check(flags::decimal<int>())->check(CLI::NonNegativeNumber);
+  app.add_option("--bucket", f.bucket, "leaf capacity granularity: re-plan and re-capture every N tokens")->check(flags::decimal<int>())->check(CLI::PositiveNumber);
+  app.add_option("--seed", f.seed, "weights and tokens")->check(flags::decimal<std::uint64_t>());
   app.add_option("--prompts", f.prompts, "token ids, one sequence a line: generate --gen-tokens greedy tokens after each (one --mode)");
   app.add_option("--tokens-out", f.tokens_out, "with --prompts: write the generated ids here, one sequence a line (default: stdout)");
   app.add_option("--weights", f.weights, "a Hugging Face Llama checkpoint folder (safetensors) instead of random weights");

@@ -67,13 +67,14 @@ DecodeRow measure_point(Runtime& runtime, const DecodePoint& point, const Measur
     const ModelShard sh = shard(point.layers > 0 ? with_layers(full, point.layers) : full, point.tp);
     DecoderOptions options;
     options.mode = point.mode;
-    options.backend = point.mode == Mode::no_attention ? "" : config.backend.empty() ? default_backend(point.mode, runtime) : config.backend;
+    options.backend = config.backend;
     options.batch = point.batch;
     options.prompt_len = point.prompt_len;
     options.suffix_capacity = point.question_len + point.gen_tokens;
     options.max_q_len = std::max(1, point.question_len);
     options.bucket = config.bucket;
-    row.backend = options.backend.empty() ? "none" : options.backend;
+    const std::string backend = attention_backend(options, runtime);
+    row.backend = backend.empty() ? "none" : backend;
     row.attention_floor_ms = attention_floor_ms(sh, point, runtime.dtype(), config.peaks);
     const MemoryEstimate need = estimate_memory(sh, options, runtime);
     row.memory_gb = static_cast<double>(need.total()) / 1e9;

@@ -18,7 +18,7 @@ struct MeasureConfig {
   int warmup = 1, runs = 3;
   int bucket = 16;
   std::uint64_t seed = 1;      // weights (when random) and the prompt's and questions' tokens
-  std::string backend;         // empty: default_backend(mode)
+  std::string backend;         // empty: attention_backend's default for the mode
   const WeightSource* weights = nullptr;  // null: random_weights(seed)
   Peaks peaks;                 // of the runtime's device; zeros: no attention floor
   double memory_fraction = 0.92;  // of the free memory a point may plan to use

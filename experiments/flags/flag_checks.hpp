@@ -68,4 +68,22 @@ std::vector<T> parse_list(std::string_view flag, const std::string& text, Parse 
   return values;
 }
 
+// Decimal text of a T that is at least `min`; throws std::invalid_argument "FLAG: 'TEXT' is not an
+// integer >= MIN" (or "... is out of range").
+template <typename T>
+T parse_integer(std::string_view flag, const std::string& text, T min) {
+  T value{};
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec == std::errc::result_out_of_range) throw std::invalid_argument(std::string(flag) + ": '" + text + "' is out of range");
+  if (ec != std::errc{} || end != text.data() + text.size() || value < min) {
+    throw std::invalid_argument(std::string(flag) + ": '" + text + "' is not an integer >= " + std::to_string(min));
+  }
+  return value;
+}
+
+// A comma list of such integers, none listed twice.
+inline std::vector<int> parse_integers(std::string_view flag, const std::string& text, int min) {
+  return parse_list<int>(flag, text, [&](const std::string& entry) { return parse_integer(flag, entry, min); });
+}
+
 }  // namespace hydragen::flags

@@ -89,23 +89,10 @@ void reject_if_given(const CLI::App& app, const std::vector<const char*>& flags,
   }
 }
 
-template <typename T>
-T parse_integer(std::string_view flag, const std::string& text, T min) {
-  T value{};
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec == std::errc::result_out_of_range) fail(flag, "'" + text + "' is out of range");
-  if (ec != std::errc{} || end != text.data() + text.size() || value < min) {
-    fail(flag, "'" + text + "' is not an integer >= " + std::to_string(min));
-  }
-  return value;
-}
-
+using flags::parse_integer;
 using flags::parse_list;
 using flags::split_list;
-
-std::vector<int> sizes(std::string_view flag, const std::string& text, int min) {
-  return parse_list<int>(flag, text, [&](const std::string& entry) { return parse_integer(flag, entry, min); });
-}
+constexpr auto sizes = flags::parse_integers;
 
 DType dtype_entry(const std::string& text) {
   std::string known;

@@ -1,0 +1,24 @@
+#pragma once
+// The backends a parametrized test runs over, and their names as test-name parts.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "cases.hpp"
+#include "hydragen/backends.hpp"
+
+namespace hydragen::testing {
+
+// Every backend but `reference`, the definition the others are measured against.
+inline std::vector<std::string> backends_under_test() {
+  std::vector<std::string> names;
+  for (const std::string& name : list_backends()) {
+    if (name != "reference") names.push_back(name);
+  }
+  return names;
+}
+
+inline std::string backend_name(const ::testing::TestParamInfo<std::string>& info) { return identifier(info.param); }
+
+}  // namespace hydragen::testing
