@@ -57,11 +57,13 @@ void replay_equals_eager_run(const BackendChoice& choice, const Problem& problem
 // wide and narrow items on two streams, which a graph captures as a fork and a join (cuda-hydragen
 // runs this small problem in one launch of narrow blocks), and cuda-hydragen-cublas its cuBLAS
 // products beside the leaves. And a shared prefix alone: one launch whose split parts the merge
-// combines, which may start early (dependent_launch.cuh), or the cuBLAS chunks alone.
+// combines, which may start early (dependent_launch.cuh), or the cuBLAS chunks alone. And 4096
+// one-tile leaves (MHA, 32 heads), four to a block, a warp each (ItemKernel::warps).
 std::vector<Problem> small_problems() {
   return {make_problem(make_shape(6, 2, 8, 2, 64, DType::bf16),
                        SharingTree::two_level(700, {40, 0}, {{3, 1, 90}, {5, 2, 1}}), 77),
-          make_problem(make_shape(6, 1, 8, 2, 64, DType::bf16), SharingTree::prefix_suffix(700, std::vector<int>(6, 0)), 78)};
+          make_problem(make_shape(6, 1, 8, 2, 64, DType::bf16), SharingTree::prefix_suffix(700, std::vector<int>(6, 0)), 78),
+          make_problem(make_shape(128, 1, 32, 32, 64, DType::bf16), SharingTree::prefix_suffix(300, std::vector<int>(128, 50)), 79)};
 }
 
 TEST_P(CudaPlan, GraphReplayOnAnotherStreamEqualsAnEagerRunBitForBit) {

@@ -1,13 +1,15 @@
 // Paper-scale problems against the fp64 reference, on every element of O and LSE (DESIGN.md
 // section 5's rules at the sizes of section 6): the headline point B = 1024, P = 16384, S = 64 (bf16,
-// Hq = 8, Hkv = 1, D = 128), two large MHA cases (one with enough leaves for persistent blocks) and
+// Hq = 8, Hkv = 1, D = 128), two large MHA cases (one with enough leaves for persistent workers) and
 // a large causal q_len = 4 case with ragged suffixes.
 // Each case's problem and reference are computed once and shared by its backends: cuda-naive,
 // cuda-flash with shared and with redundant storage (1024 copies of a 16448-token path: 8.6 GB on
-// the GPU), cuda-hydragen, and cuda-hydragen-cublas (whose prefix at B = 1024 takes two GEMM chunks).
+// the GPU), cuda-hydragen (also with narrow=blocks, the narrow kernel its auto rule leaves out for
+// many short leaves), and cuda-hydragen-cublas (whose prefix at B = 1024 takes two GEMM chunks).
 // GPU only: without one every test skips with the reason.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <chrono>
 #include <cstdint>
 #include <iostream>
@@ -48,8 +50,9 @@ const std::vector<LargeCase>& large_cases() {
   static const std::vector<LargeCase> cases = {
       {"paper_B1024_P16384_S64_mqa_hq8_d128", 1, 8, 1, 128, 16384, std::vector<int>(1024, 64), 16384},
       {"mha_B64_P8192_S64_h32_d128", 1, 32, 32, 128, 8192, std::vector<int>(64, 64), 8192},
-      // 128 x 32 one-tile leaves: enough that cuda-hydragen runs them on persistent blocks.
-      {"mha_B128_P2048_S64_h32_d128", 1, 32, 32, 128, 2048, std::vector<int>(128, 64), 2048},
+      // 512 x 32 one-tile leaves: enough that cuda-hydragen runs them on persistent warps (and with
+      // narrow=blocks on persistent blocks).
+      {"mha_B512_P1024_S64_h32_d64", 1, 32, 32, 64, 1024, std::vector<int>(512, 64), 1024},
       {"causal_q4_B256_P4096_S3to67_gqa4_d64", 4, 8, 2, 64, 4096, ragged_suffixes(256), 4096},
       // Two sequences: a few blocks cut into 32 split parts each, so the merge kernel folds 32 or 33
       // partial rows per query, four warps to a query (the other cases have 1 to 5).
@@ -85,10 +88,13 @@ struct LargeParam {
   std::size_t case_index;
   std::string backend;
   Storage storage;
+  PlanOptions options = {};
+
+  std::string label() const { return BackendChoice{backend, storage, false, options}.label(); }
 };
 
 void PrintTo(const LargeParam& p, std::ostream* os) {
-  *os << large_cases()[p.case_index].name << " / " << p.backend << " / " << storage_name(p.storage);
+  *os << large_cases()[p.case_index].name << " / " << p.label() << " / " << storage_name(p.storage);
 }
 
 std::vector<LargeParam> large_params() {
@@ -98,15 +104,16 @@ std::vector<LargeParam> large_params() {
     params.push_back({c, "cuda-flash", Storage::shared});
     params.push_back({c, "cuda-flash", Storage::redundant});
     params.push_back({c, "cuda-hydragen", Storage::shared});
+    params.push_back({c, "cuda-hydragen", Storage::shared, PlanOptions::parse("narrow=blocks")});
     params.push_back({c, "cuda-hydragen-cublas", Storage::shared});
   }
   return params;
 }
 
 std::string large_name(const ::testing::TestParamInfo<LargeParam>& info) {
-  std::string backend = info.param.backend;
+  std::string backend = info.param.label();  // e.g. cuda_hydragen_narrow_blocks
   for (char& ch : backend) {
-    if (ch == '-') ch = '_';
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
   }
   return large_cases()[info.param.case_index].name + "__" + backend + "__" + std::string(storage_name(info.param.storage));
 }
@@ -125,7 +132,7 @@ TEST_P(LargeProblem, MatchesTheFp64ReferenceOnEveryElement) {
 
   const Expected& e = expected(p.case_index);
   const AttentionShape& shape = e.problem.shape;
-  const Results out = run_backend(b, e.problem, p.storage);  // outputs poisoned with NaN first
+  const Results out = run_backend(b, e.problem, p.storage, p.options);  // outputs poisoned with NaN first
   const Comparison cmp = compare(out, e.reference, tolerance_for(DType::bf16, logit_bound(e.problem)));
   EXPECT_TRUE(cmp.pass) << shape.describe() << ", " << tree.describe() << ", seed " << c.seed << ", "
                         << storage_name(p.storage) << " storage\n  " << cmp.summary() << "\n  worst O element "

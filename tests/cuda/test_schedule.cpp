@@ -590,21 +590,40 @@ std::vector<WorkItem> items_over(const Schedule& s, int segment) {
   return out;
 }
 
+// n one-row items of `tokens` tokens each: the leaves of a decode step.
+std::vector<WorkItem> leaves(int n, int tokens) {
+  WorkItem leaf;
+  leaf.num_rows = 1;
+  leaf.num_segments = 1;
+  leaf.token_end = tokens;
+  return std::vector<WorkItem>(static_cast<std::size_t>(n), leaf);
+}
+
 TEST(PersistentBlocks, OnlyForManyShortItems) {
   const int slots = 396;  // 3 blocks on each of 132 SMs
-  auto leaves = [](int n, int tokens) {
-    WorkItem leaf;
-    leaf.num_rows = 1;
-    leaf.num_segments = 1;
-    leaf.token_end = tokens;
-    return std::vector<WorkItem>(static_cast<std::size_t>(n), leaf);
-  };
   EXPECT_TRUE(persistent_blocks(leaves(8192, 64), slots)) << "MHA (256, 8192, 64): 8192 one-tile leaves";
   EXPECT_FALSE(persistent_blocks(leaves(1024, 64), slots)) << "(1024, 16384, 64): under 8 blocks' worth per slot";
   EXPECT_FALSE(persistent_blocks(leaves(4096, 1088), slots)) << "cuda-flash B = 4096: long paths";
   EXPECT_TRUE(persistent_blocks(leaves(8 * slots, 128), slots)) << "the limits themselves";
   EXPECT_FALSE(persistent_blocks(leaves(8 * slots - 1, 64), slots));
   EXPECT_FALSE(persistent_blocks(leaves(8 * slots, 129), slots));
+}
+
+TEST(NarrowItemKernel, AWarpPerItemForManyShortItems) {
+  const ScheduleOptions h100 = ScheduleOptions::for_device(132, ItemKernel::wgmma);  // 396 narrow slots
+  EXPECT_EQ(narrow_item_kernel(leaves(5120, 8), h100), ItemKernel::warps) << "CodeLlama-13b's decode leaves, 5 heads x 1024";
+  EXPECT_EQ(narrow_item_kernel(leaves(256, 64), h100), ItemKernel::warps) << "(256, P, 64), g = 8: one leaf per sequence";
+  EXPECT_EQ(narrow_item_kernel(leaves(4096, 256), h100), ItemKernel::warps) << "four tiles each, ten times the slots";
+  // Few items: each finishes sooner with its tiles over four warps.
+  EXPECT_EQ(narrow_item_kernel(leaves(32, 64), h100), ItemKernel::narrow) << "(32, P, 64), g = 8";
+  EXPECT_EQ(narrow_item_kernel(leaves(33, 64), h100), ItemKernel::warps) << "a quarter of the SMs";
+  // Longer items stream better in 64-token tiles.
+  EXPECT_EQ(narrow_item_kernel(leaves(256, 256), h100), ItemKernel::narrow) << "four tiles, fewer items than slots";
+  EXPECT_EQ(narrow_item_kernel(leaves(396, 256), h100), ItemKernel::narrow);
+  EXPECT_EQ(narrow_item_kernel(leaves(397, 256), h100), ItemKernel::warps);
+  EXPECT_EQ(narrow_item_kernel(leaves(4096, 257), h100), ItemKernel::narrow);
+  EXPECT_EQ(narrow_item_kernel(leaves(512, 1088), h100), ItemKernel::narrow) << "cuda-flash's paths";
+  EXPECT_EQ(narrow_item_kernel({}, h100), ItemKernel::narrow) << "no narrow launch";
 }
 
 TEST(SegmentSchedule, SplitABlockIntoAtMostKMaxSplitsParts) {

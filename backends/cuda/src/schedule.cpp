@@ -231,6 +231,15 @@ bool persistent_blocks(const std::vector<WorkItem>& items, int slots) {
   return tokens <= 2LL * kMmaTokens * static_cast<long long>(items.size());
 }
 
+ItemKernel narrow_item_kernel(const std::vector<WorkItem>& items, const ScheduleOptions& options) {
+  const long long n = static_cast<long long>(items.size());
+  long long tokens = 0;
+  for (const WorkItem& item : items) tokens += item.token_end - item.token_begin;
+  const bool short_items = tokens <= 2LL * kMmaTokens * n && 4 * n >= options.sms;
+  const bool queued_items = tokens <= 4LL * kMmaTokens * n && n > options.narrow_slots;
+  return n > 0 && (short_items || queued_items) ? ItemKernel::warps : ItemKernel::narrow;
+}
+
 Schedule flat_schedule(const AttentionShape& shape, const SharingTree& tree, const ScheduleOptions& options) {
   validate_problem(shape, tree);
   std::vector<Group> groups;

@@ -27,10 +27,11 @@ constexpr long long kMaxChunkScores = 1LL << 26;
 class SegmentPlan final : public CudaPlan {
  public:
   SegmentPlan(const AttentionShape& shape, const SharingTree& tree, const Schedule& s, ItemKernel wide_kernel,
-              const DeviceLimits& device)
+              ItemKernel narrow_kernel, const DeviceLimits& device)
       : CudaPlan(shape, tree),
         device_(device),
         wide_kernel_(wide_kernel),
+        narrow_kernel_(narrow_kernel),
         narrow_(upload(s.narrow_items)),
         wide_(upload(s.wide_items)),
         item_segments_(upload(s.item_segments)),
@@ -40,8 +41,8 @@ class SegmentPlan final : public CudaPlan {
         merge_offsets_(upload(s.merge_offsets)),
         merge_rows_(upload(s.merge_rows)),
         max_partials_(s.max_partials()),
-        narrow_grid_(grid(s.narrow_items, ItemKernel::narrow)),
-        wide_grid_(grid(s.wide_items, wide_kernel)),
+        narrow_workers_(workers(s.narrow_items, narrow_kernel)),
+        wide_workers_(workers(s.wide_items, wide_kernel)),
         partial_o_(static_cast<std::size_t>(s.num_rows()) * shape.head_dim),
         partial_lse_(static_cast<std::size_t>(s.num_rows())) {
     if (!s.gemm_chunks.empty()) gemm_ = std::make_unique<GemmAttention>(shape, s);
@@ -104,10 +105,10 @@ class SegmentPlan final : public CudaPlan {
     if (gemm_ != nullptr) gemm_->enqueue(in, m, row_limit_.data(), p.scale_log2, s);
     p.items = wide_.data();
     p.num_items = static_cast<int>(wide_.size());
-    launch_segment_attention(p, wide_grid_, wide_kernel_, shape_.dtype, shape_.head_dim, s);
+    launch_segment_attention(p, wide_workers_, wide_kernel_, shape_.dtype, shape_.head_dim, s);
     p.items = narrow_.data();
     p.num_items = static_cast<int>(narrow_.size());
-    launch_segment_attention(p, narrow_grid_, ItemKernel::narrow, shape_.dtype, shape_.head_dim, narrow_stream);
+    launch_segment_attention(p, narrow_workers_, narrow_kernel_, shape_.dtype, shape_.head_dim, narrow_stream);
     if (both) {
       CUDA_CHECK(cudaEventRecord(join_.get(), narrow_stream));
       CUDA_CHECK(cudaStreamWaitEvent(s, join_.get()));
@@ -135,25 +136,26 @@ class SegmentPlan final : public CudaPlan {
   bool overlap_merge() const {
     const bool wide = wide_.size() > 0;
     if ((wide && narrow_.size() > 0) || gemm_ != nullptr || !device_.dependent_launch) return false;
-    const int blocks = wide ? wide_grid_ : narrow_grid_;
-    return blocks > 0 && 2 * blocks <= resident_blocks(wide ? wide_kernel_ : ItemKernel::narrow, device_);
+    const ItemKernel kernel = wide ? wide_kernel_ : narrow_kernel_;
+    const int blocks = ((wide ? wide_workers_ : narrow_workers_) + items_per_block(kernel) - 1) / items_per_block(kernel);
+    return blocks > 0 && 2 * blocks <= resident_blocks(kernel, device_);
   }
 
-  // The grid of a launch of `items`: as many persistent mma blocks as are resident at once for many
-  // short items (schedule.hpp's persistent_blocks), a block per item otherwise and always for wgmma
-  // and fp32.
-  int grid(const std::vector<WorkItem>& items, ItemKernel kernel) const {
-    const int n = static_cast<int>(items.size()), slots = resident_blocks(kernel, device_);
+  // The workers of a launch of `items` (blocks, or the warp kernel's warps): as many persistent ones
+  // as are resident at once for many short items (schedule.hpp's persistent_blocks), one per item
+  // otherwise and always for wgmma and fp32.
+  int workers(const std::vector<WorkItem>& items, ItemKernel kernel) const {
+    const int n = static_cast<int>(items.size()), slots = resident_blocks(kernel, device_) * items_per_block(kernel);
     const bool mma = kernel != ItemKernel::wgmma && shape_.dtype != DType::fp32;
     return mma && persistent_blocks(items, slots) ? std::min(n, slots) : n;
   }
 
   DeviceLimits device_;     // asked once, when the plan was made
-  ItemKernel wide_kernel_;  // runs the wide items
+  ItemKernel wide_kernel_, narrow_kernel_;  // run the wide and the narrow items
   DeviceArray<WorkItem> narrow_, wide_;
   DeviceArray<int> item_segments_, row_query_, row_limit_, row_leaf_, merge_offsets_, merge_rows_;
   int max_partials_;                // the most partial rows of one query
-  int narrow_grid_, wide_grid_;     // blocks of each launch: the items' count, or fewer persistent ones
+  int narrow_workers_, wide_workers_;  // of each launch: one per item, or fewer persistent ones
   DeviceArray<float> partial_o_;    // [rows, D]
   DeviceArray<float> partial_lse_;  // [rows]
   std::unique_ptr<GemmAttention> gemm_;  // cuda-hydragen-cublas's shared segments; null otherwise
@@ -164,16 +166,23 @@ class SegmentPlan final : public CudaPlan {
   OwnedEvent fork_{cudaEventDisableTiming}, join_{cudaEventDisableTiming};
 };
 
-// The schedule a plan runs and the kernel of its wide items: one rule for the plan and for the
-// count of its bytes.
+// The schedule a plan runs and the kernels of its wide and narrow items: one rule for the plan and
+// for the count of its bytes.
 struct Choice {
   Schedule schedule;
   ItemKernel wide;
   DeviceLimits device;
+  std::string narrow = "auto";  // the narrow items' kernel: auto (narrow_item_kernel), blocks or warps
+
+  ItemKernel narrow_kernel(DType dtype) const {
+    if (dtype == DType::fp32) return ItemKernel::narrow;  // fp32 has only CUDA-core blocks
+    if (narrow == "auto") return narrow_item_kernel(schedule.narrow_items, ScheduleOptions::for_device(device.sms, wide));
+    return narrow == "warps" ? ItemKernel::warps : ItemKernel::narrow;
+  }
 };
 
 std::unique_ptr<AttentionPlan> plan_of(const AttentionShape& shape, const SharingTree& tree, const Choice& c) {
-  return std::make_unique<SegmentPlan>(shape, tree, c.schedule, c.wide, c.device);
+  return std::make_unique<SegmentPlan>(shape, tree, c.schedule, c.wide, c.narrow_kernel(shape.dtype), c.device);
 }
 
 std::size_t bytes_of(const AttentionShape& shape, const SharingTree& tree, const Choice& c) {
@@ -193,9 +202,9 @@ Choice hydragen_choice(const AttentionShape& shape, const SharingTree& tree, con
   const ItemKernel wide = wide_kernel(shape.dtype, options.at("kernel") == "mma", device);
   ScheduleOptions o = ScheduleOptions::for_device(device.sms, wide);
   const std::string& form = options.at("form");
-  if (form == "auto") return {hydragen_schedule(shape, tree, o), wide, device};
   if (form == "narrow") o.max_rows = kNarrowRows;
-  return {segment_schedule(shape, tree, o), wide, device};
+  return {form == "auto" ? hydragen_schedule(shape, tree, o) : segment_schedule(shape, tree, o), wide, device,
+          options.at("narrow")};
 }
 
 Choice cublas_choice(const AttentionShape& shape, const SharingTree& tree) {
@@ -218,12 +227,16 @@ std::vector<PlanOption> hydragen_options() {
            {"auto", "wide", "narrow"},
            "auto: one launch of 16-row blocks where that puts at most one block on each SM, else wide; wide: the "
            "shared segments in wide blocks beside 16-row leaf blocks; narrow: every segment in 16-row blocks"},
-          {"kernel", {"auto", "mma"}, "the wide blocks' kernel: auto is wgmma on sm_90a and mma.sync elsewhere; mma is mma.sync everywhere"}};
+          {"kernel", {"auto", "mma"}, "the wide blocks' kernel: auto is wgmma on sm_90a and mma.sync elsewhere; mma is mma.sync everywhere"},
+          {"narrow",
+           {"auto", "blocks", "warps"},
+           "the 16-row blocks' kernel (16-bit storage): blocks: four warps share each item's tiles; warps: a warp per item, "
+           "four items to a block; auto: warps for many short items, else blocks"}};
 }
 
 std::vector<PlanOptions> hydragen_variants() {
   return {PlanOptions{}, PlanOptions::parse("form=wide"), PlanOptions::parse("form=narrow"),
-          PlanOptions::parse("form=wide:kernel=mma")};
+          PlanOptions::parse("form=narrow:narrow=warps"), PlanOptions::parse("form=wide:kernel=mma")};
 }
 
 std::unique_ptr<AttentionPlan> make_hydragen_plan(const AttentionShape& shape, const SharingTree& tree,

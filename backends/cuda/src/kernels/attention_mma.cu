@@ -7,23 +7,25 @@ namespace hydragen::cuda::detail {
 
 namespace {
 
-template <typename T, int D, int ROW_WARPS, int TOKEN_WARPS>
-void launch_block(const SegmentAttentionParams& params, int grid, cudaStream_t stream) {
-  constexpr int smem = MmaBlockTile<D, ROW_WARPS>::kSmemBytes;
-  allow_smem<segment_attention_mma<T, D, ROW_WARPS, TOKEN_WARPS>>(smem);
-  segment_attention_mma<T, D, ROW_WARPS, TOKEN_WARPS><<<grid, kMmaThreads, smem, stream>>>(params);
+template <typename T, int D, int ROW_WARPS, int TOKEN_WARPS, int GROUPS>
+void launch_block(const SegmentAttentionParams& params, int workers, cudaStream_t stream) {
+  constexpr int smem = MmaBlockTile<D, ROW_WARPS, GROUPS>::kSmemBytes;
+  allow_smem<segment_attention_mma<T, D, ROW_WARPS, TOKEN_WARPS, GROUPS>>(smem);
+  segment_attention_mma<T, D, ROW_WARPS, TOKEN_WARPS, GROUPS><<<(workers + GROUPS - 1) / GROUPS, kMmaThreads, smem, stream>>>(params);
 }
 
 }  // namespace
 
-void launch_mma(const SegmentAttentionParams& params, int grid, bool wide, DType dtype, int head_dim, cudaStream_t stream) {
+void launch_mma(const SegmentAttentionParams& params, int workers, ItemKernel kernel, DType dtype, int head_dim,
+                cudaStream_t stream) {
   dispatch_16bit(dtype, head_dim, "segment attention: the mma.sync kernels take 16-bit storage", [&](auto element, auto dim) {
     using T = decltype(element);
     constexpr int D = decltype(dim)::value;
-    if (wide) {
-      launch_block<T, D, 4, 1>(params, grid, stream);
-    } else {
-      launch_block<T, D, 1, 4>(params, grid, stream);
+    switch (kernel) {
+      case ItemKernel::wide: launch_block<T, D, 4, 1, 1>(params, workers, stream); break;
+      case ItemKernel::narrow: launch_block<T, D, 1, 4, 1>(params, workers, stream); break;
+      case ItemKernel::warps: launch_block<T, D, 1, 1, kItemWarps>(params, workers, stream); break;
+      default: throw std::logic_error("segment attention: not an mma.sync block shape");
     }
     check_launch("segment_attention_mma");
   });

@@ -33,12 +33,12 @@ ItemKernel wide_kernel(DType dtype, bool mma_only, const DeviceLimits& device) {
   return device.wgmma && !mma_only ? ItemKernel::wgmma : ItemKernel::wide;
 }
 
-void launch_segment_attention(const SegmentAttentionParams& params, int grid, ItemKernel kernel, DType dtype,
+void launch_segment_attention(const SegmentAttentionParams& params, int workers, ItemKernel kernel, DType dtype,
                               int head_dim, cudaStream_t stream) {
   if (params.num_items == 0) return;
-  const bool one_per_item = grid == params.num_items;
-  if (grid < 1 || grid > params.num_items || (!one_per_item && (kernel == ItemKernel::wgmma || dtype == DType::fp32))) {
-    throw std::logic_error("segment attention: a grid of " + std::to_string(grid) + " blocks for " +
+  const bool one_per_item = workers == params.num_items;
+  if (workers < 1 || workers > params.num_items || (!one_per_item && (kernel == ItemKernel::wgmma || dtype == DType::fp32))) {
+    throw std::logic_error("segment attention: " + std::to_string(workers) + " workers for " +
                            std::to_string(params.num_items) + " items");
   }
   if (dtype == DType::fp32) {
@@ -47,7 +47,7 @@ void launch_segment_attention(const SegmentAttentionParams& params, int grid, It
   } else if (kernel == ItemKernel::wgmma) {
     detail::launch_wgmma(params, dtype, head_dim, stream);
   } else {
-    detail::launch_mma(params, grid, kernel == ItemKernel::wide, dtype, head_dim, stream);
+    detail::launch_mma(params, workers, kernel, dtype, head_dim, stream);
   }
 }
 

@@ -27,9 +27,10 @@ bool has_kernels(DType dtype, int head_dim);
 // asked for, else the mma.sync wide kernel; narrow for fp32, which has only CUDA-core blocks.
 ItemKernel wide_kernel(DType dtype, bool mma_only, const DeviceLimits& device);
 
-// The params.num_items items on `grid` blocks: one block each (grid = num_items), or, for the mma
-// kernels, fewer persistent blocks, each taking a contiguous run of items.
-void launch_segment_attention(const SegmentAttentionParams& params, int grid, ItemKernel kernel, DType dtype,
+// The params.num_items items on `workers` workers (blocks, or warps of ItemKernel::warps): one item
+// each (workers = num_items), or, for the mma kernels, fewer persistent workers, each taking a
+// contiguous run of items.
+void launch_segment_attention(const SegmentAttentionParams& params, int workers, ItemKernel kernel, DType dtype,
                               int head_dim, cudaStream_t stream);
 // `max_partials`: the most partial rows of one query (a query of more than kMergeSplitAbove gets
 // kMergeWarps warps). `overlap`: the stream's last work is the one segment-attention launch that
@@ -44,7 +45,8 @@ void launch_chunk_softmax(const ChunkSoftmaxParams& params, DType dtype, cudaStr
 
 namespace detail {
 // One per kernel family, each in its own translation unit (attention_*.cu).
-void launch_mma(const SegmentAttentionParams& params, int grid, bool wide, DType dtype, int head_dim, cudaStream_t stream);
+void launch_mma(const SegmentAttentionParams& params, int workers, ItemKernel kernel, DType dtype, int head_dim,
+                cudaStream_t stream);
 void launch_wgmma(const SegmentAttentionParams& params, DType dtype, int head_dim, cudaStream_t stream);
 void launch_simt(const SegmentAttentionParams& params, DType dtype, int head_dim, cudaStream_t stream);
 }  // namespace detail

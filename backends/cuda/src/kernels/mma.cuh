@@ -37,12 +37,12 @@ __device__ __forceinline__ void cp_async_wait() {
 __device__ __forceinline__ void prefetch_l1(const void* global) {
   asm volatile("prefetch.global.L1 [%0];\n" ::"l"(global));
 }
-// Every line of [begin, begin + bytes), the block's threads taking every THREADS-th.
+// Every line of [begin, begin + bytes), thread `thread` of THREADS taking every THREADS-th.
 template <int THREADS>
-__device__ __forceinline__ void prefetch_range_l1(const void* begin, long long bytes) {
+__device__ __forceinline__ void prefetch_range_l1(const void* begin, long long bytes, int thread) {
   const char* const b = static_cast<const char*>(begin) - reinterpret_cast<unsigned long long>(begin) % 128;
   const long long span = bytes + (static_cast<const char*>(begin) - b);
-  for (long long at = 128LL * threadIdx.x; at < span; at += 128LL * THREADS) prefetch_l1(b + at);
+  for (long long at = 128LL * thread; at < span; at += 128LL * THREADS) prefetch_l1(b + at);
 }
 
 // Four 8x8 16-bit matrices; lanes 8m..8m+7 give the row addresses of matrix m.

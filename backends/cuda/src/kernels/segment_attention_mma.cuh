@@ -1,19 +1,21 @@
 #pragma once
 // Segment attention on the tensor cores with mma.sync m16n8k16 (fp16/bf16, sm_80+; the structure of
-// FlashAttention-2). A block is ROW_WARPS x TOKEN_WARPS warps: row warp rw owns rows 16rw..16rw+15 of
-// the item, its Q fragments in registers for the whole item; token warp tw takes its share of every
-// 64-token K/V tile. Wide items (64 stacked query rows of a shared segment): 4 row warps x 1 token
-// warp. Narrow items (<= 16 rows, one sequence's decode): 1 row warp x 4 token warps, so a block
-// still has four warps to hide latency while it streams a memory-bound path.
+// FlashAttention-2). A block is GROUPS workers of ROW_WARPS x TOKEN_WARPS warps: row warp rw owns
+// rows 16rw..16rw+15 of the worker's item, its Q fragments in registers for the whole item; token
+// warp tw takes its share of every K/V tile (64 tokens, or 16 for a warp worker). Wide items (64
+// stacked query rows of a shared segment): 4 row warps x 1 token warp. Narrow items (<= 16 rows, one
+// sequence's decode): 1 row warp x 4 token warps, so a block still has four warps to hide latency
+// while it streams a long path; or, for short ones, four one-warp workers (ItemKernel::warps), so
+// that four items' latencies overlap instead of four warps waiting on each other at every tile.
 //
 // The kernel's steps, each a function below:
-//   scheduler  block_items: the block's run of items (one, or many for persistent blocks)
+//   scheduler  worker_items: the worker's run of items (one, or many for persistent workers)
 //   load       load_kv_tile (cp.async, two stages), load_q_fragments
 //   compute    attend_tile: S = Q K^T (fp32), causal/length mask, online softmax in exp2, O += P V
 //   fold       fold_token_warps: the token warps' states combined with the core merge
 //   store      row_output.cuh
 //
-// Persistent blocks (the host chooses, for many short items: schedule.hpp's persistent_blocks) take
+// Persistent workers (the host chooses, for many short items: schedule.hpp's persistent_blocks) take
 // a contiguous run of items, an item's first tile loaded while the previous item's last one is
 // computed, and pull their items' tables into L1 first (perf-notes v7).
 #include "dependent_launch.cuh"
@@ -47,37 +49,54 @@ __device__ __forceinline__ int tile_offset(int row, int column) {
   return row * Tile::kRowElements + column;
 }
 
-// The items [first, last] of this block: an even share of the launch's items.
+// The items [first, last] of a worker (a block, or one of the warp kernel's warps): an even share
+// of the launch's items, one each when there are as many workers as items. Workers past the items
+// (the last warp kernel block's spare warps) get none: first > last.
 struct ItemRange {
   int first, last;
 };
 
-__device__ __forceinline__ ItemRange block_items(int num_items) {
-  return {static_cast<int>(static_cast<long long>(num_items) * blockIdx.x / gridDim.x),
-          static_cast<int>(static_cast<long long>(num_items) * (blockIdx.x + 1) / gridDim.x) - 1};
+__device__ __forceinline__ ItemRange worker_items(int num_items, int worker, int workers) {
+  workers = min(workers, num_items);
+  if (worker >= workers) return {0, -1};
+  return {static_cast<int>(static_cast<long long>(num_items) * worker / workers),
+          static_cast<int>(static_cast<long long>(num_items) * (worker + 1) / workers) - 1};
 }
 
-// Pulls the tables of the block's items a..b into L1, so the loads that find the next item's tokens
+// Pulls the tables of a worker's items a..b into L1, so the loads that find the next item's tokens
 // and queries do not wait on DRAM behind the K/V stream.
 template <int THREADS>
 __device__ __forceinline__ void prefetch_item_tables(const SegmentAttentionParams& p, const ItemRange& range,
-                                                     const WorkItem& a, const WorkItem& b) {
-  prefetch_range_l1<THREADS>(p.items + range.first, (range.last - range.first + 1) * static_cast<long long>(sizeof(WorkItem)));
-  prefetch_range_l1<THREADS>(p.item_segments + a.first_segment, 4LL * (b.first_segment + b.num_segments - a.first_segment));
-  // The rows of the block's items, unless other items' rows lie between (narrow and wide items
+                                                     const WorkItem& a, const WorkItem& b, int thread) {
+  prefetch_range_l1<THREADS>(p.items + range.first, (range.last - range.first + 1) * static_cast<long long>(sizeof(WorkItem)), thread);
+  prefetch_range_l1<THREADS>(p.item_segments + a.first_segment, 4LL * (b.first_segment + b.num_segments - a.first_segment), thread);
+  // The rows of the worker's items, unless other items' rows lie between (narrow and wide items
   // number their rows in one sequence).
   if (b.first_row >= a.first_row && b.first_row + b.num_rows - a.first_row <= 4096) {
-    prefetch_range_l1<THREADS>(p.row_query + a.first_row, 4LL * (b.first_row + b.num_rows - a.first_row));
-    prefetch_range_l1<THREADS>(p.row_limit + a.first_row, 4LL * (b.first_row + b.num_rows - a.first_row));
+    for (const int* table : {p.row_query, p.row_limit, p.row_leaf}) {
+      prefetch_range_l1<THREADS>(table + a.first_row, 4LL * (b.first_row + b.num_rows - a.first_row), thread);
+    }
+  }
+}
+
+// The threads of one worker wait for each other: the block, a warp, or a named barrier.
+template <int THREADS>
+__device__ __forceinline__ void worker_sync(int worker_in_block) {
+  if constexpr (THREADS == kMmaThreads) {
+    __syncthreads();
+  } else if constexpr (THREADS == 32) {
+    __syncwarp();
+  } else {
+    named_sync(1 + worker_in_block, THREADS);
   }
 }
 
 // Load step: issues the copies of tile `tile` of `item` into (k_dst, v_dst) and commits them;
-// positions past token_end become zeros. Thread c copies 16-byte chunks c, c + THREADS, ...: always
-// the same column, rows THREADS / kChunks apart.
+// positions past token_end become zeros. The worker's thread c copies 16-byte chunks c, c + THREADS,
+// ...: always the same column, rows THREADS / kChunks apart.
 template <typename T, int D, typename Tile, int THREADS>
 __device__ __forceinline__ void load_kv_tile(const SegmentAttentionParams& p, const WorkItem& item,
-                                             const ItemSegments<T>& seg, int tile, T* k_dst, T* v_dst) {
+                                             const ItemSegments<T>& seg, int tile, int thread, T* k_dst, T* v_dst) {
   constexpr int KT = Tile::kTokens, kRowStep = THREADS / Tile::kChunks;
   static_assert(THREADS % Tile::kChunks == 0 && KT % kRowStep == 0, "a pass of the block's copies covers whole rows");
   const int p0 = item.token_begin + tile * KT;
@@ -86,7 +105,7 @@ __device__ __forceinline__ void load_kv_tile(const SegmentAttentionParams& p, co
     // The common case: the whole tile lies in one segment, rows a fixed stride apart. The sources
     // are taken out of shared memory once: read inside the loop, every copy reloaded them (perf-notes v14).
     const long long stride = static_cast<long long>(p.kv_heads) * D;
-    const int row0 = threadIdx.x / Tile::kChunks, column = threadIdx.x % Tile::kChunks * 8;
+    const int row0 = thread / Tile::kChunks, column = thread % Tile::kChunks * 8;
     const long long at = seg.offset(first, p0 + row0, p.kv_heads, item.kv_head, D, column);
     const T* k_src = seg.k[first] + at;
     const T* v_src = seg.v[first] + at;
@@ -98,7 +117,7 @@ __device__ __forceinline__ void load_kv_tile(const SegmentAttentionParams& p, co
     }
   } else {
     // A tile across a segment boundary or past the item's end: locate every row.
-    for (int c = threadIdx.x; c < KT * Tile::kChunks; c += THREADS) {
+    for (int c = thread; c < KT * Tile::kChunks; c += THREADS) {
       const int row = c / Tile::kChunks, column = c % Tile::kChunks * 8;
       const int pos = p0 + row;
       const T* k_src = static_cast<const T*>(p.q);  // any valid address: nothing is read when the size is 0
@@ -233,37 +252,44 @@ __device__ __forceinline__ void fold_token_warps(const SegmentAttentionParams& p
   finish_row<T, D, GROUP>(p, out, o, lse, StridedColumns<GROUP>{sub});
 }
 
-template <typename T, int D, int ROW_WARPS, int TOKEN_WARPS>
+template <typename T, int D, int ROW_WARPS, int TOKEN_WARPS, int GROUPS>
 __global__ void __launch_bounds__(kMmaThreads, kMmaBlocksPerSm) segment_attention_mma(const SegmentAttentionParams p) {
-  static_assert(ROW_WARPS * TOKEN_WARPS * 32 == kMmaThreads, "four warps");
-  using Tile = MmaBlockTile<D, ROW_WARPS>;
-  constexpr int KT = Tile::kTokens, ROWS = 16 * ROW_WARPS;
+  static_assert(ROW_WARPS * TOKEN_WARPS * GROUPS * 32 == kMmaThreads, "four warps");
+  static_assert(GROUPS == 1 || TOKEN_WARPS == 1, "the fold of token warps is block-wide");
+  using Tile = MmaBlockTile<D, ROW_WARPS, GROUPS>;
+  constexpr int KT = Tile::kTokens, ROWS = 16 * ROW_WARPS, THREADS = kMmaThreads / GROUPS;
   constexpr int NT = KT / 8 / TOKEN_WARPS;  // 8-token fragments of a tile per warp
   extern __shared__ __align__(16) unsigned char smem_raw[];
+  // This thread's worker (the block, or one of its warps) and its place in it.
+  const int group = threadIdx.x / THREADS, thread = threadIdx.x % THREADS;
   // Padded tiles need only the 16 bytes of a cp.async.
-  auto& smem = *reinterpret_cast<MmaSharedStorage<T, Tile>*>(Tile::kSwizzled ? align_shared<128>(smem_raw) : smem_raw);
+  auto& smem = reinterpret_cast<MmaSharedStorage<T, Tile>*>(Tile::kSwizzled ? align_shared<128>(smem_raw) : smem_raw)[group];
   // The item being computed and the next one (slot ^ 1), whose first tile is loaded meanwhile.
-  __shared__ WorkItem items[2];
-  __shared__ ItemSegments<T> segs[2];
+  __shared__ WorkItem group_items[GROUPS][2];
+  __shared__ ItemSegments<T> group_segs[GROUPS][2];
+  WorkItem* const items = group_items[group];
+  ItemSegments<T>* const segs = group_segs[group];
+  auto sync = [&] { worker_sync<THREADS>(group); };
 
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int warp = thread / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;
   const int row_warp = warp / TOKEN_WARPS, token_warp = warp % TOKEN_WARPS;
   const int tok0 = token_warp * (KT / TOKEN_WARPS);  // this warp's first token within a tile
   auto load_tile = [&](const WorkItem& item, int slot, int tile, int stage) {
-    load_kv_tile<T, D, Tile, kMmaThreads>(p, item, segs[slot], tile, &smem.kv[stage][0][0][0], &smem.kv[stage][1][0][0]);
+    load_kv_tile<T, D, Tile, THREADS>(p, item, segs[slot], tile, thread, &smem.kv[stage][0][0][0], &smem.kv[stage][1][0][0]);
   };
 
-  const ItemRange range = block_items(p.num_items);  // items have tokens
+  const ItemRange range = worker_items(p.num_items, blockIdx.x * GROUPS + group, gridDim.x * GROUPS);
+  if (range.first > range.last) return;  // a spare warp of the last block
   {
     const WorkItem a = p.items[range.first], b = p.items[range.last];
-    prefetch_item_tables<kMmaThreads>(p, range, a, b);
-    if (threadIdx.x == 0) {
+    prefetch_item_tables<THREADS>(p, range, a, b, thread);
+    if (thread == 0) {
       items[0] = a;
       segs[0].fill(p, a);
     }
   }
-  __syncthreads();
+  sync();
   int slot = 0, stage = 0;  // stage: where the current tile lands
   load_tile(items[0], 0, 0, 0);
   for (int index = range.first;; ++index) {
@@ -291,26 +317,26 @@ __global__ void __launch_bounds__(kMmaThreads, kMmaBlocksPerSm) segment_attentio
       if (it + 1 < tiles) {
         load_tile(item, slot, it + 1, stage ^ 1);
       } else if (ahead) {
-        if (threadIdx.x == 0) {
+        if (thread == 0) {
           items[slot ^ 1] = p.items[index + 1];
           segs[slot ^ 1].fill(p, items[slot ^ 1]);
         }
-        __syncthreads();
+        sync();
         load_tile(items[slot ^ 1], slot ^ 1, 0, stage ^ 1);
       }
       if (ahead) {
         cp_async_wait<1>();
       } else {
-        // The block's last tile: the merge may start once every block has reached its own
+        // The worker's last tile: the merge may start once every block has reached its own
         // (dependent_launch.cuh; earlier was slower, perf-notes v8).
         allow_dependents();
         cp_async_wait<0>();
       }
-      __syncthreads();
+      sync();
       const int pos0 = item.token_begin + it * KT + tok0;
       attend_tile<T, D, Tile, NT>(qa, &smem.kv[stage][0][0][0], &smem.kv[stage][1][0][0], tok0, pos0, rows.limit, p.scale_log2,
                             pos0 + KT / TOKEN_WARPS > min(rows.limit[0], rows.limit[1]), softmax, acc);
-      __syncthreads();  // the next copies into this stage come after every warp is done with it
+      sync();  // the next copies into this stage come after every warp is done with it
       stage ^= 1;
     }
 

@@ -8,6 +8,7 @@ namespace hydragen::cuda {
 // The block shapes a launch of segment-attention items can use.
 enum class ItemKernel {
   narrow,  // <= 16 rows: 1 row warp x 4 token warps (mma.sync; CUDA cores for fp32)
+  warps,   // <= 16 rows: a warp per item, four items to a block (mma.sync, 16-bit storage)
   wide,    // <= 64 rows: 4 row warps (mma.sync, sm_80+)
   wgmma,   // <= 128 rows: 2 consumer warpgroups + 1 producer (wgmma and TMA, sm_90a)
 };
@@ -23,25 +24,32 @@ inline constexpr int kMmaThreads = 128;
 inline constexpr int kMmaTokens = 64;
 inline constexpr int kMmaBlocksPerSm = 3;
 
+// Items per block of the warp kernel: four warps, each its own item, so a short item's chain of
+// latencies (its tables, Q, the first tile) runs four at a time per block, where a narrow block's
+// four token warps wait on each other at every tile (perf-notes v15).
+inline constexpr int kItemWarps = 4;
+
 // A tile's rows. Narrow blocks stream K/V: D values with no padding, their 16-byte chunks swizzled,
 // the tiles 128-byte aligned, so that cp.async fetches each 128-byte line from L2 once; padded rows
 // fetched 1.5x the bytes and left cuda-flash over shared storage L2-bound (perf-notes v13). Wide
 // blocks are bound by the tensor cores: padded rows (D + 8), whose affine addresses need fewer
 // registers (with the swizzle's per-lane offsets they spilled more and ran 5-10% slower).
-template <int D, bool SWIZZLED>
+// GROUPS: independent groups of warps in a block (the warp kernel's four), each with its own two
+// stages of kMmaTokens / GROUPS tokens.
+template <int D, bool SWIZZLED, int GROUPS>
 struct MmaTile {
   static constexpr bool kSwizzled = SWIZZLED;
-  static constexpr int kTokens = kMmaTokens;
+  static constexpr int kTokens = kMmaTokens / GROUPS;
   static constexpr int kRowElements = SWIZZLED ? D : D + 8;  // +16 bytes keeps ldmatrix conflict-free
   static constexpr int kChunks = D / 8;                      // 16-byte chunks per row
   static constexpr int kStageBytes = 2 * kTokens * kRowElements * 2;  // a K and a V tile of 16-bit values
-  static constexpr int kSmemBytes = 2 * kStageBytes + (SWIZZLED ? 128 - 16 : 0);  // + room to align swizzled tiles
+  static constexpr int kSmemBytes = GROUPS * 2 * kStageBytes + (SWIZZLED ? 128 - 16 : 0);  // + room to align swizzled tiles
 };
 
-// The tile of a block of ROW_WARPS row warps: swizzled for narrow blocks (one row warp), padded for
-// wide ones. The kernel and its launch both read it here.
-template <int D, int ROW_WARPS>
-using MmaBlockTile = MmaTile<D, ROW_WARPS == 1>;
+// The tile of a block of ROW_WARPS row warps: swizzled for narrow and warp blocks (one row warp),
+// padded for wide ones. The kernel and its launch both read it here.
+template <int D, int ROW_WARPS, int GROUPS>
+using MmaBlockTile = MmaTile<D, ROW_WARPS == 1, GROUPS>;
 
 // wgmma kernel: 128 rows over 128-token tiles, one block per SM (v4, v5).
 template <int D>
@@ -82,9 +90,12 @@ inline constexpr int kSoftmaxPerThread = 64;
 inline constexpr int kMaxChunkTokens = kSoftmaxThreads * kSoftmaxPerThread;
 
 constexpr int max_rows(ItemKernel kernel) {
-  return kernel == ItemKernel::narrow ? kNarrowRows : kernel == ItemKernel::wide ? kWideRows : kWgmmaRows;
+  return kernel == ItemKernel::wide ? kWideRows : kernel == ItemKernel::wgmma ? kWgmmaRows : kNarrowRows;
 }
 
 constexpr int blocks_per_sm(ItemKernel kernel) { return kernel == ItemKernel::wgmma ? 1 : kMmaBlocksPerSm; }
+
+// Items a block runs at once: its workers (ItemCursor in segment_attention_mma.cuh).
+constexpr int items_per_block(ItemKernel kernel) { return kernel == ItemKernel::warps ? kItemWarps : 1; }
 
 }  // namespace hydragen::cuda
