@@ -617,7 +617,10 @@ TEST(NarrowItemKernel, AWarpPerItemForManyShortItems) {
   // Few items: each finishes sooner with its tiles over four warps.
   EXPECT_EQ(narrow_item_kernel(leaves(32, 64), h100), ItemKernel::narrow) << "(32, P, 64), g = 8";
   EXPECT_EQ(narrow_item_kernel(leaves(33, 64), h100), ItemKernel::warps) << "a quarter of the SMs";
-  // Longer items stream better in 64-token tiles.
+  // Longer items stream better in 64-token tiles, unless narrow blocks would each run several.
+  EXPECT_EQ(narrow_item_kernel(leaves(256, 65), h100), ItemKernel::narrow) << "over a tile, fewer items than slots";
+  EXPECT_EQ(narrow_item_kernel(leaves(128, 128), h100), ItemKernel::narrow) << "(128, P, 128), g = 8";
+  EXPECT_EQ(narrow_item_kernel(leaves(512, 128), h100), ItemKernel::warps) << "(512, P, 128), g = 8";
   EXPECT_EQ(narrow_item_kernel(leaves(256, 256), h100), ItemKernel::narrow) << "four tiles, fewer items than slots";
   EXPECT_EQ(narrow_item_kernel(leaves(396, 256), h100), ItemKernel::narrow);
   EXPECT_EQ(narrow_item_kernel(leaves(397, 256), h100), ItemKernel::warps);

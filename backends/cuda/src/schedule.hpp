@@ -76,10 +76,11 @@ bool persistent_blocks(const std::vector<WorkItem>& items, int slots);
 // a narrow block would spend more of each item on its fixed costs (finding its tables, the first
 // tile's latency, the fold of its four token warps) than on streaming its tokens, and four warps
 // with an item each overlap those latencies; ItemKernel::narrow otherwise, whose four token warps cut
-// the chain of an item's tiles by four. Warps when the items average at most two 64-token tiles and
+// the chain of an item's tiles by four. Warps when the items average at most one 64-token tile and
 // number at least a quarter of the SMs (fewer finish sooner with their tiles split over four
 // warps), or at most four tiles and more than the narrow blocks resident at once (a block would run
-// several in turn). Measured on an H100 (perf-notes v15).
+// several in turn). Measured on an H100 (perf-notes v15): at 128 tokens and 64 to 256 items, warps
+// were up to 1.16x slower.
 ItemKernel narrow_item_kernel(const std::vector<WorkItem>& items, const ScheduleOptions& options);
 
 Schedule flat_schedule(const AttentionShape& shape, const SharingTree& tree, const ScheduleOptions& options);
