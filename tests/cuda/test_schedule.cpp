@@ -613,7 +613,7 @@ TEST(NarrowItemKernel, AWarpPerItemForManyShortItems) {
   const ScheduleOptions h100 = ScheduleOptions::for_device(132, ItemKernel::wgmma);  // 396 narrow slots
   EXPECT_EQ(narrow_item_kernel(leaves(5120, 8), h100), ItemKernel::warps) << "CodeLlama-13b's decode leaves, 5 heads x 1024";
   EXPECT_EQ(narrow_item_kernel(leaves(256, 64), h100), ItemKernel::warps) << "(256, P, 64), g = 8: one leaf per sequence";
-  EXPECT_EQ(narrow_item_kernel(leaves(4096, 256), h100), ItemKernel::warps) << "four tiles each, ten times the slots";
+  EXPECT_EQ(narrow_item_kernel(leaves(4096, 192), h100), ItemKernel::warps) << "three tiles each, ten times the slots";
   // Few items: each finishes sooner with its tiles over four warps.
   EXPECT_EQ(narrow_item_kernel(leaves(32, 64), h100), ItemKernel::narrow) << "(32, P, 64), g = 8";
   EXPECT_EQ(narrow_item_kernel(leaves(33, 64), h100), ItemKernel::warps) << "a quarter of the SMs";
@@ -622,9 +622,10 @@ TEST(NarrowItemKernel, AWarpPerItemForManyShortItems) {
   EXPECT_EQ(narrow_item_kernel(leaves(128, 128), h100), ItemKernel::narrow) << "(128, P, 128), g = 8";
   EXPECT_EQ(narrow_item_kernel(leaves(512, 128), h100), ItemKernel::warps) << "(512, P, 128), g = 8";
   EXPECT_EQ(narrow_item_kernel(leaves(256, 256), h100), ItemKernel::narrow) << "four tiles, fewer items than slots";
-  EXPECT_EQ(narrow_item_kernel(leaves(396, 256), h100), ItemKernel::narrow);
-  EXPECT_EQ(narrow_item_kernel(leaves(397, 256), h100), ItemKernel::warps);
-  EXPECT_EQ(narrow_item_kernel(leaves(4096, 257), h100), ItemKernel::narrow);
+  EXPECT_EQ(narrow_item_kernel(leaves(396, 192), h100), ItemKernel::narrow);
+  EXPECT_EQ(narrow_item_kernel(leaves(397, 192), h100), ItemKernel::warps);
+  EXPECT_EQ(narrow_item_kernel(leaves(4096, 193), h100), ItemKernel::narrow);
+  EXPECT_EQ(narrow_item_kernel(leaves(1024, 256), h100), ItemKernel::narrow) << "(512, P, 512)'s leaves split in two";
   EXPECT_EQ(narrow_item_kernel(leaves(512, 1088), h100), ItemKernel::narrow) << "cuda-flash's paths";
   EXPECT_EQ(narrow_item_kernel({}, h100), ItemKernel::narrow) << "no narrow launch";
 }

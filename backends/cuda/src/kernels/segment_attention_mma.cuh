@@ -260,8 +260,11 @@ __global__ void __launch_bounds__(kMmaThreads, kMmaBlocksPerSm) segment_attentio
   constexpr int KT = Tile::kTokens, ROWS = 16 * ROW_WARPS, THREADS = kMmaThreads / GROUPS;
   constexpr int NT = KT / 8 / TOKEN_WARPS;  // 8-token fragments of a tile per warp
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  // This thread's worker (the block, or one of its warps) and its place in it.
-  const int group = threadIdx.x / THREADS, thread = threadIdx.x % THREADS;
+  // This thread's worker (the block, or one of its warps) and its place in it. A constant 0 for a
+  // one-worker block: computed, it made every shared-memory address a register (the wide kernel
+  // 1.09x to 1.14x slower, perf-notes v15).
+  const int group = GROUPS == 1 ? 0 : threadIdx.x / THREADS;
+  const int thread = GROUPS == 1 ? threadIdx.x : threadIdx.x % THREADS;
   // Padded tiles need only the 16 bytes of a cp.async.
   auto& smem = reinterpret_cast<MmaSharedStorage<T, Tile>*>(Tile::kSwizzled ? align_shared<128>(smem_raw) : smem_raw)[group];
   // The item being computed and the next one (slot ^ 1), whose first tile is loaded meanwhile.
