@@ -614,9 +614,10 @@ TEST(NarrowItemKernel, AWarpPerItemForManyShortItems) {
   EXPECT_EQ(narrow_item_kernel(leaves(5120, 8), h100), ItemKernel::warps) << "CodeLlama-13b's decode leaves, 5 heads x 1024";
   EXPECT_EQ(narrow_item_kernel(leaves(256, 64), h100), ItemKernel::warps) << "(256, P, 64), g = 8: one leaf per sequence";
   EXPECT_EQ(narrow_item_kernel(leaves(4096, 192), h100), ItemKernel::warps) << "three tiles each, ten times the slots";
-  // Few items: each finishes sooner with its tiles over four warps.
+  // Fewer items than SMs: each finishes sooner with its tiles over four warps.
   EXPECT_EQ(narrow_item_kernel(leaves(32, 64), h100), ItemKernel::narrow) << "(32, P, 64), g = 8";
-  EXPECT_EQ(narrow_item_kernel(leaves(33, 64), h100), ItemKernel::warps) << "a quarter of the SMs";
+  EXPECT_EQ(narrow_item_kernel(leaves(131, 64), h100), ItemKernel::narrow);
+  EXPECT_EQ(narrow_item_kernel(leaves(132, 64), h100), ItemKernel::warps) << "one per SM";
   // Longer items stream better in 64-token tiles, unless narrow blocks would each run several.
   EXPECT_EQ(narrow_item_kernel(leaves(256, 65), h100), ItemKernel::narrow) << "over a tile, fewer items than slots";
   EXPECT_EQ(narrow_item_kernel(leaves(128, 128), h100), ItemKernel::narrow) << "(128, P, 128), g = 8";

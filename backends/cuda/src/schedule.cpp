@@ -235,7 +235,7 @@ ItemKernel narrow_item_kernel(const std::vector<WorkItem>& items, const Schedule
   const long long n = static_cast<long long>(items.size());
   long long tokens = 0;
   for (const WorkItem& item : items) tokens += item.token_end - item.token_begin;
-  const bool short_items = tokens <= kMmaTokens * n && 4 * n >= options.sms;
+  const bool short_items = tokens <= kMmaTokens * n && n >= options.sms;
   const bool queued_items = tokens <= 3LL * kMmaTokens * n && n > options.narrow_slots;
   return n > 0 && (short_items || queued_items) ? ItemKernel::warps : ItemKernel::narrow;
 }

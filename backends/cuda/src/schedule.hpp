@@ -77,10 +77,11 @@ bool persistent_blocks(const std::vector<WorkItem>& items, int slots);
 // tile's latency, the fold of its four token warps) than on streaming its tokens, and four warps
 // with an item each overlap those latencies; ItemKernel::narrow otherwise, whose four token warps cut
 // the chain of an item's tiles by four. Warps when the items average at most one 64-token tile and
-// number at least a quarter of the SMs (fewer finish sooner with their tiles split over four
-// warps), or at most three tiles and more than the narrow blocks resident at once (a block would
-// run several in turn). Measured on an H100 (perf-notes v15): at 128 tokens and 64 to 256 items,
-// warps were up to 1.16x slower; at 256 (512-token leaves split in two) 1.03x.
+// number at least the SMs (fewer, each on an SM of its own, finish sooner with their tiles split
+// over four warps), or at most three tiles and more than the narrow blocks resident at once (a block
+// would run several in turn). Measured on an H100 (perf-notes v15): beyond these, warps were up to
+// 1.16x slower (128 tokens, 64 to 256 items), 1.03x to 1.05x (64 tokens, 64 or 128 items, P >= 4096;
+// 256 tokens, 512-token leaves split in two).
 ItemKernel narrow_item_kernel(const std::vector<WorkItem>& items, const ScheduleOptions& options);
 
 Schedule flat_schedule(const AttentionShape& shape, const SharingTree& tree, const ScheduleOptions& options);
