@@ -18,7 +18,7 @@ from matplotlib.transforms import blended_transform_factory  # noqa: E402
 INTS = ("B", "P", "S", "q_len", "Hq", "Hkv", "D")
 FLOATS = ("median_ms", "min_ms", "max_ms", "tflops", "gbps", "floor_ms", "time_over_floor")
 # Two rows describe the same problem when all of these agree; only then is a speedup defined.
-SHAPE = ("device", "dtype", "B", "P", "S", "q_len", "Hq", "Hkv", "D")
+SHAPE = ("device", "dtype", "B", "P", "S", "q_len", "Hq", "Hkv", "D", "tree")
 # What every figure holds fixed; its title names them.
 SETTING = ("device", "dtype", "q_len", "Hq", "Hkv", "D")
 SPEEDUP_COLUMNS = SHAPE + ("backend", "storage", "median_ms", "status")
@@ -102,12 +102,13 @@ def load(paths, columns):
         try:
             with open(path, newline="") as f:
                 reader = csv.DictReader(f)
-                missing = [c for c in columns if c not in (reader.fieldnames or [])]
+                missing = [c for c in columns if c not in (reader.fieldnames or []) and c != "tree"]
                 if missing:
                     raise InputError(f"{path}: missing column(s) {', '.join(missing)}")
                 for line, raw in enumerate(reader, start=2):
                     where = f"{path}:{line}"
                     row = {c: _convert(c, raw[c] or "", where) for c in reader.fieldnames}
+                    row.setdefault("tree", "prefix")  # files from before the sweep had trees
                     if "median_ms" in row and row.get("status") == "ok" and row["median_ms"] is None:
                         raise InputError(f"{where}: status ok without median_ms")
                     rows.append(row)

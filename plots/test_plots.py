@@ -109,9 +109,9 @@ class Eq10(unittest.TestCase):
         self.assertAlmostEqual(relay_speedup(s, c, b, g), unshared / shared)
 
 
-def row(backend, storage, b, median, status="ok", hq=8, s=64, q_len=1):
+def row(backend, storage, b, median, status="ok", hq=8, s=64, q_len=1, tree="prefix"):
     return {"device": "gpu", "dtype": "bf16", "B": b, "P": 1024, "S": s, "q_len": q_len, "Hq": hq, "Hkv": 1, "D": 128,
-            "backend": backend, "storage": storage, "median_ms": median, "status": status}
+            "tree": tree, "backend": backend, "storage": storage, "median_ms": median, "status": status}
 
 
 class Join(unittest.TestCase):
@@ -125,6 +125,17 @@ class Join(unittest.TestCase):
         self.assertEqual(len(ratios), 1)
         self.assertEqual((ratios[0].shape["B"], ratios[0].shape["Hq"]), (32, 8))
         self.assertAlmostEqual(ratios[0].speedup, 2.0)
+
+    def test_another_tree_is_another_point(self):
+        rows = [row("cuda-flash", "redundant", 32, 3.0), row("cuda-hydragen", "shared", 32, 1.5, tree="4x16"),
+                row("cuda-hydragen", "shared", 32, 1.0)]
+        [ratio] = common.speedups(rows, "cuda-hydragen:shared", "cuda-flash:redundant")
+        self.assertEqual(ratio.shape["tree"], "prefix")
+        self.assertAlmostEqual(ratio.speedup, 3.0)
+
+    def test_a_file_from_before_the_tree_column_is_the_prefix_tree(self):
+        rows = common.load([TINY], common.SPEEDUP_COLUMNS)
+        self.assertTrue(all(r["tree"] == "prefix" for r in rows))
 
     def test_baseline_out_of_memory_is_an_x(self):
         rows = [row("cuda-flash", "redundant", 32, None, status="oom"), row("cuda-hydragen", "shared", 32, 1.5)]

@@ -18,7 +18,7 @@ namespace {
 using ::testing::HasSubstr;
 
 const char* const kHeader =
-    "device,commit,backend,storage,dtype,B,P,S,q_len,Hq,Hkv,D,median_ms,min_ms,max_ms,tflops,gbps,floor_ms,"
+    "device,commit,backend,storage,dtype,B,P,S,q_len,Hq,Hkv,D,tree,median_ms,min_ms,max_ms,tflops,gbps,floor_ms,"
     "time_over_floor,status,detail\n";
 
 Row measured_row() {
@@ -42,8 +42,17 @@ TEST(SweepCsv, AMeasuredRowCarriesRatesAndTimeOverFloor) {
   std::ostringstream out;
   write_csv_row(out, measured_row());
   EXPECT_EQ(out.str(),
-            "\"NVIDIA H100 80GB HBM3\",abc1234,cuda-flash,redundant,bf16,1024,16384,64,1,8,1,128,2,1.5,2.5,2000,3000,0.5,"
-            "4.000,ok,\"\"\n");
+            "\"NVIDIA H100 80GB HBM3\",abc1234,cuda-flash,redundant,bf16,1024,16384,64,1,8,1,128,prefix,2,1.5,2.5,2000,3000,"
+            "0.5,4.000,ok,\"\"\n");
+}
+
+TEST(SweepCsv, TheTreeColumnNamesLevelsOfGroups) {
+  Row r = measured_row();
+  r.point.shape.tree = TreeSpec::parse("4x1024/4x256");
+  std::ostringstream out;
+  write_csv_row(out, r);
+  EXPECT_THAT(out.str(), HasSubstr(",1024,16384,64,1,8,1,128,4x1024/4x256,2,"));
+  EXPECT_EQ(to_json(r)["tree"], "4x1024/4x256");
 }
 
 TEST(SweepCsv, AnOomRowLeavesEveryMeasurementEmptyAndQuotesTheDetail) {
@@ -53,7 +62,7 @@ TEST(SweepCsv, AnOomRowLeavesEveryMeasurementEmptyAndQuotesTheDetail) {
   std::ostringstream out;
   write_csv_row(out, r);
   EXPECT_EQ(out.str(),
-            "\"NVIDIA H100 80GB HBM3\",abc1234,cuda-flash,redundant,bf16,1024,16384,64,1,8,1,128,,,,,,,,oom,"
+            "\"NVIDIA H100 80GB HBM3\",abc1234,cuda-flash,redundant,bf16,1024,16384,64,1,8,1,128,prefix,,,,,,,,oom,"
             "\"cuda memory: out of memory allocating 8 bytes (\"\"free\"\", 0)\"\n");
 }
 
@@ -73,7 +82,7 @@ TEST(SweepJson, SameFieldsWithNumbersAndNulls) {
   Row oom = measured_row();
   oom.m.status = "oom";
   EXPECT_TRUE(to_json(oom)["median_ms"].is_null());
-  EXPECT_EQ(ok.size(), 21u);
+  EXPECT_EQ(ok.size(), 22u);
 }
 
 TEST(SweepPresets, PaperFig4IsFourBatchPrefixPairsBySuffix0To512) {
@@ -126,7 +135,25 @@ TEST(SweepPresets, CpuPresetUsesTheCpuBackendsInFp32) {
 
 TEST(SweepPresets, AnUnknownNameListsThePresets) {
   EXPECT_THAT([] { preset("fig5"); },
-              ::testing::ThrowsMessage<std::invalid_argument>(HasSubstr("paper-fig4, grid, mha, models, spec, cpu, quick")));
+              ::testing::ThrowsMessage<std::invalid_argument>(HasSubstr("paper-fig4, grid, mha, models, spec, trees, cpu, quick")));
+}
+
+TEST(SweepPresets, TreesPutEachMultiLevelTreeBesideItsPrefixOnlyForm) {
+  const Grid g = preset("trees");
+  ASSERT_EQ(g.shapes.size(), 8u);  // B in 256, 1024 x two trees x (tree, prefix only)
+  for (std::size_t i = 0; i < g.shapes.size(); i += 2) {
+    const ShapePoint& tree = g.shapes[i];
+    const ShapePoint& flat = g.shapes[i + 1];
+    ASSERT_FALSE(tree.tree.levels.empty());
+    EXPECT_TRUE(flat.tree.levels.empty());
+    EXPECT_EQ(tree.batch, flat.batch);
+    // The same tokens on every sequence's path: the groups' tokens moved into the suffix.
+    const SharingTree t = tree.sharing_tree(), f = flat.sharing_tree();
+    for (int s = 0; s < tree.batch; ++s) ASSERT_EQ(t.path_length(s), f.path_length(s)) << tree.tree.text();
+    EXPECT_LT(t.total_tokens(), f.total_tokens()) << "the groups are stored once";
+  }
+  EXPECT_EQ(g.shapes[0].tree.text(), "16x1024");
+  EXPECT_EQ(g.shapes[2].tree.text(), "4x1024/4x256");
 }
 
 TEST(SweepPresets, SpecHasSeveralCausalQueriesPerSequenceOverALongPrefix) {
@@ -146,6 +173,15 @@ TEST(SweepGrid, ProductVariesTheLastListFastest) {
   EXPECT_EQ(p[0].suffix, 0);
   EXPECT_EQ(p[1].suffix, 5);
   EXPECT_EQ(p[2].batch, 2);
+}
+
+TEST(SweepGrid, TreesVaryFastest) {
+  const std::vector<ShapePoint> p =
+      product({DType::fp32}, {4}, {10}, {5}, {1}, {8}, {1}, {64}, {TreeSpec{}, TreeSpec::parse("2x3")});
+  ASSERT_EQ(p.size(), 2u);
+  EXPECT_EQ(p[0].tree.text(), "prefix");
+  EXPECT_EQ(p[1].tree.text(), "2x3");
+  EXPECT_EQ(p[1].sharing_tree().depth(), 3);
 }
 
 TEST(SweepGrid, BackendSpecNamesTheStorage) {

@@ -86,7 +86,7 @@ TEST(SweepCsvRows, RefusesWhatTheSweepDidNotWriteNamingTheLine) {
   EXPECT_EQ(invalid_argument_of(header() + good + cut), "line 3: no line break at its end (a row cut off mid-write)");
   EXPECT_EQ(invalid_argument_of(header() + "\"x,y\n"), "line 2: a quote that is never closed");
   EXPECT_THAT(invalid_argument_of(header() + "\"a\"b,c\n"), StartsWith("line 2: 'b' after a closing quote"));
-  EXPECT_EQ(invalid_argument_of(header() + "a,b\n"), "line 2: 2 fields, the header has 21");
+  EXPECT_EQ(invalid_argument_of(header() + "a,b\n"), "line 2: 2 fields, the header has 22");
   std::string not_number = good;
   not_number.replace(not_number.find(",64,2048,"), 9, ",6x,2048,");
   EXPECT_EQ(invalid_argument_of(header() + not_number), "line 2: column B: '6x' is not a number");
@@ -166,6 +166,34 @@ TEST_F(SweepBinary, ResumeSkipsFinishedPointsAndMeasuresOtherCommitsAgain) {
   const nlohmann::json json = nlohmann::json::parse(read("out.json"));
   ASSERT_EQ(json.size(), 3u);
   for (std::size_t i = 0; i < rows.size(); ++i) EXPECT_EQ(json[i], to_json(csv_columns(), rows[i]));
+}
+
+TEST_F(SweepBinary, TreesAreOwnPointsThatResumeTellsApart) {
+  const std::string trees = "--backends cpu-hydragen --batch 4 --prefix 16 --suffix 4 --cpu-replays 1 --csv out.csv";
+  ASSERT_EQ(sweep(trees + " --tree prefix,2x8").exit_code, 0);
+  std::vector<CsvRecord> rows = csv();
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0][csv_column("tree")], "prefix");
+  EXPECT_EQ(rows[1][csv_column("tree")], "2x8");
+  // The floor counts the groups' tokens once: more bytes than the prefix-only tree by 2 x 8 tokens.
+  EXPECT_GT(std::stod(rows[1][csv_column("floor_ms")]), std::stod(rows[0][csv_column("floor_ms")]));
+
+  const Run again = sweep(trees + " --tree prefix,2x8,2x8/2x2 --resume");
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_THAT(again.err, HasSubstr("skipped 2 points"));
+  EXPECT_THAT(again.err, HasSubstr("B=4 P=16 S=4 tree=2x8/2x2: "));
+  rows = csv();
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[2][csv_column("tree")], "2x8/2x2");
+}
+
+TEST_F(SweepBinary, ATreeTheBatchDoesNotFillIsRefused) {
+  const Run run = sweep("--backends cpu-hydragen --batch 6 --tree 4x8 --csv out.csv");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_THAT(run.err, HasSubstr("--tree 4x8 splits the batch into 4 equal groups: --batch 6 is not a multiple"));
+  const Run bad = sweep("--backends cpu-hydragen --tree 4x8k --csv out.csv");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_THAT(bad.err, HasSubstr("--tree: tree '4x8k': length '8k' is not a non-negative integer"));
 }
 
 TEST_F(SweepBinary, ResumeOfAFileCutAfterItsHeaderMeasuresEverything) {

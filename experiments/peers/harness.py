@@ -18,7 +18,7 @@ CHECK_TOL = 2e-2  # relative L2 error of O (max abs of LSE); bf16 points measure
 WARMUP = 3
 
 Point = namedtuple("Point", "B P S q_len Hq Hkv D")
-CSV_HEADER = ("device,commit,backend,storage,dtype,B,P,S,q_len,Hq,Hkv,D,median_ms,min_ms,max_ms,tflops,gbps,"
+CSV_HEADER = ("device,commit,backend,storage,dtype,B,P,S,q_len,Hq,Hkv,D,tree,median_ms,min_ms,max_ms,tflops,gbps,"
               "floor_ms,time_over_floor,status,detail\n")
 
 
@@ -258,7 +258,9 @@ def csv_row(device, sha, dtype, method, pt, m, flops, floor_bytes, floor_ms):
         ms = m["median_ms"]
         numbers = [f"{v:.6g}" for v in (ms, m["min_ms"], m["max_ms"], flops / (ms * 1e-3) * 1e-12,
                                           floor_bytes / (ms * 1e-3) * 1e-9, floor_ms)] + [f"{ms / floor_ms:.3f}"]
-    fields = [quoted(device), sha, method.name, method.storage, dtype, *pt, *numbers, m["status"], quoted(m["detail"])]
+    # tree: the peers run the prefix + suffix tree only (hydragen-sweep's "prefix").
+    fields = [quoted(device), sha, method.name, method.storage, dtype, *pt, "prefix", *numbers, m["status"],
+              quoted(m["detail"])]
     return ",".join(str(f) for f in fields) + "\n"
 
 

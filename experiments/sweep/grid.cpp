@@ -83,6 +83,23 @@ Grid quick() {
               product({DType::bf16}, {32, 1024}, {1024, 16384}, {64}, {1}, {8}, {1}, {128})};
 }
 
+// Sharing at more than one level (issue 19): the prefix shared by all, then groups sharing more, at
+// depth 3 (16x1024: 16 groups, each adding 1024 tokens) and 4 (4x1024/4x256); beside each, the
+// same sequences with only the prefix shared, the groups' tokens copied into every suffix.
+Grid trees() {
+  Grid g{{"cuda-flash:shared", "cuda-hydragen"}, {}};
+  for (int b : {256, 1024}) {
+    for (const auto& [tree, group_tokens] : std::vector<std::pair<const char*, int>>{{"16x1024", 1024}, {"4x1024/4x256", 1280}}) {
+      const TreeSpec spec = TreeSpec::parse(tree);
+      for (const ShapePoint& s : product({DType::bf16}, {b}, {4096}, {64}, {1}, {8}, {1}, {128}, {spec})) g.shapes.push_back(s);
+      for (const ShapePoint& s : product({DType::bf16}, {b}, {4096}, {64 + group_tokens}, {1}, {8}, {1}, {128})) {
+        g.shapes.push_back(s);
+      }
+    }
+  }
+  return g;
+}
+
 const std::vector<Preset>& presets() {
   static const std::vector<Preset> all = {
       {"paper-fig4", "the paper's Fig. 4: (B,P) in (512,1024) (1024,2048) (2048,4096) (4096,8192), S = 0..512 step 16; bf16 Hq=8 Hkv=1 D=128", paper_fig4},
@@ -90,6 +107,7 @@ const std::vector<Preset>& presets() {
       {"mha", "Hq=Hkv=32 D=128 (a CodeLlama-7B layer): B = 32..256, P = 1024..8192, S = 64; bf16", mha},
       {"models", "Hq=Hkv=40 D=128, Hq=32 Hkv=8 D=128, Hq=Hkv=32 D=64: B in 64,256, P in 2048,8192, S = 64; bf16", models},
       {"spec", "q_len in 2,4,8 (speculative decoding): B in 64,256,1024, P in 4096,8192,16384, S = 64; bf16 Hq=8 Hkv=1 D=128", spec},
+      {"trees", "two-level 16x1024 and depth-4 4x1024/4x256 trees beside the prefix-only form (S = 64 + the groups' tokens): B in 256,1024, P = 4096, S = 64; bf16 Hq=8 Hkv=1 D=128", trees},
       {"cpu", "cpu-flat vs cpu-hydragen, fp32 D=128 Hq=8 Hkv in 8,1: B in 16,64, P in 1024,4096,16384, S = 64", cpu},
       {"quick", "B in 32,1024, P in 1024,16384, S = 64; bf16 Hq=8 Hkv=1 D=128; with cuda-hydragen-cublas: a few points for smoke runs", quick},
   };
@@ -101,7 +119,8 @@ const std::vector<Preset>& presets() {
 std::vector<ShapePoint> product(const std::vector<DType>& dtypes, const std::vector<int>& batch,
                                 const std::vector<int>& prefix, const std::vector<int>& suffix,
                                 const std::vector<int>& q_len, const std::vector<int>& q_heads,
-                                const std::vector<int>& kv_heads, const std::vector<int>& head_dim) {
+                                const std::vector<int>& kv_heads, const std::vector<int>& head_dim,
+                                const std::vector<TreeSpec>& trees) {
   std::vector<ShapePoint> out;
   for (int b : batch)
     for (int p : prefix)
@@ -110,7 +129,8 @@ std::vector<ShapePoint> product(const std::vector<DType>& dtypes, const std::vec
           for (int ql : q_len)
             for (int hq : q_heads)
               for (int hkv : kv_heads)
-                for (int hd : head_dim) out.push_back(ShapePoint{d, b, p, s, ql, hq, hkv, hd});
+                for (int hd : head_dim)
+                  for (const TreeSpec& t : trees) out.push_back(ShapePoint{d, b, p, s, ql, hq, hkv, hd, t});
   return out;
 }
 

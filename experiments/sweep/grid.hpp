@@ -14,11 +14,12 @@ struct Grid {
   std::vector<ShapePoint> shapes;
 };
 
-// The Cartesian product of the lists, in the order given (batch outermost).
+// The Cartesian product of the lists, in the order given (batch outermost, trees innermost).
 std::vector<ShapePoint> product(const std::vector<DType>& dtypes, const std::vector<int>& batch,
                                 const std::vector<int>& prefix, const std::vector<int>& suffix,
                                 const std::vector<int>& q_len, const std::vector<int>& q_heads,
-                                const std::vector<int>& kv_heads, const std::vector<int>& head_dim);
+                                const std::vector<int>& kv_heads, const std::vector<int>& head_dim,
+                                const std::vector<TreeSpec>& trees = {TreeSpec{}});
 
 // paper-fig4, grid, mha, cpu, quick; throws std::invalid_argument listing them for another name.
 Grid preset(std::string_view name);

@@ -42,7 +42,7 @@ using namespace hydragen;
 struct Flags {
   std::string preset, backends;
   std::string dtypes = "bf16", batch = "32", prefix = "1024", suffix = "64";
-  std::string q_len = "1", q_heads = "8", kv_heads = "1", head_dim = "128";
+  std::string q_len = "1", q_heads = "8", kv_heads = "1", head_dim = "128", tree = "prefix";
   std::string replays = std::to_string(sweep::TimingConfig{}.gpu_replays);
   std::string cpu_replays = std::to_string(sweep::TimingConfig{}.cpu_replays);
   std::string seed = "0";
@@ -66,8 +66,8 @@ struct Options {
 };
 
 const std::vector<std::string> kDefaultBackends = {"cuda-flash:redundant", "cuda-flash:shared", "cuda-hydragen"};
-const std::vector<const char*> kGridFlags = {"--dtype",   "--batch",   "--prefix",   "--suffix",
-                                             "--q-len",   "--q-heads", "--kv-heads", "--head-dim"};
+const std::vector<const char*> kGridFlags = {"--dtype",   "--batch",   "--prefix",   "--suffix", "--q-len",
+                                             "--q-heads", "--kv-heads", "--head-dim", "--tree"};
 
 [[noreturn]] void fail(std::string_view flag, const std::string& why) {
   throw std::invalid_argument(std::string(flag) + ": " + why);
@@ -123,6 +123,11 @@ void check_shapes(const std::vector<sweep::ShapePoint>& shapes) {
       throw std::invalid_argument("--q-heads " + std::to_string(s.q_heads) + " is not a multiple of --kv-heads " +
                                   std::to_string(s.kv_heads));
     }
+    if (s.batch % s.tree.innermost_groups() != 0) {
+      throw std::invalid_argument("--tree " + s.tree.text() + " splits the batch into " +
+                                  std::to_string(s.tree.innermost_groups()) + " equal groups: --batch " +
+                                  std::to_string(s.batch) + " is not a multiple");
+    }
     if (s.suffix < s.q_len - 1) {
       throw std::invalid_argument("--q-len " + std::to_string(s.q_len) + " needs --suffix >= " +
                                   std::to_string(s.q_len - 1) + " (causal queries within the suffix), got " +
@@ -141,7 +146,10 @@ sweep::Grid grid_from(const Flags& f, const CLI::App& app) {
     g.shapes = sweep::product(parse_list<DType>("--dtype", f.dtypes, dtype_entry), sizes("--batch", f.batch, 1),
                               sizes("--prefix", f.prefix, 0), sizes("--suffix", f.suffix, 0),
                               sizes("--q-len", f.q_len, 1), sizes("--q-heads", f.q_heads, 1),
-                              sizes("--kv-heads", f.kv_heads, 1), sizes("--head-dim", f.head_dim, 1));
+                              sizes("--kv-heads", f.kv_heads, 1), sizes("--head-dim", f.head_dim, 1),
+                              parse_list<TreeSpec>("--tree", f.tree, [](const std::string& text) {
+                                return flagged("--tree", [&] { return TreeSpec::parse(text); });
+                              }));
   }
   if (app.count("--backends") > 0) g.backends = split_list("--backends", f.backends);  // e.g. a preset on others
   check_backends(g.backends);
@@ -235,7 +243,7 @@ void reject_extras(const CLI::App& app, int argc, const char* const argv[]) {
 // A point as --resume matches it: backend, storage and shape as the CSV writes them.
 std::string point_key(const sweep::CsvRecord& row) {
   std::string key;
-  for (const char* column : {"backend", "storage", "dtype", "B", "P", "S", "q_len", "Hq", "Hkv", "D"}) {
+  for (const char* column : {"backend", "storage", "dtype", "B", "P", "S", "q_len", "Hq", "Hkv", "D", "tree"}) {
     key += row[sweep::csv_column(column)] + ',';
   }
   return key;
@@ -277,9 +285,9 @@ void append_row(std::ostream& csv, const sweep::Row& row) {
 void print_progress(const sweep::Row& row, std::size_t done, std::size_t total, double elapsed) {
   const sweep::ShapePoint& s = row.point.shape;
   const double left = elapsed / static_cast<double>(done) * static_cast<double>(total - done);
-  std::fprintf(stderr, "[%zu/%zu %.0fs, ~%.0fs left] %s:%s B=%d P=%d S=%d: ", done, total, elapsed, left,
+  std::fprintf(stderr, "[%zu/%zu %.0fs, ~%.0fs left] %s:%s B=%d P=%d S=%d%s: ", done, total, elapsed, left,
                row.point.label().c_str(), std::string(storage_name(row.point.storage)).c_str(), s.batch, s.prefix,
-               s.suffix);
+               s.suffix, s.tree.levels.empty() ? "" : (" tree=" + s.tree.text()).c_str());
   if (row.m.status == "ok") {
     std::fprintf(stderr, "%.4f ms", row.m.median_ms);
     if (row.m.floor_ms > 0) std::fprintf(stderr, ", %.2fx floor", row.m.median_ms / row.m.floor_ms);
@@ -290,16 +298,16 @@ void print_progress(const sweep::Row& row, std::size_t done, std::size_t total, 
 }
 
 void print_table(const std::vector<sweep::Row>& rows) {
-  std::printf("%-24s %-9s %-5s %5s %6s %4s %3s %3s %4s %10s %8s %s\n", "backend", "storage", "dtype", "B", "P", "S", "Hq",
-              "Hkv", "D", "median_ms", "x_floor", "status");
+  std::printf("%-24s %-9s %-5s %5s %6s %4s %3s %3s %4s %10s %8s %-10s %s\n", "backend", "storage", "dtype", "B", "P", "S",
+              "Hq", "Hkv", "D", "median_ms", "x_floor", "status", "tree");
   for (const sweep::Row& r : rows) {
     const sweep::ShapePoint& s = r.point.shape;
     const bool ok = r.m.status == "ok";
-    std::printf("%-24s %-9s %-5s %5d %6d %4d %3d %3d %4d %10s %8s %s\n", r.point.label().c_str(),
+    std::printf("%-24s %-9s %-5s %5d %6d %4d %3d %3d %4d %10s %8s %-10s %s\n", r.point.label().c_str(),
                 std::string(storage_name(r.point.storage)).c_str(), std::string(dtype_name(s.dtype)).c_str(), s.batch,
                 s.prefix, s.suffix, s.q_heads, s.kv_heads, s.head_dim, ok ? std::to_string(r.m.median_ms).c_str() : "-",
                 ok && r.m.floor_ms > 0 ? std::to_string(r.m.median_ms / r.m.floor_ms).substr(0, 6).c_str() : "-",
-                r.m.status.c_str());
+                r.m.status.c_str(), s.tree.text().c_str());
   }
 }
 
@@ -334,9 +342,10 @@ std::vector<std::vector<sweep::Point>> points_to_measure(const sweep::Grid& grid
 }
 
 int run(const Options& o) {
-  if (o.points) {  // what experiments/peers/peers.py --points prints for the same preset
+  if (o.points) {  // what experiments/peers/peers.py --points prints for the same preset (peers run no trees)
     for (const sweep::ShapePoint& s : o.grid.shapes) {
-      std::printf("%d,%d,%d,%d,%d,%d,%d\n", s.batch, s.prefix, s.suffix, s.q_len, s.q_heads, s.kv_heads, s.head_dim);
+      std::printf("%d,%d,%d,%d,%d,%d,%d%s\n", s.batch, s.prefix, s.suffix, s.q_len, s.q_heads, s.kv_heads, s.head_dim,
+                  s.tree.levels.empty() ? "" : ("," + s.tree.text()).c_str());
     }
     return 0;
   }
@@ -411,6 +420,11 @@ void bind(CLI::App& app, Flags& f) {
   app.add_option("--q-heads", f.q_heads, "query heads Hq")->type_name("HQ,...");
   app.add_option("--kv-heads", f.kv_heads, "key/value heads Hkv (each Hq a multiple of each)")->type_name("HKV,...");
   app.add_option("--head-dim", f.head_dim, "head dimension D")->type_name("D,...");
+  app.add_option("--tree", f.tree,
+                 "sharing trees, comma separated: prefix (P, then each sequence's S), or levels of equal groups "
+                 "of consecutive sequences between them, outermost first: 16x1024 (16 groups each adding 1024 "
+                 "shared tokens), 4x1024/4x256 (each of those split in 4 adding 256); B a multiple of the groups")
+      ->type_name("TREE,...");
   app.add_option("--replays", f.replays, "timed CUDA graph replays per point (median reported)")->type_name("N");
   app.add_option("--cpu-replays", f.cpu_replays, "timed runs per CPU point")->type_name("N");
   app.add_option("--seed", f.seed, "seed of the N(0,1) inputs")->type_name("N");
@@ -419,7 +433,7 @@ void bind(CLI::App& app, Flags& f) {
   app.add_flag("--resume", f.resume,
                "with --csv: keep FILE's rows, skip the points it has from this machine at this commit, append "
                "the rest");
-  app.add_flag("--points", f.points, "print the grid's points (B,P,S,q_len,Hq,Hkv,D), one a line, and exit");
+  app.add_flag("--points", f.points, "print the grid's points (B,P,S,q_len,Hq,Hkv,D[,tree]), one a line, and exit");
 }
 
 }  // namespace

@@ -144,7 +144,7 @@ std::vector<Row> measure_shape(const std::vector<Point>& points, const Machine& 
   const ShapePoint& s = points.front().shape;
   // Staged straight from the spec: no fp64 copy of a problem that can be gigabytes.
   const ProblemSpec problem{make_shape(s.batch, s.q_len, s.q_heads, s.kv_heads, s.head_dim, s.dtype),
-                            SharingTree::prefix_suffix(s.prefix, std::vector<int>(s.batch, s.suffix)), config.seed};
+                            s.sharing_tree(), config.seed};
   StageCache cache(problem);
   std::string invalid;
   try {

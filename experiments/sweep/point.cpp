@@ -42,6 +42,7 @@ std::vector<std::pair<const char*, std::string>> fields(const Row& r) {
           {"Hq", std::to_string(s.q_heads)},
           {"Hkv", std::to_string(s.kv_heads)},
           {"D", std::to_string(s.head_dim)},
+          {"tree", s.tree.text()},
           {"median_ms", ok ? number(m.median_ms) : ""},
           {"min_ms", ok ? number(m.min_ms) : ""},
           {"max_ms", ok ? number(m.max_ms) : ""},
@@ -90,7 +91,7 @@ nlohmann::json to_json(const Row& row) {
 }
 
 nlohmann::json to_json(const std::vector<std::string>& columns, const std::vector<std::string>& values) {
-  static const std::vector<std::string> text = {"device", "commit", "backend", "storage", "dtype", "status", "detail"};
+  static const std::vector<std::string> text = {"device", "commit", "backend", "storage", "dtype", "tree", "status", "detail"};
   nlohmann::json j;
   for (std::size_t i = 0; i < columns.size(); ++i) {
     const std::string& name = columns[i];

@@ -8,13 +8,18 @@
 #include <vector>
 
 #include "hydragen/problem.hpp"
+#include "hydragen/tree_spec.hpp"
 
 namespace hydragen::sweep {
 
-// One problem: a prefix + suffix tree of B sequences.
+// One problem: B sequences under a prefix of P tokens, each with its own S (tree_spec.hpp: levels of
+// groups between them, or none).
 struct ShapePoint {
   DType dtype = DType::bf16;
   int batch = 0, prefix = 0, suffix = 0, q_len = 1, q_heads = 8, kv_heads = 1, head_dim = 128;
+  TreeSpec tree = {};
+
+  SharingTree sharing_tree() const { return tree.build(batch, prefix, suffix); }
 };
 
 struct Point {

@@ -1,0 +1,38 @@
+#pragma once
+// A sharing tree by its shape, as `hydragen-sweep --tree` and the sweep's `tree` column write it:
+//   prefix             one shared prefix of P tokens, then each sequence's own S (depth 2)
+//   16x1024            16 groups of B / 16 consecutive sequences under the prefix, each group adding
+//                      1024 tokens its sequences share, then their own S (two-level, depth 3)
+//   4x1024/4x256       levels of groups outermost first: 4 groups of 1024 tokens, each split into 4
+//                      groups of 256, then the leaves (depth 4); and so on
+// Every group of a level has the same number of sequences, so B must be a multiple of the product
+// of the levels' group counts.
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hydragen/sharing_tree.hpp"
+
+namespace hydragen {
+
+struct TreeSpec {
+  struct Level {
+    int groups = 0;  // children of each node of the level above
+    int length = 0;  // tokens each of them adds
+  };
+  std::vector<Level> levels;  // outermost first; empty: prefix + suffix
+
+  // Throws std::invalid_argument naming what is wrong with `text`.
+  static TreeSpec parse(std::string_view text);
+  std::string text() const;  // parse(text()) == *this
+  int depth() const { return static_cast<int>(levels.size()) + 2; }  // segments on every path
+  // Groups of the innermost level: the leaves' parents (1 for prefix + suffix).
+  long long innermost_groups() const;
+  // The tree of `batch` sequences under a root of `prefix` tokens, each with its own `suffix`.
+  // Throws std::invalid_argument when the batch does not divide into the innermost groups.
+  SharingTree build(int batch, int prefix, int suffix) const;
+
+  bool operator==(const TreeSpec& other) const;
+};
+
+}  // namespace hydragen
