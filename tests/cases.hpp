@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "hydragen/shape.hpp"
@@ -31,6 +32,21 @@ inline std::string identifier(std::string text) {
     if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
   }
   return text;
+}
+
+// Depth 4 with every fan-out from 1 to 64: a root of 33 tokens, its one child (17), that child's two
+// (5 and an empty one), 64 leaves under the first and 3 under the second, leaf lengths ragged from
+// q_len - 1 up; sequences listed in a scrambled order, not the tree's (sequence s owns leaf
+// (s * 37) % 67: 37 and 67 are coprime).
+inline SharingTree depth4_fanout_1_to_64(int q_len) {
+  std::vector<int> parents{-1, 0, 1, 1}, lengths{33, 17, 5, 0};
+  std::vector<int> leaves;
+  for (int i = 0; i < 67; ++i) {
+    parents.push_back(i < 64 ? 2 : 3);
+    lengths.push_back(q_len - 1 + (i * 5) % 11);
+  }
+  for (int s = 0; s < 67; ++s) leaves.push_back(4 + (s * 37) % 67);
+  return SharingTree::from_parents(std::move(parents), std::move(lengths), std::move(leaves));
 }
 
 inline const std::vector<Case>& harness_cases() {
@@ -70,6 +86,8 @@ inline const std::vector<Case>& harness_cases() {
          T::from_parents({-1, 0, 0, 1, 1, 2}, {40, 10, 25, 3, 7, 4}, {3, 4, 5}), 1e4},
         {"long_prefix_2000", 1, 8, 1, 128, T::prefix_suffix(2000, {16, 3, 40, 0})},
         {"long_two_level_2000", 1, 8, 2, 64, T::two_level(1500, {300, 200}, {{10, 0, 64}, {5}})},
+        {"depth4_fanout_1_to_64_scrambled", 1, 4, 2, 64, depth4_fanout_1_to_64(1)},
+        {"causal_q4_depth4_fanout_1_to_64_scrambled", 4, 4, 1, 128, depth4_fanout_1_to_64(4)},
     };
     for (std::size_t i = 0; i < c.size(); ++i) c[i].seed = 1000 + i;  // fixed per case
     return c;

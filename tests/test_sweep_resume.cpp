@@ -187,6 +187,32 @@ TEST_F(SweepBinary, TreesAreOwnPointsThatResumeTellsApart) {
   EXPECT_EQ(rows[2][csv_column("tree")], "2x8/2x2");
 }
 
+TEST_F(SweepBinary, ATokenFileGivesTheTreeItsSequencesShare) {
+  // Three prompts: 40 tokens shared by all, then two of them share 30 more.
+  std::string text;
+  for (int s = 0; s < 3; ++s) {
+    for (int t = 0; t < 40; ++t) text += std::to_string(t) + " ";
+    for (int t = 0; t < 30; ++t) text += std::to_string(s == 2 ? 500 + t : 100 + t) + " ";
+    text += std::to_string(1000 + s) + "\n";
+  }
+  write("prompts.txt", text);
+  const Run run = sweep("--backends cpu-hydragen --tokens prompts.txt --cpu-replays 1 --csv out.csv");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::vector<CsvRecord> rows = csv();
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0][csv_column("tree")], "tokens:prompts.txt");
+  EXPECT_EQ(rows[0][csv_column("B")], "3");
+  EXPECT_EQ(rows[0][csv_column("status")], "ok");
+  EXPECT_THAT(run.err, HasSubstr("B=3 P=0 S=0 tree=tokens:prompts.txt: "));
+
+  const Run both = sweep("--backends cpu-hydragen --tokens prompts.txt --batch 3 --csv out.csv");
+  EXPECT_EQ(both.exit_code, 2);
+  EXPECT_THAT(both.err, HasSubstr("--batch does not apply with --tokens"));
+  const Run missing = sweep("--backends cpu-hydragen --tokens absent.txt --csv out.csv");
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_THAT(missing.err, HasSubstr("--tokens: cannot read token ids from 'absent.txt'"));
+}
+
 TEST_F(SweepBinary, ATreeTheBatchDoesNotFillIsRefused) {
   const Run run = sweep("--backends cpu-hydragen --batch 6 --tree 4x8 --csv out.csv");
   EXPECT_EQ(run.exit_code, 2);

@@ -28,6 +28,7 @@
 #include "flags/flag_checks.hpp"
 #include "grid.hpp"
 #include "hydragen/backends.hpp"
+#include "hydragen/detect.hpp"
 #include "measure.hpp"
 #include "point.hpp"
 
@@ -42,7 +43,7 @@ using namespace hydragen;
 struct Flags {
   std::string preset, backends;
   std::string dtypes = "bf16", batch = "32", prefix = "1024", suffix = "64";
-  std::string q_len = "1", q_heads = "8", kv_heads = "1", head_dim = "128", tree = "prefix";
+  std::string q_len = "1", q_heads = "8", kv_heads = "1", head_dim = "128", tree = "prefix", tokens;
   std::string replays = std::to_string(sweep::TimingConfig{}.gpu_replays);
   std::string cpu_replays = std::to_string(sweep::TimingConfig{}.cpu_replays);
   std::string seed = "0";
@@ -66,8 +67,8 @@ struct Options {
 };
 
 const std::vector<std::string> kDefaultBackends = {"cuda-flash:redundant", "cuda-flash:shared", "cuda-hydragen"};
-const std::vector<const char*> kGridFlags = {"--dtype",   "--batch",   "--prefix",   "--suffix", "--q-len",
-                                             "--q-heads", "--kv-heads", "--head-dim", "--tree"};
+const std::vector<const char*> kGridFlags = {"--dtype",    "--batch",    "--prefix", "--suffix", "--q-len", "--q-heads",
+                                             "--kv-heads", "--head-dim", "--tree",   "--tokens"};
 
 [[noreturn]] void fail(std::string_view flag, const std::string& why) {
   throw std::invalid_argument(std::string(flag) + ": " + why);
@@ -128,7 +129,7 @@ void check_shapes(const std::vector<sweep::ShapePoint>& shapes) {
                                   std::to_string(s.tree.innermost_groups()) + " equal groups: --batch " +
                                   std::to_string(s.batch) + " is not a multiple");
     }
-    if (s.suffix < s.q_len - 1) {
+    if (s.suffix < s.q_len - 1 && s.tokens.empty()) {  // a detected tree's leaves are checked per point
       throw std::invalid_argument("--q-len " + std::to_string(s.q_len) + " needs --suffix >= " +
                                   std::to_string(s.q_len - 1) + " (causal queries within the suffix), got " +
                                   std::to_string(s.suffix));
@@ -141,6 +142,14 @@ sweep::Grid grid_from(const Flags& f, const CLI::App& app) {
   if (app.count("--preset") > 0) {
     reject_if_given(app, kGridFlags, "cannot change a --preset's grid");
     g = sweep::preset(f.preset);
+  } else if (app.count("--tokens") > 0) {
+    reject_if_given(app, {"--batch", "--prefix", "--suffix", "--tree"}, "does not apply with --tokens (the file gives the sequences)");
+    const int batch = flagged("--tokens", [&] { return static_cast<int>(read_token_lists(f.tokens).size()); });
+    g.backends = kDefaultBackends;
+    g.shapes = sweep::product(parse_list<DType>("--dtype", f.dtypes, dtype_entry), {batch}, {0}, {0},
+                              sizes("--q-len", f.q_len, 1), sizes("--q-heads", f.q_heads, 1),
+                              sizes("--kv-heads", f.kv_heads, 1), sizes("--head-dim", f.head_dim, 1));
+    for (sweep::ShapePoint& s : g.shapes) s.tokens = f.tokens;
   } else {
     g.backends = kDefaultBackends;
     g.shapes = sweep::product(parse_list<DType>("--dtype", f.dtypes, dtype_entry), sizes("--batch", f.batch, 1),
@@ -287,7 +296,7 @@ void print_progress(const sweep::Row& row, std::size_t done, std::size_t total, 
   const double left = elapsed / static_cast<double>(done) * static_cast<double>(total - done);
   std::fprintf(stderr, "[%zu/%zu %.0fs, ~%.0fs left] %s:%s B=%d P=%d S=%d%s: ", done, total, elapsed, left,
                row.point.label().c_str(), std::string(storage_name(row.point.storage)).c_str(), s.batch, s.prefix,
-               s.suffix, s.tree.levels.empty() ? "" : (" tree=" + s.tree.text()).c_str());
+               s.suffix, s.tree_text() == "prefix" ? "" : (" tree=" + s.tree_text()).c_str());
   if (row.m.status == "ok") {
     std::fprintf(stderr, "%.4f ms", row.m.median_ms);
     if (row.m.floor_ms > 0) std::fprintf(stderr, ", %.2fx floor", row.m.median_ms / row.m.floor_ms);
@@ -307,7 +316,7 @@ void print_table(const std::vector<sweep::Row>& rows) {
                 std::string(storage_name(r.point.storage)).c_str(), std::string(dtype_name(s.dtype)).c_str(), s.batch,
                 s.prefix, s.suffix, s.q_heads, s.kv_heads, s.head_dim, ok ? std::to_string(r.m.median_ms).c_str() : "-",
                 ok && r.m.floor_ms > 0 ? std::to_string(r.m.median_ms / r.m.floor_ms).substr(0, 6).c_str() : "-",
-                r.m.status.c_str(), s.tree.text().c_str());
+                r.m.status.c_str(), s.tree_text().c_str());
   }
 }
 
@@ -345,7 +354,7 @@ int run(const Options& o) {
   if (o.points) {  // what experiments/peers/peers.py --points prints for the same preset (peers run no trees)
     for (const sweep::ShapePoint& s : o.grid.shapes) {
       std::printf("%d,%d,%d,%d,%d,%d,%d%s\n", s.batch, s.prefix, s.suffix, s.q_len, s.q_heads, s.kv_heads, s.head_dim,
-                  s.tree.levels.empty() ? "" : ("," + s.tree.text()).c_str());
+                  s.tree_text() == "prefix" ? "" : ("," + s.tree_text()).c_str());
     }
     return 0;
   }
@@ -425,6 +434,10 @@ void bind(CLI::App& app, Flags& f) {
                  "of consecutive sequences between them, outermost first: 16x1024 (16 groups each adding 1024 "
                  "shared tokens), 4x1024/4x256 (each of those split in 4 adding 256); B a multiple of the groups")
       ->type_name("TREE,...");
+  app.add_option("--tokens", f.tokens,
+                 "token ids, one sequence a line: the sharing tree detect_sharing finds in them (the CSV's tree "
+                 "column says tokens:FILE; B is the file's sequences, P and S are 0)")
+      ->type_name("FILE");
   app.add_option("--replays", f.replays, "timed CUDA graph replays per point (median reported)")->type_name("N");
   app.add_option("--cpu-replays", f.cpu_replays, "timed runs per CPU point")->type_name("N");
   app.add_option("--seed", f.seed, "seed of the N(0,1) inputs")->type_name("N");

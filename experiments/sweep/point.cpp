@@ -1,5 +1,7 @@
 #include "point.hpp"
 
+#include "hydragen/detect.hpp"
+
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
@@ -42,7 +44,7 @@ std::vector<std::pair<const char*, std::string>> fields(const Row& r) {
           {"Hq", std::to_string(s.q_heads)},
           {"Hkv", std::to_string(s.kv_heads)},
           {"D", std::to_string(s.head_dim)},
-          {"tree", s.tree.text()},
+          {"tree", s.tree_text()},
           {"median_ms", ok ? number(m.median_ms) : ""},
           {"min_ms", ok ? number(m.min_ms) : ""},
           {"max_ms", ok ? number(m.max_ms) : ""},
@@ -65,6 +67,13 @@ double number_in(const std::string& column, const std::string& text) {
 }
 
 }  // namespace
+
+SharingTree ShapePoint::sharing_tree() const {
+  if (tokens.empty()) return tree.build(batch, prefix, suffix);
+  return detect_sharing(read_token_lists(tokens), make_shape(batch, q_len, q_heads, kv_heads, head_dim, dtype)).tree;
+}
+
+std::string ShapePoint::tree_text() const { return tokens.empty() ? tree.text() : "tokens:" + tokens; }
 
 void write_csv_header(std::ostream& out) {
   const std::vector<std::pair<const char*, std::string>> f = fields(Row{});

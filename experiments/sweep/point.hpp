@@ -13,13 +13,16 @@
 namespace hydragen::sweep {
 
 // One problem: B sequences under a prefix of P tokens, each with its own S (tree_spec.hpp: levels of
-// groups between them, or none).
+// groups between them, or none); or the tree detect_sharing finds in a file of token ids, one
+// sequence a line (then B is its sequences, P and S are 0).
 struct ShapePoint {
   DType dtype = DType::bf16;
   int batch = 0, prefix = 0, suffix = 0, q_len = 1, q_heads = 8, kv_heads = 1, head_dim = 128;
   TreeSpec tree = {};
+  std::string tokens = {};  // the token-id file, or empty
 
-  SharingTree sharing_tree() const { return tree.build(batch, prefix, suffix); }
+  SharingTree sharing_tree() const;
+  std::string tree_text() const;  // the CSV's tree column: tree.text(), or "tokens:FILE"
 };
 
 struct Point {
