@@ -135,18 +135,19 @@ TEST(SweepPresets, CpuPresetUsesTheCpuBackendsInFp32) {
 
 TEST(SweepPresets, AnUnknownNameListsThePresets) {
   EXPECT_THAT([] { preset("fig5"); },
-              ::testing::ThrowsMessage<std::invalid_argument>(HasSubstr("paper-fig4, grid, mha, models, spec, trees, cpu, quick")));
+              ::testing::ThrowsMessage<std::invalid_argument>(HasSubstr("paper-fig4, grid, mha, models, spec, trees, fig6, cpu, quick")));
 }
 
 TEST(SweepPresets, TreesPutEachMultiLevelTreeBesideItsPrefixOnlyForm) {
   const Grid g = preset("trees");
-  ASSERT_EQ(g.shapes.size(), 8u);  // B in 256, 1024 x two trees x (tree, prefix only)
+  ASSERT_EQ(g.shapes.size(), 8u);  // B in 256, 1024 x two trees x (shared, copied)
   for (std::size_t i = 0; i < g.shapes.size(); i += 2) {
     const ShapePoint& tree = g.shapes[i];
     const ShapePoint& flat = g.shapes[i + 1];
-    ASSERT_FALSE(tree.tree.levels.empty());
-    EXPECT_TRUE(flat.tree.levels.empty());
+    ASSERT_FALSE(tree.tree.copied);
+    EXPECT_TRUE(flat.tree.copied);
     EXPECT_EQ(tree.batch, flat.batch);
+    EXPECT_EQ(flat.sharing_tree().depth(), 2);
     // The same tokens on every sequence's path: the groups' tokens moved into the suffix.
     const SharingTree t = tree.sharing_tree(), f = flat.sharing_tree();
     for (int s = 0; s < tree.batch; ++s) ASSERT_EQ(t.path_length(s), f.path_length(s)) << tree.tree.text();
@@ -154,6 +155,18 @@ TEST(SweepPresets, TreesPutEachMultiLevelTreeBesideItsPrefixOnlyForm) {
   }
   EXPECT_EQ(g.shapes[0].tree.text(), "16x1024");
   EXPECT_EQ(g.shapes[2].tree.text(), "4x1024/4x256");
+}
+
+TEST(SweepPresets, Fig6IsProblemsOf128SamplesUnderATwoShotPrompt) {
+  const Grid g = preset("fig6");
+  ASSERT_EQ(g.shapes.size(), 30u);  // 5 batch sizes x 3 suffixes x (shared, copied)
+  for (const ShapePoint& s : g.shapes) {
+    EXPECT_EQ(s.prefix, 2400);
+    ASSERT_EQ(s.tree.levels.size(), 1u);
+    EXPECT_EQ(s.batch, 128 * s.tree.levels[0].groups);
+    EXPECT_EQ(s.tree.levels[0].length, 300);
+    EXPECT_EQ(s.tree.levels[0].longest, 800);
+  }
 }
 
 TEST(SweepPresets, SpecHasSeveralCausalQueriesPerSequenceOverALongPrefix) {

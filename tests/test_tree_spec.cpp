@@ -18,7 +18,6 @@ using ::testing::ThrowsMessage;
 TEST(TreeSpec, PrefixIsTheOneLevelTreeOfTheSweep) {
   const TreeSpec spec = TreeSpec::parse("prefix");
   EXPECT_TRUE(spec.levels.empty());
-  EXPECT_EQ(spec.depth(), 2);
   const SharingTree t = spec.build(4, 100, 7);
   EXPECT_EQ(t.num_segments(), 5);
   EXPECT_EQ(t.depth(), 2);
@@ -45,7 +44,6 @@ TEST(TreeSpec, TwoLevelGroupsConsecutiveSequences) {
 
 TEST(TreeSpec, DepthFourSplitsEachGroupAgain) {
   const TreeSpec spec = TreeSpec::parse("4x1024/4x256");
-  EXPECT_EQ(spec.depth(), 4);
   EXPECT_EQ(spec.innermost_groups(), 16);
   const SharingTree t = spec.build(64, 4096, 64);
   EXPECT_EQ(t.depth(), 4);
@@ -59,13 +57,37 @@ TEST(TreeSpec, DepthFourSplitsEachGroupAgain) {
   }
 }
 
+TEST(TreeSpec, RaggedGroupsTakeTheMidpointsOfEqualBins) {
+  const TreeSpec spec = TreeSpec::parse("8x300-800");
+  std::vector<int> lengths;
+  for (int g = 0; g < 8; ++g) lengths.push_back(spec.levels[0].length_of(g));
+  EXPECT_EQ(lengths, (std::vector<int>{331, 393, 456, 518, 581, 643, 706, 768}));
+  EXPECT_EQ(TreeSpec::parse("1x300-800").levels[0].length_of(0), 550);
+  const SharingTree t = spec.build(16, 2400, 10);
+  EXPECT_EQ(t.path_length(0), 2400 + 331 + 10);
+  EXPECT_EQ(t.path_length(15), 2400 + 768 + 10);
+}
+
+TEST(TreeSpec, CopyMovesTheGroupsTokensIntoEveryLeaf) {
+  const TreeSpec spec = TreeSpec::parse("copy:8x300-800");
+  EXPECT_TRUE(spec.copied);
+  const SharingTree shared = TreeSpec::parse("8x300-800").build(32, 2400, 10);
+  const SharingTree copied = spec.build(32, 2400, 10);
+  EXPECT_EQ(copied.depth(), 2) << "the prefix alone is shared";
+  for (int s = 0; s < 32; ++s) EXPECT_EQ(copied.path_length(s), shared.path_length(s)) << s;
+  EXPECT_EQ(copied.total_tokens() - shared.total_tokens(), 3LL * (331 + 393 + 456 + 518 + 581 + 643 + 706 + 768))
+      << "each group's tokens stored by its 4 sequences instead of once";
+  const SharingTree deep = TreeSpec::parse("copy:2x10/2x5").build(4, 100, 1);
+  EXPECT_EQ(deep.path_length(3), 100 + 10 + 5 + 1);
+}
+
 TEST(TreeSpec, EmptySegmentsAreAllowed) {
   const SharingTree t = TreeSpec::parse("2x0/2x5").build(4, 0, 0);
   EXPECT_EQ(t.total_tokens(), 4 * 5);
 }
 
 TEST(TreeSpec, TextRoundTrips) {
-  for (const char* text : {"prefix", "16x1024", "4x1024/4x256", "2x0/3x1/4x7"}) {
+  for (const char* text : {"prefix", "16x1024", "4x1024/4x256", "2x0/3x1/4x7", "8x300-800", "copy:16x1024", "copy:2x5/4x1-9"}) {
     EXPECT_EQ(TreeSpec::parse(text).text(), text);
     EXPECT_EQ(TreeSpec::parse(TreeSpec::parse(text).text()), TreeSpec::parse(text));
   }
@@ -73,7 +95,10 @@ TEST(TreeSpec, TextRoundTrips) {
 
 TEST(TreeSpec, BadTextIsRejectedWithTheReason) {
   auto parse = [](const char* text) { return [text] { TreeSpec::parse(text); }; };
-  EXPECT_THAT(parse(""), ThrowsMessage<std::invalid_argument>(HasSubstr("expected prefix or levels")));
+  EXPECT_THAT(parse(""), ThrowsMessage<std::invalid_argument>(HasSubstr("expected prefix, or levels")));
+  EXPECT_THAT(parse("copy:"), ThrowsMessage<std::invalid_argument>(HasSubstr("expected prefix, or levels")));
+  EXPECT_THAT(parse("8x800-300"), ThrowsMessage<std::invalid_argument>(HasSubstr("lengths 800-300 run backwards")));
+  EXPECT_THAT(parse("8x300-"), ThrowsMessage<std::invalid_argument>(HasSubstr("length '' is not")));
   EXPECT_THAT(parse("flat"), ThrowsMessage<std::invalid_argument>(HasSubstr("level 'flat' is not GROUPSxLENGTH")));
   EXPECT_THAT(parse("16x1024/"), ThrowsMessage<std::invalid_argument>(HasSubstr("level '' is not GROUPSxLENGTH")));
   EXPECT_THAT(parse("0x64"), ThrowsMessage<std::invalid_argument>(HasSubstr("group count '0' is not a positive integer")));

@@ -8,43 +8,71 @@ namespace hydragen {
 
 namespace {
 
+constexpr std::string_view kCopy = "copy:";
+
+[[noreturn]] void fail(std::string_view spec, const std::string& why) {
+  throw std::invalid_argument("tree '" + std::string(spec) + "': " + why);
+}
+
 // A whole positive (groups) or non-negative (length) decimal number.
 int whole_number(std::string_view text, std::string_view spec, const char* what, int least) {
   int value = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (text.empty() || ec != std::errc{} || end != text.data() + text.size() || value < least) {
-    throw std::invalid_argument("tree '" + std::string(spec) + "': " + what + " '" + std::string(text) + "' is not " +
-                                (least > 0 ? "a positive" : "a non-negative") + " integer");
+    fail(spec, std::string(what) + " '" + std::string(text) + "' is not " + (least > 0 ? "a positive" : "a non-negative") +
+                   " integer");
   }
   return value;
 }
 
+TreeSpec::Level parse_level(std::string_view level, std::string_view spec) {
+  const std::size_t x = level.find('x');
+  if (x == std::string_view::npos) {
+    fail(spec, "level '" + std::string(level) + "' is not GROUPSxLENGTH or GROUPSxSHORTEST-LONGEST (16x1024, 8x300-800)");
+  }
+  TreeSpec::Level l;
+  l.groups = whole_number(level.substr(0, x), spec, "group count", 1);
+  const std::string_view lengths = level.substr(x + 1);
+  const std::size_t dash = lengths.find('-', 1);  // a leading '-' is a negative length
+  l.length = whole_number(lengths.substr(0, dash), spec, "length", 0);
+  l.longest = dash == std::string_view::npos ? l.length : whole_number(lengths.substr(dash + 1), spec, "length", 0);
+  if (l.longest < l.length) fail(spec, "lengths " + std::string(lengths) + " run backwards");
+  return l;
+}
+
 }  // namespace
 
+int TreeSpec::Level::length_of(int child) const {
+  // The midpoint of the child-th of `groups` equal bins of [length, longest].
+  return length + static_cast<int>((static_cast<long long>(longest - length) * (2 * child + 1)) / (2LL * groups));
+}
+
 TreeSpec TreeSpec::parse(std::string_view text) {
-  TreeSpec spec;
-  if (text == "prefix") return spec;
-  if (text.empty()) throw std::invalid_argument("tree '': expected prefix or levels like 16x1024 or 4x1024/4x256");
+  const std::string_view spec = text;
+  TreeSpec out;
+  if (text == "prefix") return out;
+  if (text.substr(0, kCopy.size()) == kCopy) {
+    out.copied = true;
+    text.remove_prefix(kCopy.size());
+  }
+  if (text.empty()) fail(spec, "expected prefix, or levels like 16x1024, 4x1024/4x256, 8x300-800 (copy: before them to copy them)");
   std::size_t begin = 0;
   while (begin <= text.size()) {
     const std::size_t end = std::min(text.find('/', begin), text.size());
-    const std::string_view level = text.substr(begin, end - begin);
-    const std::size_t x = level.find('x');
-    if (x == std::string_view::npos) {
-      throw std::invalid_argument("tree '" + std::string(text) + "': level '" + std::string(level) +
-                                  "' is not GROUPSxLENGTH (prefix, 16x1024 or 4x1024/4x256)");
-    }
-    spec.levels.push_back({whole_number(level.substr(0, x), text, "group count", 1),
-                           whole_number(level.substr(x + 1), text, "length", 0)});
+    out.levels.push_back(parse_level(text.substr(begin, end - begin), spec));
     begin = end + 1;
   }
-  return spec;
+  return out;
 }
 
 std::string TreeSpec::text() const {
   if (levels.empty()) return "prefix";
-  std::string out;
-  for (const Level& l : levels) out += (out.empty() ? "" : "/") + std::to_string(l.groups) + "x" + std::to_string(l.length);
+  std::string out = copied ? std::string(kCopy) : "";
+  for (std::size_t i = 0; i < levels.size(); ++i) {
+    const Level& l = levels[i];
+    out += (i ? "/" : "") + std::to_string(l.groups) + "x" + std::to_string(l.length);
+    if (l.longest != l.length) out += "-" + std::to_string(l.longest);
+  }
   return out;
 }
 
@@ -61,32 +89,40 @@ SharingTree TreeSpec::build(int batch, int prefix, int suffix) const {
                                 std::to_string(batch) + " is not a positive multiple of " + std::to_string(groups));
   }
   // Segments level by level: the root, each level's nodes in order, then one leaf per sequence.
-  std::vector<int> parents{-1}, lengths{prefix}, leaves;
-  std::vector<int> above{0};  // the previous level's segments
+  std::vector<int> parents{-1}, lengths{prefix};
+  std::vector<int> above{0}, above_tokens{0};  // the previous level's segments, and tokens below the root on their paths
   for (const Level& l : levels) {
-    std::vector<int> level;
-    for (int parent : above) {
+    std::vector<int> level, level_tokens;
+    for (std::size_t a = 0; a < above.size(); ++a) {
       for (int g = 0; g < l.groups; ++g) {
         level.push_back(static_cast<int>(parents.size()));
-        parents.push_back(parent);
-        lengths.push_back(l.length);
+        level_tokens.push_back(above_tokens[a] + l.length_of(g));
+        parents.push_back(above[a]);
+        lengths.push_back(l.length_of(g));
       }
     }
     above = std::move(level);
+    above_tokens = std::move(level_tokens);
   }
-  const long long per_group = batch / groups;
+  if (copied) {  // the groups' tokens move into the leaves: prefix + suffix
+    std::vector<int> suffixes;
+    for (int s = 0; s < batch; ++s) suffixes.push_back(above_tokens[static_cast<std::size_t>(s / (batch / groups))] + suffix);
+    return SharingTree::prefix_suffix(prefix, suffixes);
+  }
+  std::vector<int> leaves;
   for (int s = 0; s < batch; ++s) {
     leaves.push_back(static_cast<int>(parents.size()));
-    parents.push_back(above[static_cast<std::size_t>(s / per_group)]);
+    parents.push_back(above[static_cast<std::size_t>(s / (batch / groups))]);
     lengths.push_back(suffix);
   }
   return SharingTree::from_parents(std::move(parents), std::move(lengths), std::move(leaves));
 }
 
 bool TreeSpec::operator==(const TreeSpec& other) const {
-  if (levels.size() != other.levels.size()) return false;
+  if (copied != other.copied || levels.size() != other.levels.size()) return false;
   for (std::size_t i = 0; i < levels.size(); ++i) {
-    if (levels[i].groups != other.levels[i].groups || levels[i].length != other.levels[i].length) return false;
+    const Level &a = levels[i], &b = other.levels[i];
+    if (a.groups != b.groups || a.length != b.length || a.longest != b.longest) return false;
   }
   return true;
 }

@@ -87,14 +87,22 @@ Grid quick() {
 // depth 3 (16x1024: 16 groups, each adding 1024 tokens) and 4 (4x1024/4x256); beside each, the
 // same sequences with only the prefix shared, the groups' tokens copied into every suffix.
 Grid trees() {
+  std::vector<TreeSpec> specs;
+  for (const char* text : {"16x1024", "copy:16x1024", "4x1024/4x256", "copy:4x1024/4x256"}) specs.push_back(TreeSpec::parse(text));
+  return Grid{{"cuda-flash:shared", "cuda-hydragen"}, product({DType::bf16}, {256, 1024}, {4096}, {64}, {1}, {8}, {1}, {128}, specs)};
+}
+
+// The paper's Fig. 6 at the attention level: APPS problems with a 2400-token two-shot prompt shared
+// by all, each problem's description (300 to 800 tokens) shared by its 128 samples, 512 tokens
+// generated (S = 1, 256, 512 along the way); 1 to 16 problems per batch; two-level sharing beside
+// single-level (the descriptions copied into every sample). CodeLlama-7b's TP-8 shard: 4 heads.
+Grid fig6() {
   Grid g{{"cuda-flash:shared", "cuda-hydragen"}, {}};
-  for (int b : {256, 1024}) {
-    for (const auto& [tree, group_tokens] : std::vector<std::pair<const char*, int>>{{"16x1024", 1024}, {"4x1024/4x256", 1280}}) {
-      const TreeSpec spec = TreeSpec::parse(tree);
-      for (const ShapePoint& s : product({DType::bf16}, {b}, {4096}, {64}, {1}, {8}, {1}, {128}, {spec})) g.shapes.push_back(s);
-      for (const ShapePoint& s : product({DType::bf16}, {b}, {4096}, {64 + group_tokens}, {1}, {8}, {1}, {128})) {
-        g.shapes.push_back(s);
-      }
+  for (int problems : {1, 2, 4, 8, 16}) {
+    const std::string groups = std::to_string(problems) + "x300-800";
+    for (const ShapePoint& s : product({DType::bf16}, {128 * problems}, {2400}, {1, 256, 512}, {1}, {4}, {4}, {128},
+                                       {TreeSpec::parse(groups), TreeSpec::parse("copy:" + groups)})) {
+      g.shapes.push_back(s);
     }
   }
   return g;
@@ -107,7 +115,8 @@ const std::vector<Preset>& presets() {
       {"mha", "Hq=Hkv=32 D=128 (a CodeLlama-7B layer): B = 32..256, P = 1024..8192, S = 64; bf16", mha},
       {"models", "Hq=Hkv=40 D=128, Hq=32 Hkv=8 D=128, Hq=Hkv=32 D=64: B in 64,256, P in 2048,8192, S = 64; bf16", models},
       {"spec", "q_len in 2,4,8 (speculative decoding): B in 64,256,1024, P in 4096,8192,16384, S = 64; bf16 Hq=8 Hkv=1 D=128", spec},
-      {"trees", "two-level 16x1024 and depth-4 4x1024/4x256 trees beside the prefix-only form (S = 64 + the groups' tokens): B in 256,1024, P = 4096, S = 64; bf16 Hq=8 Hkv=1 D=128", trees},
+      {"trees", "two-level 16x1024 and depth-4 4x1024/4x256 trees, each beside its copy: form (the prefix alone shared): B in 256,1024, P = 4096, S = 64; bf16 Hq=8 Hkv=1 D=128", trees},
+      {"fig6", "the paper's Fig. 6 per layer: 1..16 problems x 128 samples, P = 2400, descriptions 300-800 shared (Gx300-800) or copied (copy:), S in 1,256,512; bf16 Hq=Hkv=4 D=128", fig6},
       {"cpu", "cpu-flat vs cpu-hydragen, fp32 D=128 Hq=8 Hkv in 8,1: B in 16,64, P in 1024,4096,16384, S = 64", cpu},
       {"quick", "B in 32,1024, P in 1024,16384, S = 64; bf16 Hq=8 Hkv=1 D=128; with cuda-hydragen-cublas: a few points for smoke runs", quick},
   };

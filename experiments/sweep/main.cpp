@@ -432,7 +432,9 @@ void bind(CLI::App& app, Flags& f) {
   app.add_option("--tree", f.tree,
                  "sharing trees, comma separated: prefix (P, then each sequence's S), or levels of equal groups "
                  "of consecutive sequences between them, outermost first: 16x1024 (16 groups each adding 1024 "
-                 "shared tokens), 4x1024/4x256 (each of those split in 4 adding 256); B a multiple of the groups")
+                 "shared tokens), 4x1024/4x256 (each of those split in 4 adding 256), 8x300-800 (lengths spread "
+                 "over 300..800), copy:16x1024 (the groups' tokens copied into each suffix, the prefix alone "
+                 "shared); B a multiple of the groups")
       ->type_name("TREE,...");
   app.add_option("--tokens", f.tokens,
                  "token ids, one sequence a line: the sharing tree detect_sharing finds in them (the CSV's tree "

@@ -5,6 +5,10 @@
 //                      1024 tokens its sequences share, then their own S (two-level, depth 3)
 //   4x1024/4x256       levels of groups outermost first: 4 groups of 1024 tokens, each split into 4
 //                      groups of 256, then the leaves (depth 4); and so on
+//   8x300-800          ragged groups: the 8 children of a node get lengths spread evenly over
+//                      [300, 800] (the midpoints of 8 equal bins: 331, 393, ..., 768)
+//   copy:8x300-800     the same sequences sharing the prefix alone: each group's tokens copied into
+//                      every sequence below it, ahead of its own S (single-level sharing)
 // Every group of a level has the same number of sequences, so B must be a multiple of the product
 // of the levels' group counts.
 #include <string>
@@ -17,15 +21,17 @@ namespace hydragen {
 
 struct TreeSpec {
   struct Level {
-    int groups = 0;  // children of each node of the level above
-    int length = 0;  // tokens each of them adds
+    int groups = 0;            // children of each node of the level above
+    int length = 0;            // tokens each adds; the shortest of a ragged level
+    int longest = 0;           // the longest of a ragged level; == length when all are equal
+    int length_of(int child) const;  // of the node's child-th group, child in [0, groups)
   };
   std::vector<Level> levels;  // outermost first; empty: prefix + suffix
+  bool copied = false;        // the levels' tokens copied into every leaf instead of shared
 
   // Throws std::invalid_argument naming what is wrong with `text`.
   static TreeSpec parse(std::string_view text);
   std::string text() const;  // parse(text()) == *this
-  int depth() const { return static_cast<int>(levels.size()) + 2; }  // segments on every path
   // Groups of the innermost level: the leaves' parents (1 for prefix + suffix).
   long long innermost_groups() const;
   // The tree of `batch` sequences under a root of `prefix` tokens, each with its own `suffix`.
