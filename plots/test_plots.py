@@ -51,6 +51,10 @@ class Scripts(unittest.TestCase):
             with self.subTest(script=script):
                 self.assert_png(script)
 
+    def test_trees_draws_shared_and_copied_groups(self):
+        self.assert_png("trees.py", files=(os.path.join(HERE, "testdata", "trees.csv"),))
+        self.assertIn("no rows with a tree of levels", self.assert_bad_input("trees.py", TINY))
+
     def test_explicit_methods_and_cpu_defaults(self):
         self.assert_png("fig4_speedup.py", "--target", "cuda-flash:shared", "--also", "")
         self.assert_png("relay_eq10.py", "--where", "device=cpu")  # picks cpu-flat vs cpu-hydragen itself
