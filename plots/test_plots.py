@@ -53,6 +53,8 @@ class Scripts(unittest.TestCase):
 
     def test_trees_draws_shared_and_copied_groups(self):
         self.assert_png("trees.py", files=(os.path.join(HERE, "testdata", "trees.csv"),))
+
+    def test_trees_needs_trees_of_levels(self):
         self.assertIn("no rows with a tree of levels", self.assert_bad_input("trees.py", TINY))
 
     def test_explicit_methods_and_cpu_defaults(self):
