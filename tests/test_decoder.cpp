@@ -178,6 +178,99 @@ TEST(Decoder, NoAttentionRunsTheProjectionsAlone) {
   EXPECT_EQ(d.plans_made(), 0);
 }
 
+// Sharing below the prompt (the paper's Fig. 6): 4 sequences in 2 groups of ragged length after the
+// prompt, the groups shared (a tree of three levels) or copied into each leaf (the prompt alone
+// shared). Every sequence's logits at every step are the fp64 forward pass of its whole token list:
+// prompt, its group's tokens, its question, what it generated.
+TEST(Decoder, GroupsBelowThePromptDecodeAsTheWholeSequence) {
+  const Batch setup;
+  const Forward64 reference(setup.model, *setup.weights);
+  constexpr int kSeqs = 4;
+  const std::vector<int> group_lens = {3, 7};
+  std::mt19937 rng(17);
+  std::uniform_int_distribution<int> token(0, setup.model.vocab - 1);
+  std::vector<std::vector<int>> groups(group_lens.size());
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    for (int i = 0; i < group_lens[g]; ++i) groups[g].push_back(token(rng));
+  }
+  std::vector<int> questions;
+  for (int i = 0; i < kSeqs * kQuestion; ++i) questions.push_back(token(rng));
+  auto sequence = [&](int s, const std::vector<int>& generated, int steps) {
+    std::vector<int> t = setup.prompt;
+    const std::vector<int>& group = groups[static_cast<std::size_t>(s / 2)];
+    t.insert(t.end(), group.begin(), group.end());
+    t.insert(t.end(), questions.begin() + s * kQuestion, questions.begin() + (s + 1) * kQuestion);
+    for (int i = 0; i < steps; ++i) t.push_back(generated[static_cast<std::size_t>(i * kSeqs + s)]);
+    return t;
+  };
+  for (const auto& [mode, copied] : std::vector<std::pair<Mode, bool>>{{Mode::hydragen, false}, {Mode::paged, false}, {Mode::hydragen, true}}) {
+    SCOPED_TRACE(std::string(mode_name(mode)) + (copied ? ", groups copied" : ", groups shared"));
+    DecoderOptions o = setup.options(mode, 4);
+    o.batch = kSeqs;
+    o.group_lens = group_lens;
+    o.copy_groups = copied;
+    Decoder d(*setup.runtime, shard(setup.model, 1), *setup.weights, o);
+    EXPECT_EQ(d.attention_tree(8).depth(), copied ? 2 : 3);
+    d.prefill(setup.prompt);
+    const std::vector<int> after_groups = d.prefill_groups(groups);
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+      std::vector<int> t = setup.prompt;
+      t.insert(t.end(), groups[g].begin(), groups[g].end());
+      const Eigen::RowVectorXd last = reference.logits(t).bottomRows(1);
+      int argmax = 0;
+      last.maxCoeff(&argmax);
+      EXPECT_EQ(after_groups[g], argmax) << "group " << g;
+    }
+    std::vector<int> generated = d.step(questions, kQuestion);
+    for (int step = 0; step < 6; ++step) {  // past a bucket boundary (4 tokens)
+      const std::vector<float> logits = d.last_logits();
+      for (int s = 0; s < kSeqs; ++s) {
+        const Eigen::RowVectorXd last = reference.logits(sequence(s, generated, step)).bottomRows(1);
+        double worst = 0;
+        for (int v = 0; v < setup.model.vocab; ++v) {
+          worst = std::max(worst, std::abs(logits[static_cast<std::size_t>(s * setup.model.vocab + v)] - last[v]));
+        }
+        EXPECT_LT(worst, 1e-4 * last.cwiseAbs().maxCoeff()) << "sequence " << s << ", step " << step;
+      }
+      const std::vector<int> next(generated.end() - kSeqs, generated.end());
+      const std::vector<int> more = d.step(next, 1);
+      generated.insert(generated.end(), more.begin(), more.end());
+    }
+    // The same tokens again through generate()'s captured steps after a reset.
+    d.reset();
+    const std::vector<int> first = d.step(questions, kQuestion);
+    const std::vector<int> rest = d.generate(first, 6);
+    EXPECT_EQ(std::vector<int>(rest.begin(), rest.end()), std::vector<int>(generated.begin() + kSeqs, generated.end()));
+  }
+}
+
+TEST(Decoder, GroupsAreRefusedWhereTheyCannotApply) {
+  const Batch setup;
+  const ModelShard sh = shard(setup.model, 1);
+  DecoderOptions o = setup.options(Mode::flash);
+  o.group_lens = {2, 2, 2};
+  EXPECT_THAT([&] { Decoder(*setup.runtime, sh, *setup.weights, o); },
+              ThrowsMessage<std::invalid_argument>(HasSubstr("not for mode flash")));
+  o.mode = Mode::hydragen;
+  o.batch = 4;
+  EXPECT_THAT([&] { Decoder(*setup.runtime, sh, *setup.weights, o); },
+              ThrowsMessage<std::invalid_argument>(HasSubstr("3 groups need a batch that is a multiple of them, got 4")));
+  o.group_lens = {2, 0};
+  EXPECT_THAT([&] { Decoder(*setup.runtime, sh, *setup.weights, o); },
+              ThrowsMessage<std::invalid_argument>(HasSubstr("at least one token")));
+  o.group_lens = {};
+  o.copy_groups = true;
+  EXPECT_THAT([&] { Decoder(*setup.runtime, sh, *setup.weights, o); }, ThrowsMessage<std::invalid_argument>(HasSubstr("give group_lens")));
+  o.copy_groups = false;
+  o.group_lens = {2, 3};
+  Decoder d(*setup.runtime, sh, *setup.weights, o);
+  d.prefill(setup.prompt);
+  EXPECT_THAT([&] { d.step(std::vector<int>(4 * kQuestion, 1), kQuestion); },
+              ThrowsMessage<std::invalid_argument>(HasSubstr("prefill the groups")));
+  EXPECT_THAT([&] { d.prefill_groups({{1, 2}}); }, ThrowsMessage<std::invalid_argument>(HasSubstr("1 groups of tokens for a decoder made for 2")));
+  EXPECT_THAT([&] { d.prefill_groups({{1, 2}, {1, 2}}); }, ThrowsMessage<std::invalid_argument>(HasSubstr("group 1 has 2 tokens")));
+}
+
 TEST(Decoder, BadUseIsRefusedWithTheReason) {
   const Batch setup;
   const ModelShard sh = shard(setup.model, 1);

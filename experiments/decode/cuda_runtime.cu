@@ -91,6 +91,7 @@ struct RopeParams {
   std::int64_t tokens;      // B * q_len
   int q_heads, kv_heads, head_dim, q_len;
   int position_offset;      // position of a leaf's first token
+  const int* seq_offset;    // [B] added per sequence (its group's tokens), or null
   double theta;
 };
 
@@ -113,7 +114,8 @@ __global__ void rope_append_kernel(const RopeParams<T> p) {
   const int seq = static_cast<int>(t / p.q_len);
   const int index = p.leaf_length[seq] - p.q_len + static_cast<int>(t % p.q_len);  // in the leaf
   double sin_angle, cos_angle;
-  sincos((static_cast<double>(index) + p.position_offset) * pow(p.theta, -2.0 * i / p.head_dim), &sin_angle, &cos_angle);
+  const int position = index + p.position_offset + (p.seq_offset != nullptr ? p.seq_offset[seq] : 0);
+  sincos(static_cast<double>(position) * pow(p.theta, -2.0 * i / p.head_dim), &sin_angle, &cos_angle);
   const float c = static_cast<float>(cos_angle), s = static_cast<float>(sin_angle);
   const std::int64_t d = p.head_dim, kv_row = p.kv_heads * d;  // kv_row: one token of a leaf's K or V
   const T* x = p.qkv[t];
@@ -297,6 +299,7 @@ class CudaRuntime final : public Runtime {
                                 head_dim,
                                 cache.q_len,
                                 cache.position_offset,
+                                cache.seq_offset,
                                 theta};
     rope_append_kernel<<<blocks_for(qkv.rows * (head_dim / 2)), kThreads, 0, stream_.get()>>>(p);
     cuda::check_launch("rope_append_kernel");

@@ -66,18 +66,35 @@ namespace {
 
 struct Geometry {
   int layers, hidden, q_heads, kv_heads, head_dim, ffn, vocab_rows;
-  std::int64_t max_tokens;  // T: the most tokens one step holds (the prefill's P or B * max_q_len)
+  std::int64_t max_tokens;  // T: the most tokens one step holds (the prefill's P, a group's, or B * max_q_len)
   std::int64_t leaf_stride; // tokens allocated per leaf
+  int longest_group;        // tokens of the longest group (0 without groups)
+  std::int64_t group_tokens;  // tokens of every group together
   std::int64_t kv_row() const { return static_cast<std::int64_t>(kv_heads) * head_dim; }
   std::int64_t qkv_cols() const { return static_cast<std::int64_t>(q_heads + 2 * kv_heads) * head_dim; }
 };
 
 Geometry geometry(const ModelShard& shard, const DecoderOptions& o) {
   const ModelConfig& m = shard.model;
-  Geometry g{m.layers, m.hidden, shard.q_heads, shard.kv_heads, m.head_dim, shard.ffn, shard.vocab_rows, 0, 0};
-  g.max_tokens = std::max<std::int64_t>(o.prompt_len, static_cast<std::int64_t>(o.batch) * o.max_q_len);
-  g.leaf_stride = o.suffix_capacity + (o.mode == Mode::flash ? o.prompt_len : 0);
+  Geometry g{m.layers, m.hidden, shard.q_heads, shard.kv_heads, m.head_dim, shard.ffn, shard.vocab_rows, 0, 0, 0, 0};
+  for (int len : o.group_lens) {
+    g.longest_group = std::max(g.longest_group, len);
+    g.group_tokens += len;
+  }
+  g.max_tokens = std::max<std::int64_t>({o.prompt_len, g.longest_group, static_cast<std::int64_t>(o.batch) * o.max_q_len});
+  g.leaf_stride = o.suffix_capacity + (o.mode == Mode::flash ? o.prompt_len : 0) + (o.copy_groups ? g.longest_group : 0);
   return g;
+}
+
+// The tree a decode step attends over, each leaf `capacity` tokens: a flat copy of every path
+// (flash), the prompt then the leaves, or the prompt, the groups, then the leaves.
+SharingTree decode_tree(const DecoderOptions& o, int capacity) {
+  const std::vector<int> leaves(static_cast<std::size_t>(o.batch), capacity);
+  if (o.mode == Mode::flash) return SharingTree::flat(leaves);
+  if (o.group_lens.empty() || o.copy_groups) return SharingTree::prefix_suffix(o.prompt_len, leaves);
+  const std::size_t groups = o.group_lens.size();
+  return SharingTree::two_level(o.prompt_len, o.group_lens,
+                                std::vector<std::vector<int>>(groups, std::vector<int>(o.batch / groups, capacity)));
 }
 
 void validate(const ModelShard& shard, const DecoderOptions& o) {
@@ -88,8 +105,16 @@ void validate(const ModelShard& shard, const DecoderOptions& o) {
   require(o.max_q_len >= 1 && o.max_q_len <= o.suffix_capacity,
           "max_q_len must be in [1, suffix capacity " + std::to_string(o.suffix_capacity) + "], got " + std::to_string(o.max_q_len));
   require(o.rank >= 0 && o.rank < shard.tp, "rank " + std::to_string(o.rank) + " of a " + std::to_string(shard.tp) + "-way shard");
-  const long long positions = static_cast<long long>(o.prompt_len) + o.suffix_capacity;
-  require(positions <= shard.model.max_positions, "prompt + suffix = " + std::to_string(positions) + " tokens, more than " +
+  if (!o.group_lens.empty()) {
+    const auto groups = static_cast<int>(o.group_lens.size());
+    require(o.mode != Mode::flash, "groups below the prompt are not for mode flash (it copies every path whole)");
+    require(o.batch % groups == 0,
+            std::to_string(groups) + " groups need a batch that is a multiple of them, got " + std::to_string(o.batch));
+    for (int len : o.group_lens) require(len >= 1, "every group must hold at least one token, got " + std::to_string(len));
+  }
+  require(!o.copy_groups || !o.group_lens.empty(), "copy_groups copies groups: give group_lens");
+  const long long positions = static_cast<long long>(o.prompt_len) + geometry(shard, o).longest_group + o.suffix_capacity;
+  require(positions <= shard.model.max_positions, "prompt + group + suffix = " + std::to_string(positions) + " tokens, more than " +
                                                       shard.model.name + "'s " + std::to_string(shard.model.max_positions) +
                                                       " positions");
 }
@@ -100,10 +125,7 @@ AttentionShape Decoder::attention_shape(int q_len) const {
   return make_shape(options_.batch, q_len, shard_.q_heads, shard_.kv_heads, shard_.model.head_dim, rt_.dtype());
 }
 
-SharingTree Decoder::attention_tree(int capacity) const {
-  const std::vector<int> leaves(static_cast<std::size_t>(options_.batch), capacity);
-  return options_.mode == Mode::flash ? SharingTree::flat(leaves) : SharingTree::prefix_suffix(options_.prompt_len, leaves);
-}
+SharingTree Decoder::attention_tree(int capacity) const { return decode_tree(options_, capacity); }
 
 MemoryEstimate estimate_memory(const ModelShard& shard, const DecoderOptions& o, const Runtime& runtime) {
   validate(shard, o);
@@ -112,7 +134,7 @@ MemoryEstimate estimate_memory(const ModelShard& shard, const DecoderOptions& o,
   MemoryEstimate e;
   for (const TensorSpec& spec : tensor_specs(shard.model)) e.weights += static_cast<std::size_t>(elements(spec, shard, o.rank) * elem);
   if (o.mode != Mode::no_attention) {
-    const std::int64_t tokens = static_cast<std::int64_t>(o.batch) * g.leaf_stride + o.prompt_len;
+    const std::int64_t tokens = static_cast<std::int64_t>(o.batch) * g.leaf_stride + o.prompt_len + g.group_tokens;
     e.kv_cache = static_cast<std::size_t>(2 * g.layers * tokens * g.kv_row() * elem);
   }
   const std::int64_t widths = 2LL * g.hidden + g.qkv_cols() + 2LL * g.q_heads * g.head_dim + 3LL * g.ffn;
@@ -121,8 +143,7 @@ MemoryEstimate estimate_memory(const ModelShard& shard, const DecoderOptions& o,
   if (o.mode != Mode::no_attention) {
     const BackendChoice choice = parse_backend_choice(attention_backend(o, runtime));
     const AttentionBackend& b = backend(choice.backend);
-    const std::vector<int> leaves(static_cast<std::size_t>(o.batch), static_cast<int>(g.leaf_stride));
-    const SharingTree tree = o.mode == Mode::flash ? SharingTree::flat(leaves) : SharingTree::prefix_suffix(o.prompt_len, leaves);
+    const SharingTree tree = decode_tree(o, static_cast<int>(g.leaf_stride));
     const AttentionShape decode = make_shape(o.batch, o.max_q_len, g.q_heads, g.kv_heads, g.head_dim, runtime.dtype());
     const AttentionShape prefill = make_shape(1, o.prompt_len, g.q_heads, g.kv_heads, g.head_dim, runtime.dtype());
     // Each layer's binding adds its segment tables (and TMA descriptors) to a plan; a run keeps the
@@ -131,6 +152,10 @@ MemoryEstimate estimate_memory(const ModelShard& shard, const DecoderOptions& o,
     const auto buckets = static_cast<std::size_t>((o.suffix_capacity + o.bucket - 1) / o.bucket + 1);
     e.attention = buckets * (b.workspace_bytes(decode, tree, choice.options) + bindings) +
                   b.workspace_bytes(prefill, SharingTree::flat({o.prompt_len}), choice.options);
+    if (g.longest_group > 0) {  // a group's prefill, one at a time
+      const AttentionShape group = make_shape(1, g.longest_group, g.q_heads, g.kv_heads, g.head_dim, runtime.dtype());
+      e.attention += b.workspace_bytes(group, SharingTree::prefix_suffix(o.prompt_len, {g.longest_group}), choice.options);
+    }
   }
   return e;
 }
@@ -143,6 +168,8 @@ struct Decoder::Layer {
   Buffer leaf_k, leaf_v;              // [B, leaf_stride, Hkv, D]
   Buffer leaf_k_ptr, leaf_v_ptr;      // [B] pointers to each sequence's leaf (CacheWrite)
   Buffer prompt_k_ptr, prompt_v_ptr;  // [1] pointer to prompt_k / prompt_v (the prefill's CacheWrite)
+  Buffer group_k, group_v;            // [sum of group_lens, Hkv, D]: the groups' KV, group by group
+  Buffer group_k_ptr, group_v_ptr;    // [G] pointers to each group's KV (prefill_groups' CacheWrite)
 };
 
 // One step's attention: the plan, and per layer where the step's tokens go and what attention reads.
@@ -209,26 +236,49 @@ Decoder::Decoder(Runtime& runtime, const ModelShard& shard, const WeightSource& 
   logits_ = rt_.zeros(b * g.vocab_rows);
   leaf_length_ = Buffer(rt_.memory(), static_cast<std::size_t>(b) * sizeof(int));
   prompt_length_ = Buffer(rt_.memory(), sizeof(int));
+  const auto groups = static_cast<std::int64_t>(options_.group_lens.size());
+  if (groups > 0) {
+    group_length_ = Buffer(rt_.memory(), static_cast<std::size_t>(groups) * sizeof(int));
+    if (!options_.copy_groups) {
+      std::vector<int> offsets;
+      for (std::int64_t s = 0; s < b; ++s) offsets.push_back(options_.group_lens[static_cast<std::size_t>(s / (b / groups))]);
+      seq_offset_ = Buffer(rt_.memory(), offsets.size() * sizeof(int));
+      rt_.memory().copy_from_host(seq_offset_.data(), offsets.data(), seq_offset_.bytes());
+    }
+  }
   if (options_.mode == Mode::no_attention) return;
   const std::size_t elem = dtype_size(rt_.dtype());
-  const std::size_t leaf_bytes = static_cast<std::size_t>(g.leaf_stride * g.kv_row()) * elem;
   for (Layer& l : layers_) {
     // Zero-filled: the tail of a leaf past its length is read by the kernels and must be finite.
     l.prompt_k = rt_.zeros(static_cast<std::int64_t>(options_.prompt_len) * g.kv_row());
     l.prompt_v = rt_.zeros(static_cast<std::int64_t>(options_.prompt_len) * g.kv_row());
     l.leaf_k = rt_.zeros(b * g.leaf_stride * g.kv_row());
     l.leaf_v = rt_.zeros(b * g.leaf_stride * g.kv_row());
-    auto pointers = [&](const Buffer& base, std::int64_t count, std::size_t stride) {
+    // Tables of pointers into `base` at the given token offsets (rows of Hkv x D).
+    auto pointers = [&](const Buffer& base, const std::vector<std::int64_t>& tokens) {
       std::vector<void*> p;
-      for (std::int64_t s = 0; s < count; ++s) p.push_back(static_cast<char*>(base.data()) + static_cast<std::size_t>(s) * stride);
+      for (std::int64_t at : tokens) p.push_back(static_cast<char*>(base.data()) + static_cast<std::size_t>(at * g.kv_row()) * elem);
       Buffer table(rt_.memory(), p.size() * sizeof(void*));
       rt_.memory().copy_from_host(table.data(), p.data(), table.bytes());
       return table;
     };
-    l.leaf_k_ptr = pointers(l.leaf_k, b, leaf_bytes);
-    l.leaf_v_ptr = pointers(l.leaf_v, b, leaf_bytes);
-    l.prompt_k_ptr = pointers(l.prompt_k, 1, 0);
-    l.prompt_v_ptr = pointers(l.prompt_v, 1, 0);
+    std::vector<std::int64_t> leaf_starts, group_starts;
+    for (std::int64_t s = 0; s < b; ++s) leaf_starts.push_back(s * g.leaf_stride);
+    std::int64_t start = 0;
+    for (int len : options_.group_lens) {
+      group_starts.push_back(start);
+      start += len;
+    }
+    l.leaf_k_ptr = pointers(l.leaf_k, leaf_starts);
+    l.leaf_v_ptr = pointers(l.leaf_v, leaf_starts);
+    l.prompt_k_ptr = pointers(l.prompt_k, {0});
+    l.prompt_v_ptr = pointers(l.prompt_v, {0});
+    if (groups > 0) {
+      l.group_k = rt_.zeros(g.group_tokens * g.kv_row());
+      l.group_v = rt_.zeros(g.group_tokens * g.kv_row());
+      l.group_k_ptr = pointers(l.group_k, group_starts);
+      l.group_v_ptr = pointers(l.group_v, group_starts);
+    }
   }
 }
 
@@ -345,18 +395,90 @@ int Decoder::prefill(const std::vector<int>& prompt) {
   return next;
 }
 
+std::vector<int> Decoder::prefill_groups(const std::vector<std::vector<int>>& group_tokens) {
+  const std::size_t groups = options_.group_lens.size();
+  require(prefilled_, "prefill the prompt before its groups");
+  require(groups > 0, "the decoder was made without groups (group_lens)");
+  require(!groups_prefilled_, "the groups have been prefilled already");
+  require(group_tokens.size() == groups,
+          std::to_string(group_tokens.size()) + " groups of tokens for a decoder made for " + std::to_string(groups));
+  const std::vector<int> zeros(groups, 0);
+  rt_.memory().copy_from_host(group_length_.data(), zeros.data(), zeros.size() * sizeof(int));
+  const Geometry g = geometry(shard_, options_);
+  const std::size_t row = static_cast<std::size_t>(g.kv_row()), elem = dtype_size(rt_.dtype());
+  std::vector<int> next;
+  std::int64_t start = 0;  // the group's first token in group_k / group_v
+  for (std::size_t i = 0; i < groups; ++i) {
+    const int len = options_.group_lens[i];
+    require(static_cast<int>(group_tokens[i].size()) == len, "group " + std::to_string(i) + " has " +
+                                                                  std::to_string(group_tokens[i].size()) + " tokens, the decoder was made for " +
+                                                                  std::to_string(len));
+    upload_tokens(group_tokens[i]);
+    const auto t0 = std::chrono::steady_clock::now();
+    // One sequence of q_len = the group's tokens, causal, over the prompt and the group's own segment.
+    Bucket k;
+    k.seqs = 1;
+    k.q_len = len;
+    k.capacity = len;
+    k.leaf_length = static_cast<int*>(group_length_.data()) + i;
+    if (options_.mode != Mode::no_attention) {
+      const AttentionShape shape = make_shape(1, len, shard_.q_heads, shard_.kv_heads, g.head_dim, rt_.dtype());
+      k.plan = backend_->plan(shape, SharingTree::prefix_suffix(options_.prompt_len, {len}), plan_options_);
+      ++plans_made_;
+      const std::size_t at = static_cast<std::size_t>(start) * row * elem;
+      const std::size_t queries = static_cast<std::size_t>(len) * shard_.q_heads * g.head_dim;
+      for (const Layer& l : layers_) {
+        k.cache.push_back({static_cast<void* const*>(l.group_k_ptr.data()) + i, static_cast<void* const*>(l.group_v_ptr.data()) + i,
+                           k.leaf_length, len, 0});
+        k.inputs.push_back({{q_.data(), rt_.dtype(), queries},
+                            {{l.prompt_k.data(), rt_.dtype(), static_cast<std::size_t>(options_.prompt_len) * row},
+                             {static_cast<const char*>(l.group_k.data()) + at, rt_.dtype(), static_cast<std::size_t>(len) * row}},
+                            {{l.prompt_v.data(), rt_.dtype(), static_cast<std::size_t>(options_.prompt_len) * row},
+                             {static_cast<const char*>(l.group_v.data()) + at, rt_.dtype(), static_cast<std::size_t>(len) * row}},
+                            k.leaf_length});
+      }
+    }
+    replan_seconds_ += seconds_since(t0);
+    enqueue_step(k, options_.prompt_len);
+    next.push_back(download_tokens(tokens_.data(), 1).front());  // waits: the plan goes with k
+    if (options_.copy_groups && options_.mode != Mode::no_attention) {
+      // Every sequence of the group gets the group's KV at the start of its leaf.
+      const std::size_t bytes = static_cast<std::size_t>(len) * row * elem, leaf_bytes = static_cast<std::size_t>(g.leaf_stride) * row * elem;
+      const int per_group = options_.batch / static_cast<int>(groups);
+      for (Layer& l : layers_) {
+        for (int s = static_cast<int>(i) * per_group; s < (static_cast<int>(i) + 1) * per_group; ++s) {
+          rt_.copy(static_cast<char*>(l.leaf_k.data()) + s * leaf_bytes, static_cast<const char*>(l.group_k.data()) + start * row * elem, bytes);
+          rt_.copy(static_cast<char*>(l.leaf_v.data()) + s * leaf_bytes, static_cast<const char*>(l.group_v.data()) + start * row * elem, bytes);
+        }
+      }
+    }
+    start += len;
+  }
+  logits_rows_ = 1;
+  groups_prefilled_ = true;
+  reset();
+  return next;
+}
+
 void Decoder::reset() {
   require(prefilled_, "reset() returns to the state after the prefill: prefill first");
   rt_.synchronize();
-  const std::vector<int> lengths(static_cast<std::size_t>(options_.batch), options_.mode == Mode::flash ? options_.prompt_len : 0);
+  // A leaf starts after what it holds of the path: flash's copy of the prompt, or its copied group.
+  std::vector<int> lengths(static_cast<std::size_t>(options_.batch), options_.mode == Mode::flash ? options_.prompt_len : 0);
+  if (options_.copy_groups) {
+    const std::size_t per_group = lengths.size() / options_.group_lens.size();
+    for (std::size_t s = 0; s < lengths.size(); ++s) lengths[s] = options_.group_lens[s / per_group];
+  }
   rt_.memory().copy_from_host(leaf_length_.data(), lengths.data(), lengths.size() * sizeof(int));
   suffix_len_ = 0;
 }
 
 Decoder::Bucket& Decoder::bucket_for(int q_len, int needed) {
-  const int prompt_in_leaf = options_.mode == Mode::flash ? options_.prompt_len : 0;
-  const int stride = options_.suffix_capacity + prompt_in_leaf;
-  const int capacity = std::min(stride, (needed + options_.bucket - 1) / options_.bucket * options_.bucket + prompt_in_leaf);
+  const Geometry g = geometry(shard_, options_);
+  // What a leaf holds ahead of its suffix: flash's prompt, or the longest copied group.
+  const auto path_in_leaf = static_cast<int>(g.leaf_stride) - options_.suffix_capacity;
+  const auto stride = static_cast<int>(g.leaf_stride);
+  const int capacity = std::min(stride, (needed + options_.bucket - 1) / options_.bucket * options_.bucket + path_in_leaf);
   for (const auto& k : buckets_) {
     if (k->q_len == q_len && k->capacity == capacity) return *k;
   }
@@ -369,18 +491,27 @@ Decoder::Bucket& Decoder::bucket_for(int q_len, int needed) {
   if (options_.mode != Mode::no_attention) {
     k->plan = backend_->plan(attention_shape(q_len), attention_tree(k->capacity), plan_options_);
     ++plans_made_;
-    const Geometry g = geometry(shard_, options_);
     const std::size_t elem = dtype_size(rt_.dtype()), row = static_cast<std::size_t>(g.kv_row());
     const std::size_t queries = static_cast<std::size_t>(options_.batch) * q_len * shard_.q_heads * g.head_dim;
+    // Shared groups: the tree is the prompt, then each group's segment followed by its leaves.
+    const bool shared_groups = !options_.group_lens.empty() && !options_.copy_groups;
+    const int per_group = shared_groups ? options_.batch / static_cast<int>(options_.group_lens.size()) : options_.batch;
     for (const Layer& l : layers_) {
       k->cache.push_back({static_cast<void* const*>(l.leaf_k_ptr.data()), static_cast<void* const*>(l.leaf_v_ptr.data()),
-                          k->leaf_length, q_len, 0});
+                          k->leaf_length, q_len, 0, shared_groups ? static_cast<const int*>(seq_offset_.data()) : nullptr});
       AttentionInputs in{{q_.data(), rt_.dtype(), queries}, {}, {}, k->leaf_length};
       if (options_.mode != Mode::flash) {
         in.k.push_back({l.prompt_k.data(), rt_.dtype(), static_cast<std::size_t>(options_.prompt_len) * row});
         in.v.push_back({l.prompt_v.data(), rt_.dtype(), static_cast<std::size_t>(options_.prompt_len) * row});
       }
+      std::size_t group_start = 0;  // tokens into group_k / group_v
       for (int s = 0; s < options_.batch; ++s) {
+        if (shared_groups && s % per_group == 0) {
+          const auto len = static_cast<std::size_t>(options_.group_lens[static_cast<std::size_t>(s / per_group)]);
+          in.k.push_back({static_cast<const char*>(l.group_k.data()) + group_start * row * elem, rt_.dtype(), len * row});
+          in.v.push_back({static_cast<const char*>(l.group_v.data()) + group_start * row * elem, rt_.dtype(), len * row});
+          group_start += len;
+        }
         const std::size_t offset = static_cast<std::size_t>(s) * static_cast<std::size_t>(stride) * row * elem;
         in.k.push_back({static_cast<const char*>(l.leaf_k.data()) + offset, rt_.dtype(), static_cast<std::size_t>(k->capacity) * row});
         in.v.push_back({static_cast<const char*>(l.leaf_v.data()) + offset, rt_.dtype(), static_cast<std::size_t>(k->capacity) * row});
@@ -429,6 +560,7 @@ void Decoder::prepare(int q_len, int first, int last) {
 
 std::vector<int> Decoder::step(const std::vector<int>& tokens, int q_len) {
   require(prefilled_, "prefill the prompt before the first step");
+  require(options_.group_lens.empty() || groups_prefilled_, "prefill the groups (prefill_groups) before the first step");
   require(q_len >= 1 && q_len <= options_.max_q_len,
           "q_len " + std::to_string(q_len) + " outside [1, max_q_len " + std::to_string(options_.max_q_len) + "]");
   require(static_cast<long long>(tokens.size()) == static_cast<long long>(options_.batch) * q_len,
@@ -448,6 +580,7 @@ std::vector<int> Decoder::step(const std::vector<int>& tokens, int q_len) {
 
 std::vector<int> Decoder::generate(const std::vector<int>& first, int steps) {
   require(prefilled_, "prefill the prompt before generating");
+  require(options_.group_lens.empty() || groups_prefilled_, "prefill the groups (prefill_groups) before generating");
   require(static_cast<int>(first.size()) == options_.batch,
           "generate starts from one token per sequence (" + std::to_string(options_.batch) + "), got " + std::to_string(first.size()));
   require(steps >= 0 && suffix_len_ + steps <= options_.suffix_capacity,

@@ -37,6 +37,11 @@ struct DecoderOptions {
   int bucket = 16;         // leaf capacity granularity of the attention plans
   int max_q_len = 1;       // most tokens per sequence in one step (a question entering at once)
   int rank = 0;            // which shard of the tensor-parallel model this is
+  // Sharing below the prompt (the paper's Fig. 6: a problem's description shared by its samples):
+  // group g's group_lens[g] tokens follow the prompt for sequences [g B / G, (g + 1) B / G), ahead of
+  // their own suffixes (prefill_groups). Empty: the prompt alone. Not in mode flash.
+  std::vector<int> group_lens;
+  bool copy_groups = false;  // each group's KV copied into its sequences' leaves: the prompt alone shared
 };
 
 // The attention backend the options run: none in mode no-attention, the one named, or else the
@@ -63,6 +68,10 @@ class Decoder {
   // The shared prompt (prompt_len tokens) through the model, its KV into the cache: the prefill.
   // Returns the greedy next token after it (every sequence's, the prompt being theirs alike).
   int prefill(const std::vector<int>& prompt);
+  // After prefill(), with group_lens: each group's tokens (group_lens[g] of them) through the model
+  // after the prompt, one causal step per group, its KV into the group's segment (or, copy_groups,
+  // into each of its sequences' leaves). Returns each group's greedy next token [G].
+  std::vector<int> prefill_groups(const std::vector<std::vector<int>>& group_tokens);
   // q_len tokens of each sequence ([B, q_len], sequence-major) enter the cache through the model;
   // returns each sequence's greedy next token [B]. Eager (no graph): for a question's tokens.
   std::vector<int> step(const std::vector<int>& tokens, int q_len);
@@ -116,12 +125,15 @@ class Decoder {
   Buffer tokens_, x_, h_, qkv_, q_, o_, lse_, gate_up_, act_, logits_, last_h_;
   Buffer leaf_length_;     // [B] int: tokens in each leaf (device memory)
   Buffer prompt_length_;   // [1] int: the prompt's length, the prefill's leaf length
+  Buffer group_length_;    // [G] int: tokens prefilled into each group's segment
+  Buffer seq_offset_;      // [B] int: the tokens of each sequence's group (shared groups), its positions' offset
   // Every bucket made, kept: freeing a plan's memory (cudaFree) mid-run would wait for every queued
   // step, leaving the GPU idle while the next plan is made.
   std::vector<std::unique_ptr<Bucket>> buckets_;
   int suffix_len_ = 0;
   int logits_rows_ = 0;  // rows the last step wrote: 1 after the prefill, B after a step
   bool prefilled_ = false;
+  bool groups_prefilled_ = false;
   double replan_seconds_ = 0;
   double generate_host_seconds_ = 0;
   int plans_made_ = 0;

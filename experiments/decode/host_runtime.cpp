@@ -128,7 +128,8 @@ class HostRuntime final : public Runtime {
     for (std::int64_t t = 0; t < qkv.rows; ++t) {
       const std::int64_t s = t / q_len, index = cache.leaf_length[s] - q_len + t % q_len;
       std::vector<float> cosines(static_cast<std::size_t>(head_dim / 2)), sines(cosines.size());
-      rotary_angles(static_cast<double>(index + cache.position_offset), theta, head_dim, cosines, sines);
+      const std::int64_t position = index + cache.position_offset + (cache.seq_offset != nullptr ? cache.seq_offset[s] : 0);
+      rotary_angles(static_cast<double>(position), theta, head_dim, cosines, sines);
       const float* x = row(qkv, t);                                              // [(Hq + 2 Hkv) D]
       float* k = static_cast<float*>(cache.k_leaf[s]) + index * kv_row;          // [Hkv, D]
       float* v = static_cast<float*>(cache.v_leaf[s]) + index * kv_row;          // [Hkv, D]

@@ -33,13 +33,15 @@ struct Matrix {
 
 // Where a step's tokens enter the KV cache, and their rotary positions. Token t of the step belongs
 // to sequence s = t / q_len and is the (leaf_length[s] - q_len + t % q_len)-th token of s's leaf
-// (leaf_length counts this step's tokens already); its position is that index + position_offset.
+// (leaf_length counts this step's tokens already); its position is that index + position_offset
+// (+ seq_offset[s] when given: the tokens of s's group between the prompt and its leaf).
 struct CacheWrite {
   void* const* k_leaf = nullptr;     // [B] in runtime memory -> [capacity, Hkv, D]: each sequence's leaf K
   void* const* v_leaf = nullptr;     // [B] -> [capacity, Hkv, D]: its V
   const int* leaf_length = nullptr;  // [B] in runtime memory
   int q_len = 1;                     // tokens per sequence in this step (the step has B * q_len)
   int position_offset = 0;           // position of a leaf's first token: P where it follows a prefix of P
+  const int* seq_offset = nullptr;   // [B] in runtime memory, added per sequence; or null
 };
 
 // A recorded step that can be run again (a CUDA graph; on the host, the step itself).

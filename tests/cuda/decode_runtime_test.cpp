@@ -162,6 +162,7 @@ TEST_F(DecodeRuntime, RopeAppendMatchesTheHost) {
   const std::int64_t t = b * q_len, width = (hq + 2 * hkv) * d, kv_row = hkv * d;
   const std::vector<float> qkv_values = random_values(t * width, 7, 4);
   const std::vector<int> leaf_length = {2, 7, 4};
+  const std::vector<int> seq_offset = {0, 300, 7};  // each sequence's group tokens before its leaf
   std::vector<std::vector<float>> q_got, k_got, v_got;
   for (Runtime* rt : {host.get(), cuda.get()}) {
     const Staged qkv = stage(*rt, qkv_values, t, width);
@@ -174,8 +175,9 @@ TEST_F(DecodeRuntime, RopeAppendMatchesTheHost) {
       v_ptrs.push_back(static_cast<char*>(v.data()) + s * leaf_bytes);
     }
     const Buffer kp = upload_raw(*rt, k_ptrs), vp = upload_raw(*rt, v_ptrs), ll = upload_raw(*rt, leaf_length);
+    const Buffer groups = upload_raw(*rt, seq_offset);
     const CacheWrite cache{static_cast<void* const*>(kp.data()), static_cast<void* const*>(vp.data()),
-                           static_cast<const int*>(ll.data()), q_len, offset};
+                           static_cast<const int*>(ll.data()), q_len, offset, static_cast<const int*>(groups.data())};
     rt->rope_append(qkv.m, hq, hkv, d, theta, cache, q.m);
     q_got.push_back(rt->download(q.m));
     k_got.push_back(rt->download({k.data(), rt->dtype(), b * capacity, kv_row, kv_row}));
