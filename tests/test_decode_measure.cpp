@@ -66,6 +66,40 @@ TEST(Presets, TablesCoverAppendixC1sBatchesAndPrefixesAndFig5ItsDocument) {
   EXPECT_THAT([] { preset_points("fig9"); }, ThrowsMessage<std::invalid_argument>(HasSubstr("known: fig3a, fig3b")));
 }
 
+TEST(Presets, Fig6IsProblemsOf128SamplesWithDescriptionsSharedOrCopied) {
+  const std::vector<DecodePoint> points = preset_points("fig6");
+  ASSERT_EQ(points.size(), 10u);  // 1 to 16 problems, two-level and single-level
+  for (const DecodePoint& p : points) {
+    EXPECT_EQ(p.model, "codellama-7b");
+    EXPECT_EQ(p.prompt_len, 2400);
+    EXPECT_EQ(p.gen_tokens, 512);
+    const std::string levels = std::to_string(p.batch / 128) + "x300-800";
+    EXPECT_TRUE(p.groups == levels || p.groups == "copy:" + levels) << p.groups;
+  }
+}
+
+TEST(MeasurePoint, GroupsArePrefilledOnceAndTheirTreeSetsTheFloor) {
+  const std::unique_ptr<Runtime> runtime = host_runtime();
+  DecodePoint p;
+  p.model = "smoke";
+  p.batch = 4;
+  p.prompt_len = 40;
+  p.gen_tokens = 8;
+  p.groups = "2x10-30";
+  MeasureConfig config;
+  config.runs = 1;
+  config.peaks = {1e12, 1e11};
+  const DecodeRow shared = measure_point(*runtime, p, config);
+  ASSERT_EQ(shared.status, "ok") << shared.note;
+  EXPECT_GT(shared.groups_prefill_ms, 0);
+  p.groups = "copy:2x10-30";
+  const DecodeRow copied = measure_point(*runtime, p, config);
+  ASSERT_EQ(copied.status, "ok") << copied.note;
+  EXPECT_GT(copied.attention_floor_ms, shared.attention_floor_ms) << "the copies' bytes are read once per sequence";
+  p.groups = "2x10/2x5";
+  EXPECT_EQ(measure_point(*runtime, p, config).status, "error");
+}
+
 TEST(MeasurePoint, APointThatCannotFitIsXFromTheEstimateInUnderASecond) {
   const std::unique_ptr<Runtime> runtime = host_runtime();
   DecodePoint p;

@@ -20,6 +20,7 @@
 #include "decode/host_runtime.hpp"
 #include "decode/measure.hpp"
 #include "decode/prompts.hpp"
+#include "hydragen/tree_spec.hpp"
 #include "flags/flag_checks.hpp"
 #include "hydragen/cpu/peaks.hpp"
 #ifdef HYDRAGEN_WITH_CUDA
@@ -37,7 +38,7 @@ using namespace hydragen::decode;
 
 struct Flags {
   std::string preset, model = "smoke", modes = "hydragen,paged,flash,no-attention", batch = "8", prefix = "128";
-  std::string backend, csv, device = "auto", weights, prompts, tokens_out;
+  std::string backend, csv, device = "auto", weights, prompts, tokens_out, groups;
   int layers = 0, tp = 1, question_len = 0, gen_tokens = 16, runs = 3, warmup = 1, bucket = 16;
   std::uint64_t seed = 1;
 };
@@ -47,7 +48,7 @@ struct Flags {
 std::vector<DecodePoint> points_from(const Flags& f, const CLI::App& app) {
   std::vector<DecodePoint> points;
   if (!f.preset.empty()) {
-    for (const char* flag : {"--model", "--tp", "--mode", "--batch", "--prefix", "--question-len", "--gen-tokens"}) {
+    for (const char* flag : {"--model", "--tp", "--mode", "--batch", "--prefix", "--question-len", "--gen-tokens", "--groups"}) {
       if (app.count(flag) > 0) fail(flag, "cannot change a --preset's points (--layers and --backend can)");
     }
     try {
@@ -77,6 +78,7 @@ std::vector<DecodePoint> points_from(const Flags& f, const CLI::App& app) {
           point.prompt_len = p;
           point.question_len = f.question_len;
           point.gen_tokens = f.gen_tokens;
+          point.groups = f.groups;
           points.push_back(point);
         }
       }
@@ -84,6 +86,16 @@ std::vector<DecodePoint> points_from(const Flags& f, const CLI::App& app) {
   }
   for (DecodePoint& p : points) {
     if (f.layers > 0) p.layers = f.layers;
+    if (!p.groups.empty()) {  // checked here so that a bad value stops the run before any point
+      try {
+        const TreeSpec spec = TreeSpec::parse(p.groups);
+        if (spec.levels.size() != 1) throw std::invalid_argument("one level of groups, like 8x300-800");
+        spec.build(p.batch, p.prompt_len, 1);  // the batch must divide into the groups
+        if (p.mode == Mode::flash) throw std::invalid_argument("mode flash keeps whole paths: it takes no groups");
+      } catch (const std::invalid_argument& e) {
+        fail("--groups", e.what());
+      }
+    }
     const ModelConfig m = model_config(p.model);
     try {
       shard(p.layers > 0 ? with_layers(m, p.layers) : m, p.tp);
@@ -111,7 +123,7 @@ Peaks peaks_of(const Runtime& runtime) {
 
 // --prompts: one mode's greedy answers to the file's prompts, as token ids (no timing).
 int answer(const Flags& f, const CLI::App& app) {
-  for (const char* flag : {"--preset", "--batch", "--prefix", "--question-len", "--csv"}) {
+  for (const char* flag : {"--preset", "--batch", "--prefix", "--question-len", "--groups", "--csv"}) {
     if (app.count(flag) > 0) fail(flag, "does not go with --prompts (the file gives the batch, the prefix and the questions)");
   }
   const ModelConfig full = model_config(f.model);
@@ -192,9 +204,10 @@ int run(const Flags& f, const CLI::App& app) {
     const DecodeRow r = measure_point(*runtime, points[i], config);
     if (csv.is_open()) csv << decode_csv_row(device, HYDRAGEN_COMMIT, r) << std::flush;
     const DecodePoint& p = r.point;
+    const std::string extra = (p.groups.empty() ? "" : "  groups " + p.groups) + (r.note.empty() ? "" : "  (" + r.note + ")");
     std::printf("%-14s %3d %-13s %5d %6d %4d %12.1f %10.3f %10.3f %8s  %s%s\n", p.model.c_str(), p.tp,
                 std::string(mode_name(p.mode)).c_str(), p.batch, p.prompt_len, p.gen_tokens, r.tokens_per_s, r.step_ms,
-                r.attention_floor_ms, r.status.c_str(), r.backend.c_str(), r.note.empty() ? "" : ("  (" + r.note + ")").c_str());
+                r.attention_floor_ms, r.status.c_str(), r.backend.c_str(), extra.c_str());
     std::fflush(stdout);
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::cerr << "[" << i + 1 << "/" << points.size() << "] " << static_cast<int>(elapsed) << " s elapsed, about "
@@ -218,7 +231,7 @@ int main(int argc, char** argv) {
                "over a batch sharing a prompt; random weights (decode time does not depend on their values)"};
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   Flags f;
-  app.add_option("--preset", f.preset, "fig3a | fig3b | tables | fig5 | smoke");
+  app.add_option("--preset", f.preset, "fig3a | fig3b | tables | fig5 | fig6 | smoke");
   app.add_option("--model", f.model, "codellama-7b | codellama-13b | codellama-34b | yi-6b-200k | smoke");
   app.add_option("--layers", f.layers, "run the first N layers of the model (a shorter run of the same shapes)")->check(flags::decimal<int>())->check(CLI::PositiveNumber);
   app.add_option("--tp", f.tp, "tensor-parallel ways: this process runs one GPU's shard")->check(flags::decimal<int>())->check(CLI::PositiveNumber);
@@ -227,6 +240,10 @@ int main(int argc, char** argv) {
   app.add_option("--batch", f.batch, "comma list of batch sizes B");
   app.add_option("--prefix", f.prefix, "comma list of shared prompt lengths P");
   app.add_option("--question-len", f.question_len, "each sequence's own tokens after the prompt, in one step")->check(flags::decimal<int>())->check(CLI::NonNegativeNumber);
+  app.add_option("--groups", f.groups,
+                 "sharing below the prompt, one level as hydragen-sweep --tree writes it: 8x300-800 (8 groups of B/8 "
+                 "sequences sharing 300..800 more tokens each, prefilled once) or copy:8x300-800 (copied into each "
+                 "sequence: the prompt alone shared)");
   app.add_option("--gen-tokens", f.gen_tokens, "greedy decode steps timed")->check(flags::decimal<int>())->check(CLI::PositiveNumber);
   app.add_option("--runs", f.runs, "timed runs per point (median and spread)")->check(flags::decimal<int>())->check(CLI::PositiveNumber);
   app.add_option("--warmup", f.warmup, "untimed runs first")->check(flags::decimal<int>())->check(CLI::NonNegativeNumber);

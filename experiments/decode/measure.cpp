@@ -7,6 +7,7 @@
 #include <random>
 
 #include "hydragen/errors.hpp"
+#include "hydragen/tree_spec.hpp"
 
 namespace hydragen::decode {
 
@@ -31,23 +32,32 @@ std::string csv_field(const std::string& text) {
   return quoted + "\"";
 }
 
+// The point's groups: one level of tree_spec.hpp's text (none when empty).
+TreeSpec groups_of(const DecodePoint& point) {
+  if (point.groups.empty()) return {};
+  TreeSpec spec = TreeSpec::parse(point.groups);
+  if (spec.levels.size() != 1) throw std::invalid_argument("groups '" + point.groups + "': one level of groups, like 8x300-800");
+  return spec;
+}
+
 }  // namespace
 
 std::string decode_csv_header() {
-  return "device,commit,model,layers,tp,gpus,mode,backend,B,P,question_len,gen_tokens,tokens_per_s,step_ms,"
-         "attention_floor_ms,spread,answer_ms,host_ms_per_step,replan_ms,memory_gb,status,note\n";
+  return "device,commit,model,layers,tp,gpus,mode,backend,B,P,question_len,groups,gen_tokens,tokens_per_s,step_ms,"
+         "attention_floor_ms,spread,answer_ms,groups_prefill_ms,host_ms_per_step,replan_ms,memory_gb,status,note\n";
 }
 
 std::string decode_csv_row(const std::string& device, const std::string& commit, const DecodeRow& r) {
   const DecodePoint& p = r.point;
   const int layers = p.layers > 0 ? p.layers : model_config(p.model).layers;
   char numbers[512];
-  std::snprintf(numbers, sizeof numbers, "%.1f,%.4f,%.4f,%.4f,%.3f,%.4f,%.2f,%.3f", r.tokens_per_s, r.step_ms,
-                r.attention_floor_ms, r.spread, r.answer_ms, r.host_ms_per_step, r.replan_ms, r.memory_gb);
+  std::snprintf(numbers, sizeof numbers, "%.1f,%.4f,%.4f,%.4f,%.3f,%.3f,%.4f,%.2f,%.3f", r.tokens_per_s, r.step_ms,
+                r.attention_floor_ms, r.spread, r.answer_ms, r.groups_prefill_ms, r.host_ms_per_step, r.replan_ms,
+                r.memory_gb);
   return csv_field(device) + "," + csv_field(commit) + "," + p.model + "," + std::to_string(layers) + "," +
          std::to_string(p.tp) + ",1," + std::string(mode_name(p.mode)) + "," + csv_field(r.backend) + "," +
          std::to_string(p.batch) + "," + std::to_string(p.prompt_len) + "," + std::to_string(p.question_len) + "," +
-         std::to_string(p.gen_tokens) + "," + numbers + "," + r.status + "," + csv_field(r.note) + "\n";
+         csv_field(p.groups) + "," + std::to_string(p.gen_tokens) + "," + numbers + "," + r.status + "," + csv_field(r.note) + "\n";
 }
 
 double attention_floor_ms(const ModelShard& shard, const DecodePoint& point, DType dtype, const Peaks& peaks) {
@@ -55,7 +65,7 @@ double attention_floor_ms(const ModelShard& shard, const DecodePoint& point, DTy
   // The middle step of the decode: suffixes of question + half the answer.
   const int suffix = point.question_len + point.gen_tokens / 2;
   const AttentionShape shape = make_shape(point.batch, 1, shard.q_heads, shard.kv_heads, shard.model.head_dim, dtype);
-  const CostEstimate cost = estimate_cost(shape, SharingTree::prefix_suffix(point.prompt_len, std::vector<int>(point.batch, suffix)));
+  const CostEstimate cost = estimate_cost(shape, groups_of(point).build(point.batch, point.prompt_len, suffix));
   return shard.model.layers * roofline_seconds(cost.flops, cost.floor_bytes, peaks) * 1e3;
 }
 
@@ -73,6 +83,11 @@ DecodeRow measure_point(Runtime& runtime, const DecodePoint& point, const Measur
     options.suffix_capacity = point.question_len + point.gen_tokens;
     options.max_q_len = std::max(1, point.question_len);
     options.bucket = config.bucket;
+    const TreeSpec groups = groups_of(point);
+    for (int g = 0; !groups.levels.empty() && g < groups.levels[0].groups; ++g) {
+      options.group_lens.push_back(groups.levels[0].length_of(g));
+    }
+    options.copy_groups = groups.copied;
     const std::string backend = attention_backend(options, runtime);
     row.backend = backend.empty() ? "none" : backend;
     row.attention_floor_ms = attention_floor_ms(sh, point, runtime.dtype(), config.peaks);
@@ -95,6 +110,15 @@ DecodeRow measure_point(Runtime& runtime, const DecodePoint& point, const Measur
     Decoder decoder(runtime, sh, *weights, options);
     std::mt19937_64 rng(config.seed);
     const int first = decoder.prefill(random_tokens(rng, static_cast<std::size_t>(point.prompt_len), sh.model.vocab));
+    std::vector<int> after_groups;  // each group's next token (the first of its sequences' answers)
+    if (!options.group_lens.empty()) {
+      std::vector<std::vector<int>> group_tokens;
+      for (int len : options.group_lens) group_tokens.push_back(random_tokens(rng, static_cast<std::size_t>(len), sh.model.vocab));
+      runtime.synchronize();
+      const auto t0 = std::chrono::steady_clock::now();
+      after_groups = decoder.prefill_groups(group_tokens);  // waits for its tokens
+      row.groups_prefill_ms = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() * 1e3;
+    }
     const std::vector<int> questions =
         random_tokens(rng, static_cast<std::size_t>(point.batch) * point.question_len, sh.model.vocab);
     // Every bucket's plan and graph ahead of the runs, as a server captures its graphs at start-up.
@@ -107,8 +131,12 @@ DecodeRow measure_point(Runtime& runtime, const DecodePoint& point, const Measur
       decoder.reset();
       runtime.synchronize();
       const auto t0 = std::chrono::steady_clock::now();
-      const std::vector<int> next = point.question_len > 0 ? decoder.step(questions, point.question_len)
-                                                           : std::vector<int>(static_cast<std::size_t>(point.batch), first);
+      std::vector<int> next(static_cast<std::size_t>(point.batch), first);
+      if (point.question_len > 0) {
+        next = decoder.step(questions, point.question_len);
+      } else if (!after_groups.empty()) {
+        for (std::size_t s = 0; s < next.size(); ++s) next[s] = after_groups[s / (next.size() / after_groups.size())];
+      }
       const auto t1 = std::chrono::steady_clock::now();
       decoder.generate(next, point.gen_tokens);  // waits for its tokens
       const auto t2 = std::chrono::steady_clock::now();

@@ -33,6 +33,7 @@ struct DecodeRow {
   double step_ms = 0;            // median decode time / gen_tokens
   double spread = 0;             // (max - min) / median of the decode times
   double answer_ms = 0;          // median time of the questions' step and the decode (Fig. 5)
+  double groups_prefill_ms = 0;  // the groups' prefill (Fig. 6: the problems' descriptions), once
   double attention_floor_ms = 0; // per step: the layers' attention calls at their roofline floor
   double host_ms_per_step = 0;   // host time of generate()'s loop per step, waits for queue space included
   double replan_ms = 0;          // host time making, binding and capturing every bucket's plan, before the runs

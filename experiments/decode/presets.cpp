@@ -50,7 +50,7 @@ void add_tables(std::vector<DecodePoint>& out) {
 
 }  // namespace
 
-std::vector<std::string> preset_names() { return {"fig3a", "fig3b", "tables", "fig5", "smoke"}; }
+std::vector<std::string> preset_names() { return {"fig3a", "fig3b", "tables", "fig5", "fig6", "smoke"}; }
 
 std::vector<DecodePoint> preset_points(std::string_view name) {
   std::vector<DecodePoint> out;
@@ -75,6 +75,22 @@ std::vector<DecodePoint> preset_points(std::string_view name) {
     base.question_len = 16;
     base.gen_tokens = 8;
     add_grid(out, base, {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024}, {19947});
+  } else if (name == "fig6") {
+    // Section 4.4 / Appendix D.4: CodeLlama-7b, a 2400-token two-shot prompt, APPS problems of 128
+    // sampled programs of 512 tokens each; 1 to 16 problems per batch, each problem's description
+    // (300 to 800 tokens here) shared by its samples (two-level) or copied into each (single-level).
+    base.model = "codellama-7b";
+    base.tp = 8;
+    base.prompt_len = 2400;
+    base.gen_tokens = 512;
+    for (int problems : {1, 2, 4, 8, 16}) {
+      for (const char* form : {"", "copy:"}) {
+        DecodePoint point = base;
+        point.batch = 128 * problems;
+        point.groups = form + std::to_string(problems) + "x300-800";
+        out.push_back(point);
+      }
+    }
   } else if (name == "smoke") {
     base.model = "smoke";
     base.question_len = 4;

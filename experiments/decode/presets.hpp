@@ -18,6 +18,11 @@ struct DecodePoint {
   int prompt_len = 0;    // P: the shared prefix
   int question_len = 0;  // each sequence's own tokens after the prefix, entering in one step (Fig. 5)
   int gen_tokens = 0;    // greedy decode steps after that
+  // Sharing below the prompt, one level as hydragen-sweep --tree writes it: "8x300-800", 8 groups of
+  // B / 8 sequences, each group's tokens (300 to 800 of them) shared by its sequences, or
+  // "copy:8x300-800", the same tokens copied into every sequence (the prompt alone shared). Empty:
+  // none. The paper's Fig. 6: a problem's description shared by its samples.
+  std::string groups;
 };
 
 // fig3a: CodeLlama-13b over TP 8, P = 2048, 128 tokens, B from 1 to 4096 (the paper's Fig. 3a;
