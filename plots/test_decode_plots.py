@@ -25,6 +25,10 @@ from test_plots import PNG_SIGNATURE, plot  # one way to run a script and check 
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DECODE = os.path.join(HERE, "testdata", "decode.csv")
+# SYNTHETIC too: fig6-like rows (codellama-7b TP 8, P = 2400, 512 tokens, 1..16 problems of 128 samples,
+# descriptions shared or copied; the copied form out of memory at 16 problems) from a made-up step-time
+# model, in hydragen-decode's format with its groups columns.
+FIG6 = os.path.join(HERE, "testdata", "decode_fig6.csv")
 # The whole transcription of the paper's Tables 1-6 lives outside this repository; used when present.
 FULL_PAPER = "/work/shared/paper_data/hydragen_e2e_tables.csv"
 # An excerpt of the paper's Table 3 (CodeLlama-13B, 128 tokens, 8x A100-40GB), as transcribed in
@@ -130,6 +134,12 @@ class Scripts(unittest.TestCase):
         self.assert_png("decode_answer_time.py", *FIG5)
         self.assert_png("decode_answer_time.py", *FIG5, "--flash-at", "256")  # flash out of memory there: n/a
         self.assert_png("decode_answer_time.py", *FIG3A)  # any one-P set draws
+
+    def test_fig6_dataset_time(self):
+        self.assert_png("decode_fig6.py", files=(FIG6,))
+        self.assert_png("decode_fig6.py", "--problems", "7", files=(FIG6,))
+        self.assertIn("no groups columns", self.assert_bad_input("decode_fig6.py", DECODE))
+        self.assertIn("at least one problem", self.assert_bad_input("decode_fig6.py", FIG6, "--problems", "0"))
 
     def test_paper_overlay(self):
         self.assert_png("decode_throughput.py", *FIG3A, "--paper", self.paper)
