@@ -84,7 +84,7 @@ void bind(CLI::App& app, Options& o, RawFlags& raw) {
   app.add_option("--storage", raw.storage, "shared (one copy per segment) | redundant (a copy per sequence)")
       ->type_name("STORAGE");
   app.add_option("--tree", raw.tree,
-                 "prefix | flat (no sharing) | two-level (--groups) | custom (--parents) | tokens (--tokens)")
+                 "prefix | flat (no sharing) | two-level (--groups) | custom (--parents) | tokens (--tokens) | levels (--levels)")
       ->type_name("TREE");
   add_integer("--groups", o.groups, "two-level: groups the batch is split into (near-equal)", "N");
   add_integer("--group-len", o.group_len, "two-level: shared tokens each group adds under the root", "L");
@@ -94,6 +94,10 @@ void bind(CLI::App& app, Options& o, RawFlags& raw) {
   app.add_option("--leaves", raw.leaves, "custom: the leaf segment of each sequence")->type_name("S0,S1,...");
   app.add_option("--tokens", o.tokens, "tokens: token ids, one sequence a line; the tree is found from them")
       ->type_name("FILE");
+  app.add_option("--levels", o.levels,
+                 "levels: groups between the prefix and the suffixes, as hydragen-sweep --tree writes them "
+                 "(16x1024, 4x1024/4x256, 8x300-800, copy:16x1024)")
+      ->type_name("SPEC");
   add_integer("--seed", o.seed, "seed of the N(0,1) inputs", "N");
   app.add_option("--logit-scale", o.logit_scale, "multiplies Q: scores spread about this much (1e4: extreme logits)")
       ->type_name("X");
@@ -132,7 +136,7 @@ std::string text_of(double value) {
 const std::vector<const char*> kProblemFlags = {
     "--batch", "--prefix", "--suffix", "--suffix-lens", "--q-len",   "--q-heads", "--kv-heads", "--head-dim",
     "--dtype", "--storage", "--tree",  "--groups",      "--group-len", "--parents", "--lengths", "--leaves",
-    "--tokens", "--logit-scale", "--scale"};
+    "--tokens", "--levels", "--logit-scale", "--scale"};
 
 void reject_if_given(const CLI::App& app, const std::vector<const char*>& flags, const std::string& why) {
   for (const char* flag : flags) {
@@ -172,15 +176,16 @@ std::string_view tree_kind_name(TreeKind kind) {
     case TreeKind::two_level: return "two-level";
     case TreeKind::custom: return "custom";
     case TreeKind::tokens: return "tokens";
+    case TreeKind::levels: return "levels";
   }
   return "?";
 }
 
 TreeKind parse_tree_kind(std::string_view text) {
-  for (TreeKind k : {TreeKind::prefix, TreeKind::flat, TreeKind::two_level, TreeKind::custom, TreeKind::tokens}) {
+  for (TreeKind k : {TreeKind::prefix, TreeKind::flat, TreeKind::two_level, TreeKind::custom, TreeKind::tokens, TreeKind::levels}) {
     if (text == tree_kind_name(k)) return k;
   }
-  throw std::invalid_argument("--tree: '" + std::string(text) + "' is not one of prefix, flat, two-level, custom");
+  throw std::invalid_argument("--tree: '" + std::string(text) + "' is not one of prefix, flat, two-level, custom, tokens, levels");
 }
 
 std::vector<int> parse_int_list(std::string_view flag, std::string_view text) {
@@ -278,6 +283,12 @@ Action Options::parse(int argc, const char* const argv[]) {
   } else {
     reject_if_given(app, {"--prefix", "--suffix", "--suffix-lens"}, "does not apply to --tree tokens (the file gives every sequence)");
     if (app.count("--tokens") == 0) throw std::invalid_argument("--tree tokens needs --tokens FILE");
+  }
+  if (tree != TreeKind::levels) {
+    reject_if_given(app, {"--levels"}, "applies only to --tree levels");
+  } else {
+    reject_if_given(app, {"--suffix-lens"}, "does not apply to --tree levels (every sequence has --suffix)");
+    if (app.count("--levels") == 0) throw std::invalid_argument("--tree levels needs --levels SPEC");
   }
   return Action::run;
 }

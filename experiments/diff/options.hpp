@@ -20,8 +20,9 @@ enum class TreeKind {
   two_level,  // root of P tokens; --groups near-equal groups each add --group-len shared tokens; then suffixes
   custom,     // SharingTree::from_parents(--parents, --lengths, --leaves)
   tokens,     // detect_sharing of --tokens FILE's token-id lists (one sequence a line), the cost model's rule
+  levels,     // --levels SPEC (tree_spec.hpp, as hydragen-sweep --tree: 16x1024, 4x1024/4x256, 8x300-800, copy:...)
 };
-std::string_view tree_kind_name(TreeKind kind);  // "prefix" | "flat" | "two-level" | "custom" | "tokens"
+std::string_view tree_kind_name(TreeKind kind);  // "prefix" | "flat" | "two-level" | "custom" | "tokens" | "levels"
 TreeKind parse_tree_kind(std::string_view text);  // throws std::invalid_argument naming the text
 
 // What the command line asks for.
@@ -48,6 +49,7 @@ struct Options {
   int group_len = 64;                           // --group-len L (two-level)
   std::vector<int> parents, lengths, leaves;    // --parents, --lengths, --leaves (custom)
   std::string tokens;                           // --tokens FILE (tree tokens)
+  std::string levels;                           // --levels SPEC (tree levels)
   std::uint64_t seed = 0;                       // --seed of the N(0,1) inputs
   double logit_scale = 1.0;                     // --logit-scale: Q is multiplied by it (1e4: extreme logits)
   std::optional<double> scale;                  // --scale of the scores; unset: 1/sqrt(D)

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "hydragen/detect.hpp"
+#include "hydragen/tree_spec.hpp"
 
 namespace hydragen::diff {
 
@@ -106,6 +107,12 @@ SharingTree tree_from_options(const Options& options) {
       }
       return SharingTree::two_level(options.prefix, std::vector<int>(sizes.size(), options.group_len), grouped);
     }
+    case TreeKind::levels:
+      try {
+        return TreeSpec::parse(options.levels).build(static_cast<int>(suffixes.size()), options.prefix, options.suffix);
+      } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument(std::string("--levels: ") + e.what());
+      }
     case TreeKind::custom:
     case TreeKind::tokens: break;  // handled above
   }
@@ -131,6 +138,9 @@ std::string tree_label(const Options& options, const SharingTree& tree) {
     case TreeKind::two_level:
       label += " P=" + std::to_string(options.prefix) + " groups=" + std::to_string(options.groups) + "x" +
                std::to_string(options.group_len) + " S=" + suffix_label(suffix_lengths(options));
+      break;
+    case TreeKind::levels:
+      label += " P=" + std::to_string(options.prefix) + " " + options.levels + " S=" + std::to_string(options.suffix);
       break;
     case TreeKind::custom: break;
     case TreeKind::tokens: label += " " + options.tokens; break;
