@@ -178,15 +178,13 @@ TEST(Decoder, NoAttentionRunsTheProjectionsAlone) {
   EXPECT_EQ(d.plans_made(), 0);
 }
 
-// Sharing below the prompt (the paper's Fig. 6): 4 sequences in 2 groups of ragged length after the
-// prompt, the groups shared (a tree of three levels) or copied into each leaf (the prompt alone
-// shared). Every sequence's logits at every step are the fp64 forward pass of its whole token list:
-// prompt, its group's tokens, its question, what it generated.
-TEST(Decoder, GroupsBelowThePromptDecodeAsTheWholeSequence) {
+// Sharing below the prompt (the paper's Fig. 6): groups of ragged length after the prompt, shared (a
+// tree of three levels) or copied into each leaf (the prompt alone shared). Every sequence's logits at
+// every step are the fp64 forward pass of its whole token list: prompt, its group's tokens, its
+// question, what it generated. seq_group empty: equal runs of consecutive sequences.
+void expect_groups_decode_as_the_whole_sequence(const std::vector<int>& group_lens, const std::vector<int>& seq_group, int batch) {
   const Batch setup;
   const Forward64 reference(setup.model, *setup.weights);
-  constexpr int kSeqs = 4;
-  const std::vector<int> group_lens = {3, 7};
   std::mt19937 rng(17);
   std::uniform_int_distribution<int> token(0, setup.model.vocab - 1);
   std::vector<std::vector<int>> groups(group_lens.size());
@@ -194,20 +192,21 @@ TEST(Decoder, GroupsBelowThePromptDecodeAsTheWholeSequence) {
     for (int i = 0; i < group_lens[g]; ++i) groups[g].push_back(token(rng));
   }
   std::vector<int> questions;
-  for (int i = 0; i < kSeqs * kQuestion; ++i) questions.push_back(token(rng));
+  for (int i = 0; i < batch * kQuestion; ++i) questions.push_back(token(rng));
+  auto group_of = [&](int s) { return seq_group.empty() ? s / (batch / static_cast<int>(group_lens.size())) : seq_group[static_cast<std::size_t>(s)]; };
   auto sequence = [&](int s, const std::vector<int>& generated, int steps) {
     std::vector<int> t = setup.prompt;
-    const std::vector<int>& group = groups[static_cast<std::size_t>(s / 2)];
-    t.insert(t.end(), group.begin(), group.end());
+    if (group_of(s) >= 0) t.insert(t.end(), groups[static_cast<std::size_t>(group_of(s))].begin(), groups[static_cast<std::size_t>(group_of(s))].end());
     t.insert(t.end(), questions.begin() + s * kQuestion, questions.begin() + (s + 1) * kQuestion);
-    for (int i = 0; i < steps; ++i) t.push_back(generated[static_cast<std::size_t>(i * kSeqs + s)]);
+    for (int i = 0; i < steps; ++i) t.push_back(generated[static_cast<std::size_t>(i * batch + s)]);
     return t;
   };
   for (const auto& [mode, copied] : std::vector<std::pair<Mode, bool>>{{Mode::hydragen, false}, {Mode::paged, false}, {Mode::hydragen, true}}) {
     SCOPED_TRACE(std::string(mode_name(mode)) + (copied ? ", groups copied" : ", groups shared"));
     DecoderOptions o = setup.options(mode, 4);
-    o.batch = kSeqs;
+    o.batch = batch;
     o.group_lens = group_lens;
+    o.seq_group = seq_group;
     o.copy_groups = copied;
     Decoder d(*setup.runtime, shard(setup.model, 1), *setup.weights, o);
     EXPECT_EQ(d.attention_tree(8).depth(), copied ? 2 : 3);
@@ -224,7 +223,7 @@ TEST(Decoder, GroupsBelowThePromptDecodeAsTheWholeSequence) {
     std::vector<int> generated = d.step(questions, kQuestion);
     for (int step = 0; step < 6; ++step) {  // past a bucket boundary (4 tokens)
       const std::vector<float> logits = d.last_logits();
-      for (int s = 0; s < kSeqs; ++s) {
+      for (int s = 0; s < batch; ++s) {
         const Eigen::RowVectorXd last = reference.logits(sequence(s, generated, step)).bottomRows(1);
         double worst = 0;
         for (int v = 0; v < setup.model.vocab; ++v) {
@@ -232,7 +231,7 @@ TEST(Decoder, GroupsBelowThePromptDecodeAsTheWholeSequence) {
         }
         EXPECT_LT(worst, 1e-4 * last.cwiseAbs().maxCoeff()) << "sequence " << s << ", step " << step;
       }
-      const std::vector<int> next(generated.end() - kSeqs, generated.end());
+      const std::vector<int> next(generated.end() - batch, generated.end());
       const std::vector<int> more = d.step(next, 1);
       generated.insert(generated.end(), more.begin(), more.end());
     }
@@ -240,8 +239,15 @@ TEST(Decoder, GroupsBelowThePromptDecodeAsTheWholeSequence) {
     d.reset();
     const std::vector<int> first = d.step(questions, kQuestion);
     const std::vector<int> rest = d.generate(first, 6);
-    EXPECT_EQ(std::vector<int>(rest.begin(), rest.end()), std::vector<int>(generated.begin() + kSeqs, generated.end()));
+    EXPECT_EQ(rest, std::vector<int>(generated.begin() + batch, generated.end()));
   }
+}
+
+TEST(Decoder, GroupsBelowThePromptDecodeAsTheWholeSequence) { expect_groups_decode_as_the_whole_sequence({3, 7}, {}, 4); }
+
+TEST(Decoder, GroupsOfAnySizeAndMembershipDecodeAsTheWholeSequence) {
+  // Group 1 holds three sequences, group 0 one, sequence 2 none (the prompt, then its own tokens).
+  expect_groups_decode_as_the_whole_sequence({3, 7}, {1, 0, -1, 1, 1}, 5);
 }
 
 TEST(Decoder, GroupsAreRefusedWhereTheyCannotApply) {
@@ -263,6 +269,13 @@ TEST(Decoder, GroupsAreRefusedWhereTheyCannotApply) {
   EXPECT_THAT([&] { Decoder(*setup.runtime, sh, *setup.weights, o); }, ThrowsMessage<std::invalid_argument>(HasSubstr("give group_lens")));
   o.copy_groups = false;
   o.group_lens = {2, 3};
+  o.seq_group = {0, 1, 2, 0};
+  EXPECT_THAT([&] { Decoder(*setup.runtime, sh, *setup.weights, o); },
+              ThrowsMessage<std::invalid_argument>(HasSubstr("seq_group names group 2 of 2")));
+  o.seq_group = {0, 1};
+  EXPECT_THAT([&] { Decoder(*setup.runtime, sh, *setup.weights, o); },
+              ThrowsMessage<std::invalid_argument>(HasSubstr("seq_group has 2 entries for a batch of 4")));
+  o.seq_group = {};
   Decoder d(*setup.runtime, sh, *setup.weights, o);
   d.prefill(setup.prompt);
   EXPECT_THAT([&] { d.step(std::vector<int>(4 * kQuestion, 1), kQuestion); },

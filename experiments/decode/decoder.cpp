@@ -86,15 +86,33 @@ Geometry geometry(const ModelShard& shard, const DecoderOptions& o) {
   return g;
 }
 
+// Each sequence's group (-1: none): the options' seq_group, or equal runs of consecutive sequences.
+std::vector<int> groups_of_seqs(const DecoderOptions& o) {
+  if (!o.seq_group.empty() || o.group_lens.empty()) return o.seq_group;
+  std::vector<int> out;
+  const int per_group = o.batch / static_cast<int>(o.group_lens.size());
+  for (int s = 0; s < o.batch; ++s) out.push_back(s / per_group);
+  return out;
+}
+
 // The tree a decode step attends over, each leaf `capacity` tokens: a flat copy of every path
-// (flash), the prompt then the leaves, or the prompt, the groups, then the leaves.
+// (flash), the prompt then the leaves, or the prompt, the groups, then the leaves (segments in that
+// order: 0, 1 + g, 1 + G + s).
 SharingTree decode_tree(const DecoderOptions& o, int capacity) {
   const std::vector<int> leaves(static_cast<std::size_t>(o.batch), capacity);
   if (o.mode == Mode::flash) return SharingTree::flat(leaves);
   if (o.group_lens.empty() || o.copy_groups) return SharingTree::prefix_suffix(o.prompt_len, leaves);
-  const std::size_t groups = o.group_lens.size();
-  return SharingTree::two_level(o.prompt_len, o.group_lens,
-                                std::vector<std::vector<int>>(groups, std::vector<int>(o.batch / groups, capacity)));
+  const auto groups = static_cast<int>(o.group_lens.size());
+  std::vector<int> parents(1 + static_cast<std::size_t>(groups), 0), lengths{o.prompt_len}, seq_leaves;
+  parents[0] = -1;
+  lengths.insert(lengths.end(), o.group_lens.begin(), o.group_lens.end());
+  const std::vector<int> group_of = groups_of_seqs(o);
+  for (int s = 0; s < o.batch; ++s) {
+    seq_leaves.push_back(static_cast<int>(parents.size()));
+    parents.push_back(group_of[static_cast<std::size_t>(s)] < 0 ? 0 : 1 + group_of[static_cast<std::size_t>(s)]);
+    lengths.push_back(capacity);
+  }
+  return SharingTree::from_parents(std::move(parents), std::move(lengths), std::move(seq_leaves));
 }
 
 void validate(const ModelShard& shard, const DecoderOptions& o) {
@@ -108,11 +126,18 @@ void validate(const ModelShard& shard, const DecoderOptions& o) {
   if (!o.group_lens.empty()) {
     const auto groups = static_cast<int>(o.group_lens.size());
     require(o.mode != Mode::flash, "groups below the prompt are not for mode flash (it copies every path whole)");
-    require(o.batch % groups == 0,
-            std::to_string(groups) + " groups need a batch that is a multiple of them, got " + std::to_string(o.batch));
+    if (o.seq_group.empty()) {
+      require(o.batch % groups == 0,
+              std::to_string(groups) + " groups need a batch that is a multiple of them, got " + std::to_string(o.batch));
+    } else {
+      require(static_cast<int>(o.seq_group.size()) == o.batch,
+              "seq_group has " + std::to_string(o.seq_group.size()) + " entries for a batch of " + std::to_string(o.batch));
+      for (int g : o.seq_group) require(g >= -1 && g < groups, "seq_group names group " + std::to_string(g) + " of " + std::to_string(groups));
+    }
     for (int len : o.group_lens) require(len >= 1, "every group must hold at least one token, got " + std::to_string(len));
   }
   require(!o.copy_groups || !o.group_lens.empty(), "copy_groups copies groups: give group_lens");
+  require(o.seq_group.empty() || !o.group_lens.empty(), "seq_group places sequences in groups: give group_lens");
   const long long positions = static_cast<long long>(o.prompt_len) + geometry(shard, o).longest_group + o.suffix_capacity;
   require(positions <= shard.model.max_positions, "prompt + group + suffix = " + std::to_string(positions) + " tokens, more than " +
                                                       shard.model.name + "'s " + std::to_string(shard.model.max_positions) +
@@ -237,11 +262,12 @@ Decoder::Decoder(Runtime& runtime, const ModelShard& shard, const WeightSource& 
   leaf_length_ = Buffer(rt_.memory(), static_cast<std::size_t>(b) * sizeof(int));
   prompt_length_ = Buffer(rt_.memory(), sizeof(int));
   const auto groups = static_cast<std::int64_t>(options_.group_lens.size());
+  seq_group_ = groups_of_seqs(options_);
   if (groups > 0) {
     group_length_ = Buffer(rt_.memory(), static_cast<std::size_t>(groups) * sizeof(int));
     if (!options_.copy_groups) {
       std::vector<int> offsets;
-      for (std::int64_t s = 0; s < b; ++s) offsets.push_back(options_.group_lens[static_cast<std::size_t>(s / (b / groups))]);
+      for (int group : seq_group_) offsets.push_back(group < 0 ? 0 : options_.group_lens[static_cast<std::size_t>(group)]);
       seq_offset_ = Buffer(rt_.memory(), offsets.size() * sizeof(int));
       rt_.memory().copy_from_host(seq_offset_.data(), offsets.data(), seq_offset_.bytes());
     }
@@ -444,9 +470,9 @@ std::vector<int> Decoder::prefill_groups(const std::vector<std::vector<int>>& gr
     if (options_.copy_groups && options_.mode != Mode::no_attention) {
       // Every sequence of the group gets the group's KV at the start of its leaf.
       const std::size_t bytes = static_cast<std::size_t>(len) * row * elem, leaf_bytes = static_cast<std::size_t>(g.leaf_stride) * row * elem;
-      const int per_group = options_.batch / static_cast<int>(groups);
       for (Layer& l : layers_) {
-        for (int s = static_cast<int>(i) * per_group; s < (static_cast<int>(i) + 1) * per_group; ++s) {
+        for (int s = 0; s < options_.batch; ++s) {
+          if (seq_group_[static_cast<std::size_t>(s)] != static_cast<int>(i)) continue;
           rt_.copy(static_cast<char*>(l.leaf_k.data()) + s * leaf_bytes, static_cast<const char*>(l.group_k.data()) + start * row * elem, bytes);
           rt_.copy(static_cast<char*>(l.leaf_v.data()) + s * leaf_bytes, static_cast<const char*>(l.group_v.data()) + start * row * elem, bytes);
         }
@@ -466,8 +492,9 @@ void Decoder::reset() {
   // A leaf starts after what it holds of the path: flash's copy of the prompt, or its copied group.
   std::vector<int> lengths(static_cast<std::size_t>(options_.batch), options_.mode == Mode::flash ? options_.prompt_len : 0);
   if (options_.copy_groups) {
-    const std::size_t per_group = lengths.size() / options_.group_lens.size();
-    for (std::size_t s = 0; s < lengths.size(); ++s) lengths[s] = options_.group_lens[s / per_group];
+    for (std::size_t s = 0; s < lengths.size(); ++s) {
+      lengths[s] = seq_group_[s] < 0 ? 0 : options_.group_lens[static_cast<std::size_t>(seq_group_[s])];
+    }
   }
   rt_.memory().copy_from_host(leaf_length_.data(), lengths.data(), lengths.size() * sizeof(int));
   suffix_len_ = 0;
@@ -493,9 +520,8 @@ Decoder::Bucket& Decoder::bucket_for(int q_len, int needed) {
     ++plans_made_;
     const std::size_t elem = dtype_size(rt_.dtype()), row = static_cast<std::size_t>(g.kv_row());
     const std::size_t queries = static_cast<std::size_t>(options_.batch) * q_len * shard_.q_heads * g.head_dim;
-    // Shared groups: the tree is the prompt, then each group's segment followed by its leaves.
+    // The tree's segments in order (decode_tree): the prompt, each shared group, each sequence's leaf.
     const bool shared_groups = !options_.group_lens.empty() && !options_.copy_groups;
-    const int per_group = shared_groups ? options_.batch / static_cast<int>(options_.group_lens.size()) : options_.batch;
     for (const Layer& l : layers_) {
       k->cache.push_back({static_cast<void* const*>(l.leaf_k_ptr.data()), static_cast<void* const*>(l.leaf_v_ptr.data()),
                           k->leaf_length, q_len, 0, shared_groups ? static_cast<const int*>(seq_offset_.data()) : nullptr});
@@ -505,13 +531,12 @@ Decoder::Bucket& Decoder::bucket_for(int q_len, int needed) {
         in.v.push_back({l.prompt_v.data(), rt_.dtype(), static_cast<std::size_t>(options_.prompt_len) * row});
       }
       std::size_t group_start = 0;  // tokens into group_k / group_v
+      for (int len : shared_groups ? options_.group_lens : std::vector<int>{}) {
+        in.k.push_back({static_cast<const char*>(l.group_k.data()) + group_start * row * elem, rt_.dtype(), static_cast<std::size_t>(len) * row});
+        in.v.push_back({static_cast<const char*>(l.group_v.data()) + group_start * row * elem, rt_.dtype(), static_cast<std::size_t>(len) * row});
+        group_start += static_cast<std::size_t>(len);
+      }
       for (int s = 0; s < options_.batch; ++s) {
-        if (shared_groups && s % per_group == 0) {
-          const auto len = static_cast<std::size_t>(options_.group_lens[static_cast<std::size_t>(s / per_group)]);
-          in.k.push_back({static_cast<const char*>(l.group_k.data()) + group_start * row * elem, rt_.dtype(), len * row});
-          in.v.push_back({static_cast<const char*>(l.group_v.data()) + group_start * row * elem, rt_.dtype(), len * row});
-          group_start += len;
-        }
         const std::size_t offset = static_cast<std::size_t>(s) * static_cast<std::size_t>(stride) * row * elem;
         in.k.push_back({static_cast<const char*>(l.leaf_k.data()) + offset, rt_.dtype(), static_cast<std::size_t>(k->capacity) * row});
         in.v.push_back({static_cast<const char*>(l.leaf_v.data()) + offset, rt_.dtype(), static_cast<std::size_t>(k->capacity) * row});

@@ -38,9 +38,12 @@ struct DecoderOptions {
   int max_q_len = 1;       // most tokens per sequence in one step (a question entering at once)
   int rank = 0;            // which shard of the tensor-parallel model this is
   // Sharing below the prompt (the paper's Fig. 6: a problem's description shared by its samples):
-  // group g's group_lens[g] tokens follow the prompt for sequences [g B / G, (g + 1) B / G), ahead of
-  // their own suffixes (prefill_groups). Empty: the prompt alone. Not in mode flash.
+  // group g's group_lens[g] tokens follow the prompt for its sequences, ahead of their own suffixes
+  // (prefill_groups). Empty: the prompt alone. Not in mode flash.
   std::vector<int> group_lens;
+  // [B] each sequence's group, or -1 for none (the prompt, then its suffix); empty: G equal runs of
+  // consecutive sequences, B / G each.
+  std::vector<int> seq_group;
   bool copy_groups = false;  // each group's KV copied into its sequences' leaves: the prompt alone shared
 };
 
@@ -127,6 +130,7 @@ class Decoder {
   Buffer prompt_length_;   // [1] int: the prompt's length, the prefill's leaf length
   Buffer group_length_;    // [G] int: tokens prefilled into each group's segment
   Buffer seq_offset_;      // [B] int: the tokens of each sequence's group (shared groups), its positions' offset
+  std::vector<int> seq_group_;  // [B] each sequence's group or -1 (DecoderOptions::seq_group, filled in)
   // Every bucket made, kept: freeing a plan's memory (cudaFree) mid-run would wait for every queued
   // step, leaving the GPU idle while the next plan is made.
   std::vector<std::unique_ptr<Bucket>> buckets_;
