@@ -157,8 +157,11 @@ int answer(const Flags& f, const CLI::App& app) {
     for (std::size_t i = 0; i < a.size(); ++i) out << (i == 0 ? "" : " ") << a[i];
     out << "\n";
   }
-  std::cerr << "hydragen-decode: " << answers.size() << " sequences sharing " << common_prefix(prompts).size()
-            << " tokens, " << f.gen_tokens << " tokens each, mode " << mode_name(options.mode) << " on " << runtime->name()
+  const PromptSharing sharing = share_prompts(prompts, sh, runtime->dtype(), options.mode);
+  std::cerr << "hydragen-decode: " << answers.size() << " sequences sharing a " << sharing.prompt.size() << "-token prompt"
+            << (sharing.groups.empty() ? "" : " and " + std::to_string(sharing.groups.size()) +
+                                                   (sharing.groups.size() == 1 ? " group" : " groups") + " below it")
+            << ", " << f.gen_tokens << " tokens each, mode " << mode_name(options.mode) << " on " << runtime->name()
             << ", " << weights->describe() << "\n";
   return 0;
 }

@@ -1,7 +1,8 @@
 #pragma once
 // hydragen-decode on a user's prompts (--prompts FILE): token ids in, token ids out, no tokenizer.
-// The sequences' longest common prefix is the shared prompt; each one's rest (its question, of any
-// length) enters one token a step, and each sequence then generates its own greedy answer.
+// The prompt they all share and the groups below it come from detect_sharing (share_prompts); each
+// one's rest (its question, of any length) enters one token a step, and each sequence then generates
+// its own greedy answer.
 #include <string>
 #include <vector>
 
@@ -15,10 +16,27 @@ std::vector<std::vector<int>> read_prompts(const std::string& path, int vocab);
 // The tokens every prompt starts with.
 std::vector<int> common_prefix(const std::vector<std::vector<int>>& prompts);
 
-// `gen_tokens` greedy tokens after each prompt: the common prefix prefilled once, each prompt's
-// rest fed a token a step (a sequence whose rest is shorter starts answering earlier). options'
-// batch, prompt_len, suffix_capacity and max_q_len are set from the prompts. Throws
-// std::invalid_argument when the prompts share no token (there is no prefix to share).
+// How the prompts are laid out for the decoder, from detect_sharing's tree (the cost model's rule
+// for the decode step's shape): its root is the prompt all share (when nothing is worth sharing,
+// the prompts' common prefix, however short); with `groups`, the first shared segment below it on
+// a sequence's path is that sequence's group; the rest of each prompt is its own. Sharing deeper
+// than that is not taken: those tokens stay in the rests.
+struct PromptSharing {
+  std::vector<int> prompt;
+  std::vector<std::vector<int>> groups;  // each group's tokens
+  std::vector<int> seq_group;            // [B] the sequence's group, or -1
+  std::vector<std::vector<int>> rests;   // [B] what follows the prompt and the group
+};
+PromptSharing share_prompts(const std::vector<std::vector<int>>& prompts, const AttentionShape& decode, bool groups);
+// share_prompts for the decoder of `shard` in `mode` (groups except in mode flash, which copies
+// whole paths), its decode step's shape in `dtype`.
+PromptSharing share_prompts(const std::vector<std::vector<int>>& prompts, const ModelShard& shard, DType dtype, Mode mode);
+
+// `gen_tokens` greedy tokens after each prompt: share_prompts' prompt prefilled once, then its
+// groups (not in mode flash, which copies whole paths), each prompt's rest fed a token a step (a
+// sequence whose rest is shorter starts answering earlier). options' batch, prompt_len,
+// suffix_capacity, max_q_len and groups are set from the prompts. Throws std::invalid_argument when
+// the prompts share no token (there is no prefix to share).
 std::vector<std::vector<int>> answer_prompts(Runtime& runtime, const ModelShard& shard, const WeightSource& weights,
                                              DecoderOptions options, const std::vector<std::vector<int>>& prompts,
                                              int gen_tokens);
