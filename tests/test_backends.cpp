@@ -1,5 +1,5 @@
 // The harness (DESIGN.md section 5): every registered backend except `reference` itself, under each
-// of its variants (plan options it lists, e.g. cuda-hydragen:form=wide), on every case of cases.hpp,
+// of its variants (plan options it lists, e.g. cuda-hydragen:form=wide), on every case of harness.hpp,
 // in every dtype it supports, with shared and with redundant storage, matches the fp64 `reference`
 // run on exactly the same (dtype-rounded) inputs, on every element of O and LSE.
 //
@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "backend_params.hpp"
-#include "cases.hpp"
 #include "hydragen/backends.hpp"
+#include "hydragen/harness.hpp"
 #include "hydragen/compare.hpp"
 #include "hydragen/errors.hpp"
 #include "hydragen/problem.hpp"
@@ -29,13 +29,10 @@ namespace {
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::ThrowsMessage;
-using testing::Case;
-using testing::harness_cases;
 using testing::backend_name;
 using testing::backends_under_test;
 using testing::identifier;
 
-constexpr DType kAllDtypes[] = {DType::fp64, DType::fp32, DType::fp16, DType::bf16};
 constexpr int kHeadDims[] = {16, 32, 48, 64, 80, 96, 128, 160, 256};  // what a backend might claim
 
 
@@ -52,11 +49,6 @@ void PrintTo(const HarnessParam& p, std::ostream* os) {
       << storage_name(p.choice.storage);
 }
 
-// Redundant storage hands the backend the flattened tree: that is what it has to support.
-SharingTree planned_tree(const Case& c, Storage storage) {
-  return storage == Storage::shared ? c.tree : c.tree.flattened();
-}
-
 // Only the combinations a backend claims: a dtype it refuses is not a test (the contract tests below
 // check that refusals come with a reason), so the skip list stays for what cannot run here (no GPU).
 std::vector<HarnessParam> harness_params() {
@@ -64,10 +56,10 @@ std::vector<HarnessParam> harness_params() {
   for (const std::string& name : backends_under_test()) {
     for (const PlanOptions& variant : backend(name).variants()) {
       for (std::size_t c = 0; c < harness_cases().size(); ++c) {
-        const Case& cs = harness_cases()[c];
-        for (DType d : kAllDtypes) {
+        const HarnessCase& cs = harness_cases()[c];
+        for (DType d : kHarnessDtypes) {
           for (Storage s : {Storage::shared, Storage::redundant}) {
-            if (!backend(name).supports(cs.shape(d), planned_tree(cs, s)).ok) continue;
+            if (!backend(name).supports(cs.shape(d), cs.planned_tree(s)).ok) continue;
             HarnessParam p{BackendChoice{name, s, false, variant}, c, d};
             params.push_back(p);
           }
@@ -91,17 +83,14 @@ TEST_P(Harness, MatchesTheFp64ReferenceOnEveryElement) {
   const AttentionBackend& b = backend(p.choice.backend);
   const std::string unavailable = b.memory().unavailable_reason();
   if (!unavailable.empty()) GTEST_SKIP() << p.choice.backend << " cannot run here: " << unavailable;
-  const Case& c = harness_cases()[p.case_index];
-  const AttentionShape shape = c.shape(p.dtype);
-  const Problem problem = make_problem(shape, c.tree, c.seed, c.q_scale);
-  const Results ref = run_backend(backend("reference"), with_dtype(problem, DType::fp64));
-  const Results out = run_backend(b, problem, p.choice.storage, p.choice.options);  // outputs poisoned with NaN first
-  const Comparison cmp = compare(out, ref, tolerance_for(p.dtype, logit_bound(problem)));
-  EXPECT_TRUE(cmp.pass) << shape.describe() << ", " << c.tree.describe() << ", q_scale " << c.q_scale << ", seed "
+  const HarnessCase& c = harness_cases()[p.case_index];
+  const HarnessCheck check = check_case(b, c, p.dtype, p.choice.storage, p.choice.options);
+  const Comparison& cmp = check.comparison;
+  EXPECT_TRUE(cmp.pass) << check.shape.describe() << ", " << c.tree.describe() << ", q_scale " << c.q_scale << ", seed "
                         << c.seed << "\n  " << cmp.summary() << "\n  worst O element "
-                        << index_name(shape, cmp.worst_index, false) << ": " << cmp.worst_value << " vs "
-                        << cmp.worst_reference << "\n  worst LSE element " << index_name(shape, cmp.lse_worst_index, true)
-                        << ": " << out.lse[cmp.lse_worst_index] << " vs " << ref.lse[cmp.lse_worst_index];
+                        << index_name(check.shape, cmp.worst_index, false) << ": " << cmp.worst_value << " vs "
+                        << cmp.worst_reference << "\n  worst LSE element " << index_name(check.shape, cmp.lse_worst_index, true)
+                        << ": " << check.out.lse[cmp.lse_worst_index] << " vs " << check.reference.lse[cmp.lse_worst_index];
 }
 
 INSTANTIATE_TEST_SUITE_P(AllBackends, Harness, ::testing::ValuesIn(harness_params()), harness_name);
@@ -116,7 +105,7 @@ TEST_P(HeadDimSweep, MatchesTheReferenceAtEveryHeadDimAndDtypeItClaims) {
   const SharingTree tree = SharingTree::prefix_suffix(33, {5, 3, 12});  // causal q_len 4: leaves >= 3
   int ran = 0;
   for (int head_dim : kHeadDims) {
-    for (DType d : kAllDtypes) {
+    for (DType d : kHarnessDtypes) {
       const AttentionShape shape = make_shape(3, 4, 8, 2, head_dim, d);
       if (!b.supports(shape, tree).ok) continue;
       ++ran;
@@ -142,7 +131,7 @@ TEST_P(BackendContract, PlanRefusesWhatSupportsRefusesWithTheSameReason) {
   const bool runnable = b.memory().unavailable_reason().empty();
   const SharingTree decode_tree = SharingTree::prefix_suffix(16, {3, 0});
   const SharingTree causal_tree = SharingTree::prefix_suffix(16, {3, 5});  // leaves >= q_len - 1
-  for (DType d : kAllDtypes) {
+  for (DType d : kHarnessDtypes) {
     for (int head_dim : kHeadDims) {
       for (int q_len : {1, 4}) {
         const AttentionShape shape = make_shape(2, q_len, 8, 2, head_dim, d);
@@ -168,7 +157,7 @@ TEST_P(BackendContract, SupportsHeadDims64And128InSomeDtype) {
   for (int head_dim : {64, 128}) {
     bool any = false;
     std::ostringstream reasons;
-    for (DType d : kAllDtypes) {
+    for (DType d : kHarnessDtypes) {
       const Support s = b.supports(make_shape(2, 1, 8, 2, head_dim, d), SharingTree::prefix_suffix(16, {3, 0}));
       any = any || s.ok;
       reasons << "\n  " << dtype_name(d) << ": " << s.reason;

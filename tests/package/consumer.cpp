@@ -1,7 +1,7 @@
 // A project outside this repository: a toy attention backend (naive fp64 loops over each sequence's
-// path), registered in its own registry and checked, problem by problem, against the installed fp64
-// reference with the installed harness functions (make_problem, run_backend, tolerance_for, compare).
-// Prints one line per problem and exits 0 when all pass.
+// path), registered in its own registry and checked against the installed fp64 reference by the
+// installed harness (check_backend: the repository's own cases), then on a problem of its own with
+// make_problem, run_backend, tolerance_for and compare. Exits 0 when everything passes.
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -10,6 +10,7 @@
 
 #include "hydragen/backends.hpp"
 #include "hydragen/compare.hpp"
+#include "hydragen/harness.hpp"
 #include "hydragen/problem.hpp"
 #include "hydragen/registry.hpp"
 #include "hydragen/tree_spec.hpp"
@@ -88,25 +89,16 @@ int main() {
   BackendRegistry mine;
   mine.add(naive_backend());
   const AttentionBackend& toy = mine.get("toy-naive");
-  struct Case {
-    const char* name;
-    AttentionShape shape;
-    SharingTree tree;
-  };
-  const std::vector<Case> cases = {
-      {"prefix+suffix", make_shape(3, 1, 4, 2, 16, DType::fp64), SharingTree::prefix_suffix(40, {5, 0, 9})},
-      {"two-level, causal", make_shape(4, 3, 4, 1, 16, DType::fp64), TreeSpec::parse("2x7").build(4, 20, 6)},
-      {"depth 4, ragged", make_shape(8, 2, 2, 2, 32, DType::fp64), TreeSpec::parse("2x5/2x1-9").build(8, 12, 3)},
-  };
-  int failed = 0;
-  for (const Case& c : cases) {
-    const Problem problem = make_problem(c.shape, c.tree, 7);
-    const Results ref = run_backend(backend("reference"), problem);
-    const Results out = run_backend(toy, problem);
-    const Comparison cmp = compare(out, ref, tolerance_for(DType::fp64, logit_bound(problem)));
-    std::printf("%s %s: %s\n", toy.name().c_str(), c.name, cmp.pass ? "PASS" : "FAIL");
-    failed += cmp.pass ? 0 : 1;
-  }
-  std::printf("%zu backends in the installed registry; %d of %zu cases failed\n", list_backends().size(), failed, cases.size());
-  return failed == 0 ? 0 : 1;
+  // The installed harness: every case the repository's own backends are held to, in every dtype the
+  // toy takes (fp64), both storages.
+  const HarnessReport report = check_backend(toy);
+  for (const std::string& failure : report.failures) std::printf("FAIL %s\n", failure.c_str());
+  std::printf("%s: %d harness checks, %zu failed; %zu backends in the installed registry\n", toy.name().c_str(), report.checks,
+              report.failures.size(), list_backends().size());
+  // And one problem of its own against the installed reference, as a kernel test would.
+  const Problem problem = make_problem(make_shape(8, 2, 2, 2, 32, DType::fp64), TreeSpec::parse("2x5/2x1-9").build(8, 12, 3), 7);
+  const Comparison cmp = compare(run_backend(toy, problem), run_backend(backend("reference"), problem),
+                                 tolerance_for(DType::fp64, logit_bound(problem)));
+  std::printf("depth 4, ragged: %s\n", cmp.summary().c_str());
+  return report.ok() && cmp.pass ? 0 : 1;
 }

@@ -1,44 +1,18 @@
-#pragma once
-// The problems every backend is checked on: the cases DESIGN.md section 5 says must be covered
-// (GQA ratios 1, 4, 8 and MQA; D 64 and 128; ragged suffixes including 0; a prefix of 1 token;
-// q_len > 1 with the causal leaf; depth-3 trees with uneven fan-out; extreme logits; empty
-// segments; B = 1), kept small enough that the whole matrix runs in seconds.
-#include <cctype>
-#include <cstdint>
-#include <string>
+#include "hydragen/harness.hpp"
+
 #include <utility>
-#include <vector>
 
-#include "hydragen/shape.hpp"
-#include "hydragen/sharing_tree.hpp"
+#include "hydragen/backends.hpp"
 
-namespace hydragen::testing {
+namespace hydragen {
 
-struct Case {
-  std::string name;  // letters, digits and '_' only: it becomes part of a test name
-  int q_len, q_heads, kv_heads, head_dim;
-  SharingTree tree;
-  double q_scale = 1.0;  // 1e4: scores of about +-1e4
-  std::uint64_t seed = 0;
-
-  AttentionShape shape(DType dtype) const {
-    return make_shape(tree.num_seqs(), q_len, q_heads, kv_heads, head_dim, dtype);
-  }
-};
-
-// A backend spec or case label as a test-name part: every character but letters and digits becomes '_'.
-inline std::string identifier(std::string text) {
-  for (char& ch : text) {
-    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-  }
-  return text;
-}
+namespace {
 
 // Depth 4 with every fan-out from 1 to 64: a root of 33 tokens, its one child (17), that child's two
 // (5 and an empty one), 64 leaves under the first and 3 under the second, leaf lengths ragged from
 // q_len - 1 up; sequences listed in a scrambled order, not the tree's (sequence s owns leaf
 // (s * 37) % 67: 37 and 67 are coprime).
-inline SharingTree depth4_fanout_1_to_64(int q_len) {
+SharingTree depth4_fanout_1_to_64(int q_len) {
   std::vector<int> parents{-1, 0, 1, 1}, lengths{33, 17, 5, 0};
   std::vector<int> leaves;
   for (int i = 0; i < 67; ++i) {
@@ -49,10 +23,12 @@ inline SharingTree depth4_fanout_1_to_64(int q_len) {
   return SharingTree::from_parents(std::move(parents), std::move(lengths), std::move(leaves));
 }
 
-inline const std::vector<Case>& harness_cases() {
-  static const std::vector<Case> cases = [] {
+}  // namespace
+
+const std::vector<HarnessCase>& harness_cases() {
+  static const std::vector<HarnessCase> cases = [] {
     using T = SharingTree;
-    std::vector<Case> c = {
+    std::vector<HarnessCase> c = {
         // name                                   q_len Hq Hkv  D   tree
         {"mha_d64_ragged_suffixes", 1, 4, 4, 64, T::prefix_suffix(100, {5, 0, 17, 33})},
         {"gqa4_d128", 1, 8, 2, 128, T::prefix_suffix(64, {0, 1, 40})},
@@ -95,4 +71,36 @@ inline const std::vector<Case>& harness_cases() {
   return cases;
 }
 
-}  // namespace hydragen::testing
+
+HarnessCheck check_case(const AttentionBackend& b, const HarnessCase& c, DType dtype, Storage storage, const PlanOptions& options) {
+  HarnessCheck check;
+  check.shape = c.shape(dtype);
+  const Problem problem = make_problem(check.shape, c.tree, c.seed, c.q_scale);
+  check.reference = run_backend(backend("reference"), with_dtype(problem, DType::fp64));
+  check.out = run_backend(b, problem, storage, options);  // outputs poisoned with NaN first
+  check.comparison = compare(check.out, check.reference, tolerance_for(dtype, logit_bound(problem)));
+  return check;
+}
+
+HarnessReport check_backend(const AttentionBackend& b) {
+  HarnessReport report;
+  for (const PlanOptions& variant : b.variants()) {
+    for (const HarnessCase& c : harness_cases()) {
+      for (DType dtype : kHarnessDtypes) {
+        for (Storage storage : {Storage::shared, Storage::redundant}) {
+          if (!b.supports(c.shape(dtype), c.planned_tree(storage)).ok) continue;
+          ++report.checks;
+          const HarnessCheck check = check_case(b, c, dtype, storage, variant);
+          if (!check.comparison.pass) {
+            report.failures.push_back(BackendChoice{b.name(), storage, false, variant}.label() + " " + c.name + " " +
+                                      std::string(dtype_name(dtype)) + " " + std::string(storage_name(storage)) + ": " +
+                                      check.comparison.summary());
+          }
+        }
+      }
+    }
+  }
+  return report;
+}
+
+}  // namespace hydragen
