@@ -79,15 +79,14 @@ __device__ __forceinline__ void prefetch_item_tables(const SegmentAttentionParam
   }
 }
 
-// The threads of one worker wait for each other: the block, a warp, or a named barrier.
+// The threads of one worker wait for each other: the block's, or the warp's.
 template <int THREADS>
-__device__ __forceinline__ void worker_sync(int worker_in_block) {
+__device__ __forceinline__ void worker_sync() {
+  static_assert(THREADS == kMmaThreads || THREADS == 32, "a worker is the block or one of its warps");
   if constexpr (THREADS == kMmaThreads) {
     __syncthreads();
-  } else if constexpr (THREADS == 32) {
-    __syncwarp();
   } else {
-    named_sync(1 + worker_in_block, THREADS);
+    __syncwarp();
   }
 }
 
@@ -272,7 +271,7 @@ __global__ void __launch_bounds__(kMmaThreads, kMmaBlocksPerSm) segment_attentio
   __shared__ ItemSegments<T> group_segs[GROUPS][2];
   WorkItem* const items = group_items[group];
   ItemSegments<T>* const segs = group_segs[group];
-  auto sync = [&] { worker_sync<THREADS>(group); };
+  auto sync = [] { worker_sync<THREADS>(); };
 
   const int warp = thread / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;
