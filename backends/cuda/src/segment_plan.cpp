@@ -137,7 +137,7 @@ class SegmentPlan final : public CudaPlan {
     const bool wide = wide_.size() > 0;
     if ((wide && narrow_.size() > 0) || gemm_ != nullptr || !device_.dependent_launch) return false;
     const ItemKernel kernel = wide ? wide_kernel_ : narrow_kernel_;
-    const int blocks = ((wide ? wide_workers_ : narrow_workers_) + items_per_block(kernel) - 1) / items_per_block(kernel);
+    const int blocks = launch_blocks(wide ? wide_workers_ : narrow_workers_, kernel);
     return blocks > 0 && 2 * blocks <= resident_blocks(kernel, device_);
   }
 

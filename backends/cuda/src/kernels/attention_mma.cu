@@ -1,4 +1,4 @@
-// The mma.sync segment-attention kernels: wide (4 row warps) and narrow (4 token warps) blocks.
+// The mma.sync segment-attention kernels: wide (4 row warps), narrow (4 token warps) and warp (a warp per item) blocks.
 #include "dispatch.cuh"
 #include "launch.hpp"
 #include "segment_attention_mma.cuh"
@@ -8,10 +8,10 @@ namespace hydragen::cuda::detail {
 namespace {
 
 template <typename T, int D, int ROW_WARPS, int TOKEN_WARPS, int GROUPS>
-void launch_block(const SegmentAttentionParams& params, int workers, cudaStream_t stream) {
+void launch_block(const SegmentAttentionParams& params, int blocks, cudaStream_t stream) {
   constexpr int smem = MmaBlockTile<D, ROW_WARPS, GROUPS>::kSmemBytes;
   allow_smem<segment_attention_mma<T, D, ROW_WARPS, TOKEN_WARPS, GROUPS>>(smem);
-  segment_attention_mma<T, D, ROW_WARPS, TOKEN_WARPS, GROUPS><<<(workers + GROUPS - 1) / GROUPS, kMmaThreads, smem, stream>>>(params);
+  segment_attention_mma<T, D, ROW_WARPS, TOKEN_WARPS, GROUPS><<<blocks, kMmaThreads, smem, stream>>>(params);
 }
 
 }  // namespace
@@ -21,10 +21,11 @@ void launch_mma(const SegmentAttentionParams& params, int workers, ItemKernel ke
   dispatch_16bit(dtype, head_dim, "segment attention: the mma.sync kernels take 16-bit storage", [&](auto element, auto dim) {
     using T = decltype(element);
     constexpr int D = decltype(dim)::value;
+    const int blocks = launch_blocks(workers, kernel);
     switch (kernel) {
-      case ItemKernel::wide: launch_block<T, D, 4, 1, 1>(params, workers, stream); break;
-      case ItemKernel::narrow: launch_block<T, D, 1, 4, 1>(params, workers, stream); break;
-      case ItemKernel::warps: launch_block<T, D, 1, 1, kItemWarps>(params, workers, stream); break;
+      case ItemKernel::wide: launch_block<T, D, 4, 1, 1>(params, blocks, stream); break;
+      case ItemKernel::narrow: launch_block<T, D, 1, 4, 1>(params, blocks, stream); break;
+      case ItemKernel::warps: launch_block<T, D, 1, 1, kItemWarps>(params, blocks, stream); break;
       default: throw std::logic_error("segment attention: not an mma.sync block shape");
     }
     check_launch("segment_attention_mma");

@@ -95,7 +95,12 @@ constexpr int max_rows(ItemKernel kernel) {
 
 constexpr int blocks_per_sm(ItemKernel kernel) { return kernel == ItemKernel::wgmma ? 1 : kMmaBlocksPerSm; }
 
-// Items a block runs at once: its workers (ItemCursor in segment_attention_mma.cuh).
+// Items a block runs at once: its workers (worker_items in segment_attention_mma.cuh).
 constexpr int items_per_block(ItemKernel kernel) { return kernel == ItemKernel::warps ? kItemWarps : 1; }
+
+// The blocks a launch of `workers` workers takes.
+constexpr int launch_blocks(int workers, ItemKernel kernel) {
+  return (workers + items_per_block(kernel) - 1) / items_per_block(kernel);
+}
 
 }  // namespace hydragen::cuda
