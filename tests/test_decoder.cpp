@@ -80,33 +80,39 @@ TEST(Decoder, EveryModeGeneratesTheSameGreedyTokensFor64Steps) {
   EXPECT_NE(std::vector<int>(want.begin(), want.begin() + 1), std::vector<int>(want.begin() + 1, want.begin() + 2));
 }
 
-// fp32 against fp64 through two layers: the logits agree to about 1e-5 of their scale.
+// fp32 against fp64 through two layers: the logits agree to about 1e-5 of their scale. From the
+// questions' step's tokens `generated` [B], six steps of one token (past a bucket boundary of 4): at
+// each, every sequence's logits are the fp64 forward pass's of `sequence(s, generated, step)` (its
+// whole token list) and the token it generated is that pass's argmax. Returns the tokens [7, B].
+template <typename Sequence>
+std::vector<int> expect_steps_match_the_fp64_forward_pass(Decoder& d, const Forward64& reference, int vocab, int batch,
+                                                          std::vector<int> generated, const Sequence& sequence) {
+  for (int step = 0; step < 6; ++step) {
+    const std::vector<float> logits = d.last_logits();
+    for (int s = 0; s < batch; ++s) {
+      const Eigen::RowVectorXd last = reference.logits(sequence(s, generated, step)).bottomRows(1);
+      double worst = 0;
+      for (int v = 0; v < vocab; ++v) worst = std::max(worst, std::abs(logits[static_cast<std::size_t>(s * vocab + v)] - last[v]));
+      EXPECT_LT(worst, 1e-4 * last.cwiseAbs().maxCoeff()) << "sequence " << s << ", step " << step;
+      int argmax = 0;
+      last.maxCoeff(&argmax);
+      EXPECT_EQ(generated[static_cast<std::size_t>(step * batch + s)], argmax) << "sequence " << s << ", step " << step;
+    }
+    const std::vector<int> next(generated.end() - batch, generated.end());
+    const std::vector<int> more = d.step(next, 1);
+    generated.insert(generated.end(), more.begin(), more.end());
+  }
+  return generated;
+}
+
 void expect_logits_match_the_fp64_forward_pass(const Batch& setup) {
   const Forward64 reference(setup.model, *setup.weights);
   for (Mode mode : {Mode::hydragen, Mode::paged, Mode::flash}) {
     SCOPED_TRACE(std::string(mode_name(mode)));
     Decoder d(*setup.runtime, shard(setup.model, 1), *setup.weights, setup.options(mode, 4));
     d.prefill(setup.prompt);
-    std::vector<int> generated = d.step(setup.questions, kQuestion);
-    for (int step = 0; step < 6; ++step) {  // past a bucket boundary (4 tokens)
-      const std::vector<float> logits = d.last_logits();
-      for (int s = 0; s < kBatch; ++s) {
-        const Eigen::MatrixXd ref = reference.logits(setup.sequence(s, generated, step));
-        const Eigen::RowVectorXd last = ref.bottomRows(1);
-        const double scale = last.cwiseAbs().maxCoeff();
-        double worst = 0;
-        for (int v = 0; v < setup.model.vocab; ++v) {
-          worst = std::max(worst, std::abs(logits[static_cast<std::size_t>(s * setup.model.vocab + v)] - last[v]));
-        }
-        EXPECT_LT(worst, 1e-4 * scale) << "sequence " << s << ", step " << step;
-        int argmax = 0;
-        last.maxCoeff(&argmax);
-        EXPECT_EQ(generated[static_cast<std::size_t>(step * kBatch + s)], argmax) << "sequence " << s << ", step " << step;
-      }
-      const std::vector<int> next(generated.end() - kBatch, generated.end());
-      const std::vector<int> more = d.step(next, 1);
-      generated.insert(generated.end(), more.begin(), more.end());
-    }
+    expect_steps_match_the_fp64_forward_pass(d, reference, setup.model.vocab, kBatch, d.step(setup.questions, kQuestion),
+                                             [&](int s, const std::vector<int>& g, int step) { return setup.sequence(s, g, step); });
   }
 }
 
@@ -220,21 +226,8 @@ void expect_groups_decode_as_the_whole_sequence(const std::vector<int>& group_le
       last.maxCoeff(&argmax);
       EXPECT_EQ(after_groups[g], argmax) << "group " << g;
     }
-    std::vector<int> generated = d.step(questions, kQuestion);
-    for (int step = 0; step < 6; ++step) {  // past a bucket boundary (4 tokens)
-      const std::vector<float> logits = d.last_logits();
-      for (int s = 0; s < batch; ++s) {
-        const Eigen::RowVectorXd last = reference.logits(sequence(s, generated, step)).bottomRows(1);
-        double worst = 0;
-        for (int v = 0; v < setup.model.vocab; ++v) {
-          worst = std::max(worst, std::abs(logits[static_cast<std::size_t>(s * setup.model.vocab + v)] - last[v]));
-        }
-        EXPECT_LT(worst, 1e-4 * last.cwiseAbs().maxCoeff()) << "sequence " << s << ", step " << step;
-      }
-      const std::vector<int> next(generated.end() - batch, generated.end());
-      const std::vector<int> more = d.step(next, 1);
-      generated.insert(generated.end(), more.begin(), more.end());
-    }
+    const std::vector<int> generated =
+        expect_steps_match_the_fp64_forward_pass(d, reference, setup.model.vocab, batch, d.step(questions, kQuestion), sequence);
     // The same tokens again through generate()'s captured steps after a reset.
     d.reset();
     const std::vector<int> first = d.step(questions, kQuestion);

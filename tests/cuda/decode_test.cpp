@@ -48,6 +48,11 @@ class DecodeOnGpu : public DeviceTest {
     return o;
   }
 
+  // The questions' step, then three more: each sequence's logits against the fp64 forward pass of its
+  // token list (`sequences`: what precedes its question, which grows by the question and the tokens
+  // generated), up to bf16 noise. Returns the largest gap.
+  double expect_first_steps_match(Decoder& d, const Forward64& reference, std::vector<std::vector<int>> sequences) const;
+
   ModelConfig model_ = tiny_model();
   std::unique_ptr<WeightSource> weights_ = random_weights(9);
   std::unique_ptr<Runtime> runtime_;
@@ -69,6 +74,28 @@ double relative_gap(const std::vector<float>& a, const std::vector<double>& b) {
 // 3%). A token whose fp64 logit is within kNoise of the best is a choice bf16 cannot make reliably;
 // a wrong attention misses by tens of percent.
 constexpr double kNoise = 0.03;
+
+double DecodeOnGpu::expect_first_steps_match(Decoder& d, const Forward64& reference, std::vector<std::vector<int>> sequences) const {
+  for (int s = 0; s < kBatch; ++s) {
+    sequences[s].insert(sequences[s].end(), questions_.begin() + s * kQuestion, questions_.begin() + (s + 1) * kQuestion);
+  }
+  std::vector<int> next = d.step(questions_, kQuestion);
+  double worst = 0;
+  for (int step = 0; step < 3; ++step) {
+    const std::vector<float> logits = d.last_logits();
+    for (int s = 0; s < kBatch; ++s) {
+      const Eigen::RowVectorXd ref = reference.logits(sequences[s]).bottomRows(1);
+      const std::vector<double> want(ref.data(), ref.data() + ref.size());
+      const std::vector<float> got(logits.begin() + s * model_.vocab, logits.begin() + (s + 1) * model_.vocab);
+      const double gap = relative_gap(got, want);
+      worst = std::max(worst, gap);
+      EXPECT_LT(gap, kNoise) << "sequence " << s << ", step " << step;
+      sequences[s].push_back(next[s]);
+    }
+    next = d.step(next, 1);
+  }
+  return worst;
+}
 
 // Every step's greedy token, in every mode, is the fp64 forward pass's choice up to bf16 noise; the
 // modes generate the same tokens until a step whose two candidates the fp64 logits cannot tell
@@ -122,25 +149,7 @@ TEST_F(DecodeOnGpu, LogitsOfTheFirstStepsMatchTheFp64ForwardPass) {
     SCOPED_TRACE(std::string(mode_name(mode)));
     Decoder d(*runtime_, shard(model_, 1), *weights_, options(mode));
     d.prefill(prompt_);
-    double worst = 0;
-    std::vector<int> next = d.step(questions_, kQuestion);
-    std::vector<std::vector<int>> sequences(kBatch, prompt_);
-    for (int s = 0; s < kBatch; ++s) {
-      sequences[s].insert(sequences[s].end(), questions_.begin() + s * kQuestion, questions_.begin() + (s + 1) * kQuestion);
-    }
-    for (int step = 0; step < 3; ++step) {
-      const std::vector<float> logits = d.last_logits();
-      for (int s = 0; s < kBatch; ++s) {
-        const Eigen::RowVectorXd ref = reference.logits(sequences[s]).bottomRows(1);
-        const std::vector<double> want(ref.data(), ref.data() + ref.size());
-        const std::vector<float> got(logits.begin() + s * model_.vocab, logits.begin() + (s + 1) * model_.vocab);
-        const double gap = relative_gap(got, want);
-        worst = std::max(worst, gap);
-        EXPECT_LT(gap, kNoise) << "sequence " << s << ", step " << step;
-        sequences[s].push_back(next[s]);
-      }
-      next = d.step(next, 1);
-    }
+    const double worst = expect_first_steps_match(d, reference, std::vector<std::vector<int>>(kBatch, prompt_));
     std::printf("[ logits  ] %s: largest gap to the fp64 logits %.4f of their scale\n", std::string(mode_name(mode)).c_str(), worst);
   }
 }
@@ -170,23 +179,8 @@ TEST_F(DecodeOnGpu, GroupsBelowThePromptMatchTheFp64ForwardPass) {
     std::vector<std::vector<int>> sequences(kBatch, prompt_);
     for (int s = 0; s < kBatch; ++s) {
       if (seq_group[s] >= 0) sequences[s].insert(sequences[s].end(), groups[seq_group[s]].begin(), groups[seq_group[s]].end());
-      sequences[s].insert(sequences[s].end(), questions_.begin() + s * kQuestion, questions_.begin() + (s + 1) * kQuestion);
     }
-    std::vector<int> next = d.step(questions_, kQuestion);
-    double worst = 0;
-    for (int step = 0; step < 3; ++step) {
-      const std::vector<float> logits = d.last_logits();
-      for (int s = 0; s < kBatch; ++s) {
-        const Eigen::RowVectorXd ref = reference.logits(sequences[s]).bottomRows(1);
-        const std::vector<double> want(ref.data(), ref.data() + ref.size());
-        const std::vector<float> got(logits.begin() + s * model_.vocab, logits.begin() + (s + 1) * model_.vocab);
-        const double gap = relative_gap(got, want);
-        worst = std::max(worst, gap);
-        EXPECT_LT(gap, kNoise) << "sequence " << s << ", step " << step;
-        sequences[s].push_back(next[s]);
-      }
-      next = d.step(next, 1);
-    }
+    const double worst = expect_first_steps_match(d, reference, sequences);
     std::printf("[ logits  ] %s%s: largest gap to the fp64 logits %.4f of their scale\n", std::string(mode_name(mode)).c_str(),
                 copied ? " (groups copied)" : " (groups shared)", worst);
   }
