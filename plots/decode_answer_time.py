@@ -106,8 +106,7 @@ def main():
     ax.set_title("\n".join(summary), fontsize=8)
     question = f"{setting['question_len']}-token questions, " if setting["question_len"] else ""
     common.save(fig, args.out,
-                f"{setting['model']} ({setting['layers']} layers), "
-                f"{decode.shard_text(setting['tp'], setting['gpus'])}, {setting['device']}\n"
+                f"{decode.title_head(setting)}\n"
                 f"P = {prefix}-token document, {question}{setting['gen_tokens']} answer tokens each: "
                 "time to answer B questions")
 

@@ -82,15 +82,13 @@ def main():
     fig, ax = common.plt.subplots(layout="constrained", figsize=(7.5, 5.2))
     handles, labels = [], []
     values = []
-    for label, copied, color in FORMS:
+    for row, (label, copied, color) in enumerate(FORMS):
         points = times.get(copied, {})
         ok = sorted((n, s) for n, (s, _) in points.items() if s is not None)
         if ok:
             ax.plot(*zip(*ok), color=color, marker="o", lw=2.2)
             values += [s for _, s in ok]
-        for n, (s, status) in points.items():
-            if s is None:
-                ax.plot([n], [0], marker="x", color=color, ms=9, mew=2, transform=ax.get_xaxis_transform(), clip_on=False)
+        decode.mark_oom(ax, [n for n, (s, _) in points.items() if s is None], color, row)
         handles.append(Line2D([], [], color=color, marker="o", lw=2.2))
         labels.append(label)
     if not values:
@@ -101,14 +99,13 @@ def main():
     ax.set_xlabel("problems per batch N (each with its samples)")
     ax.set_ylabel(f"time for {args.problems} problems (s)")
     ax.grid(alpha=0.3)
-    handles.append(Line2D([], [], color="gray", marker="x", ls="", ms=9, mew=2))
+    handles.append(common.oom_handle())
     labels.append("does not fit in memory (not run), in the form's color")
     common.legend_below(fig, handles, labels, ncol=2)
     ax.set_title(summary(times), fontsize=8, wrap=True)
     samples = sorted({r["B"] // problems_per_batch(r["groups"]) for r in rows if r.get("groups")})
     common.save(fig, args.out,
-                f"{setting['model']} ({setting['layers']} layers), {decode.shard_text(setting['tp'], setting['gpus'])}, "
-                f"{setting['device']}\n{args.problems} problems x {', '.join(map(str, samples))} samples, P = {prefix}-token "
+                f"{decode.title_head(setting)}\n{args.problems} problems x {', '.join(map(str, samples))} samples, P = {prefix}-token "
                 f"prompt, {setting['gen_tokens']} tokens each: two-level against single-level Hydragen")
 
 

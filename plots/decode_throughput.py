@@ -175,6 +175,11 @@ def shard_text(tp, gpus):
     return f"TP {tp} ({'one shard' if gpus == 1 else f'{gpus} shards'} on {gpus} GPU{'s' if gpus > 1 else ''})"
 
 
+def title_head(setting):
+    """A decode figure's first title line: 'codellama-13b (40 layers), TP 8 (one shard on 1 GPU), DEVICE'."""
+    return f"{setting['model']} ({setting['layers']} layers), {shard_text(setting['tp'], setting['gpus'])}, {setting['device']}"
+
+
 def note_errors(script, rows):
     """Rows that failed otherwise than out of memory are left out of the figure and named on stderr."""
     failed = [r for r in rows if r["status"] == "error"]
@@ -385,8 +390,7 @@ def main():
     common.legend_below(fig, handles, labels, ncol=2)
     question = f", {setting['question_len']}-token question each" if setting["question_len"] else ""
     common.save(fig, args.out,
-                f"{setting['model']} ({setting['layers']} layers), {shard_text(setting['tp'], setting['gpus'])}, "
-                f"{setting['device']}\n{other} = {fixed}{question}, {setting['gen_tokens']} generated tokens per "
+                f"{title_head(setting)}\n{other} = {fixed}{question}, {setting['gen_tokens']} generated tokens per "
                 f"sequence: decode throughput by {'batch size' if x == 'B' else 'prefix length'}")
 
 
