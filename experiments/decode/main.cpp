@@ -20,7 +20,6 @@
 #include "decode/host_runtime.hpp"
 #include "decode/measure.hpp"
 #include "decode/prompts.hpp"
-#include "hydragen/tree_spec.hpp"
 #include "flags/flag_checks.hpp"
 #include "hydragen/cpu/peaks.hpp"
 #ifdef HYDRAGEN_WITH_CUDA
@@ -88,9 +87,7 @@ std::vector<DecodePoint> points_from(const Flags& f, const CLI::App& app) {
     if (f.layers > 0) p.layers = f.layers;
     if (!p.groups.empty()) {  // checked here so that a bad value stops the run before any point
       try {
-        const TreeSpec spec = TreeSpec::parse(p.groups);
-        if (spec.levels.size() != 1) throw std::invalid_argument("one level of groups, like 8x300-800");
-        spec.build(p.batch, p.prompt_len, 1);  // the batch must divide into the groups
+        decode_groups(p).build(p.batch, p.prompt_len, 1);  // one level, and a batch that divides into it
         if (p.mode == Mode::flash) throw std::invalid_argument("mode flash keeps whole paths: it takes no groups");
       } catch (const std::invalid_argument& e) {
         fail("--groups", e.what());
@@ -146,7 +143,8 @@ int answer(const Flags& f, const CLI::App& app) {
   options.bucket = f.bucket;
   std::unique_ptr<WeightSource> weights =
       f.weights.empty() ? random_weights(f.seed) : checkpoint_weights(f.weights, sh.model);
-  const auto answers = answer_prompts(*runtime, sh, *weights, options, prompts, f.gen_tokens);
+  const PromptSharing sharing = share_prompts(prompts, sh, runtime->dtype(), options.mode);
+  const auto answers = answer_prompts(*runtime, sh, *weights, options, sharing, f.gen_tokens);
   std::ofstream file;
   if (!f.tokens_out.empty()) {
     file.open(f.tokens_out);
@@ -157,7 +155,6 @@ int answer(const Flags& f, const CLI::App& app) {
     for (std::size_t i = 0; i < a.size(); ++i) out << (i == 0 ? "" : " ") << a[i];
     out << "\n";
   }
-  const PromptSharing sharing = share_prompts(prompts, sh, runtime->dtype(), options.mode);
   std::cerr << "hydragen-decode: " << answers.size() << " sequences sharing a " << sharing.prompt.size() << "-token prompt"
             << (sharing.groups.empty() ? "" : " and " + std::to_string(sharing.groups.size()) +
                                                    (sharing.groups.size() == 1 ? " group" : " groups") + " below it")

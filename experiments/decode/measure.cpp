@@ -32,15 +32,14 @@ std::string csv_field(const std::string& text) {
   return quoted + "\"";
 }
 
-// The point's groups: one level of tree_spec.hpp's text (none when empty).
-TreeSpec groups_of(const DecodePoint& point) {
+}  // namespace
+
+TreeSpec decode_groups(const DecodePoint& point) {
   if (point.groups.empty()) return {};
   TreeSpec spec = TreeSpec::parse(point.groups);
   if (spec.levels.size() != 1) throw std::invalid_argument("groups '" + point.groups + "': one level of groups, like 8x300-800");
   return spec;
 }
-
-}  // namespace
 
 std::string decode_csv_header() {
   return "device,commit,model,layers,tp,gpus,mode,backend,B,P,question_len,groups,gen_tokens,tokens_per_s,step_ms,"
@@ -65,7 +64,7 @@ double attention_floor_ms(const ModelShard& shard, const DecodePoint& point, DTy
   // The middle step of the decode: suffixes of question + half the answer.
   const int suffix = point.question_len + point.gen_tokens / 2;
   const AttentionShape shape = make_shape(point.batch, 1, shard.q_heads, shard.kv_heads, shard.model.head_dim, dtype);
-  const CostEstimate cost = estimate_cost(shape, groups_of(point).build(point.batch, point.prompt_len, suffix));
+  const CostEstimate cost = estimate_cost(shape, decode_groups(point).build(point.batch, point.prompt_len, suffix));
   return shard.model.layers * roofline_seconds(cost.flops, cost.floor_bytes, peaks) * 1e3;
 }
 
@@ -83,7 +82,7 @@ DecodeRow measure_point(Runtime& runtime, const DecodePoint& point, const Measur
     options.suffix_capacity = point.question_len + point.gen_tokens;
     options.max_q_len = std::max(1, point.question_len);
     options.bucket = config.bucket;
-    const TreeSpec groups = groups_of(point);
+    const TreeSpec groups = decode_groups(point);
     for (int g = 0; !groups.levels.empty() && g < groups.levels[0].groups; ++g) {
       options.group_lens.push_back(groups.levels[0].length_of(g));
     }

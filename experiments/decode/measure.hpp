@@ -11,6 +11,7 @@
 #include "decode/runtime.hpp"
 #include "decode/weights.hpp"
 #include "hydragen/cost_model.hpp"
+#include "hydragen/tree_spec.hpp"
 
 namespace hydragen::decode {
 
@@ -48,6 +49,10 @@ DecodeRow measure_point(Runtime& runtime, const DecodePoint& point, const Measur
 // one row (fields with commas or quotes quoted). `gpus` is 1: one process runs one shard.
 std::string decode_csv_header();
 std::string decode_csv_row(const std::string& device, const std::string& commit, const DecodeRow& row);
+
+// The point's groups below the prompt: one level of tree_spec.hpp's text, none when empty. Throws
+// std::invalid_argument for text that is not one level.
+TreeSpec decode_groups(const DecodePoint& point);
 
 // The attention floor of one decode step (all layers), from the cost model and the peaks.
 double attention_floor_ms(const ModelShard& shard, const DecodePoint& point, DType dtype, const Peaks& peaks);

@@ -70,9 +70,14 @@ PromptSharing share_prompts(const std::vector<std::vector<int>>& prompts, const 
 std::vector<std::vector<int>> answer_prompts(Runtime& runtime, const ModelShard& shard, const WeightSource& weights,
                                              DecoderOptions options, const std::vector<std::vector<int>>& prompts,
                                              int gen_tokens) {
+  return answer_prompts(runtime, shard, weights, options, share_prompts(prompts, shard, runtime.dtype(), options.mode),
+                        gen_tokens);
+}
+
+std::vector<std::vector<int>> answer_prompts(Runtime& runtime, const ModelShard& shard, const WeightSource& weights,
+                                             DecoderOptions options, const PromptSharing& sharing, int gen_tokens) {
   if (gen_tokens < 1) throw std::invalid_argument("--gen-tokens must be at least 1");
-  const int batch = static_cast<int>(prompts.size());
-  const PromptSharing sharing = share_prompts(prompts, shard, runtime.dtype(), options.mode);
+  const int batch = static_cast<int>(sharing.rests.size());
   if (sharing.prompt.empty()) throw std::invalid_argument("the prompts share no first token: there is no prefix to share");
   int longest = 0;  // the longest rest after the prompt and the group
   for (const auto& rest : sharing.rests) longest = std::max(longest, static_cast<int>(rest.size()));

@@ -40,5 +40,8 @@ PromptSharing share_prompts(const std::vector<std::vector<int>>& prompts, const 
 std::vector<std::vector<int>> answer_prompts(Runtime& runtime, const ModelShard& shard, const WeightSource& weights,
                                              DecoderOptions options, const std::vector<std::vector<int>>& prompts,
                                              int gen_tokens);
+// The same from the prompts' layout, share_prompts' for the same shard, dtype and mode.
+std::vector<std::vector<int>> answer_prompts(Runtime& runtime, const ModelShard& shard, const WeightSource& weights,
+                                             DecoderOptions options, const PromptSharing& sharing, int gen_tokens);
 
 }  // namespace hydragen::decode
