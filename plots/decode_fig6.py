@@ -1,15 +1,17 @@
 #!/usr/bin/env python3
-"""Time to run a dataset of problems with two-level against single-level sharing: the Hydragen paper's Figure 6.
+"""Time to run a dataset of problems with two-level, single-level and flat attention: the Hydragen paper's Figure 6.
 
     build/experiments/hydragen-decode --preset fig6 --csv out/fig6.csv
     python3 plots/decode_fig6.py out/fig6.csv --out out/fig6.png
 
 Reads hydragen-decode rows with `groups` (Nx300-800: N problems per batch, each problem's description shared
-by its samples; copy:Nx300-800: the descriptions copied into every sample, the prompt alone shared). A batch
-of N problems costs its descriptions' prefill (groups_prefill_ms) and the decode (answer_ms), so the dataset
-of --problems problems takes ceil(problems / N) batches of that. Above the axes: single-level over
-two-level at each N, and each form at its fastest N (the paper's larger batch that sharing's memory saving
-allows, where a form's larger batches do not fit: x).
+by its samples; copy:Nx300-800: the descriptions copied into every sample, the prompt alone shared): mode
+hydragen over either (two-level and single-level Hydragen), and mode paged over the shared groups (flat
+attention reading two-level's pages once per sample; the paper's figure has no such line). A batch of N
+problems costs its descriptions' prefill (groups_prefill_ms) and the decode (answer_ms), so the dataset of
+--problems problems takes ceil(problems / N) batches of that. Above the axes: each form over two-level at
+each N, and each form at its fastest N (the paper's larger batch that sharing's memory saving allows, where
+a form's larger batches do not fit: x).
 """
 import math
 
@@ -18,9 +20,11 @@ from matplotlib.lines import Line2D
 import common
 import decode_throughput as decode
 
-FORMS = (("two-level: descriptions shared", False, common.COLORS["cuda-hydragen:shared"]),
-         ("single-level: descriptions copied", True, common.COLORS["cuda-flash:shared"]))
-
+# (mode, descriptions copied) -> label and color, in drawing order; two-level is what the others are divided by.
+TWO_LEVEL = ("hydragen", False)
+FORMS = {TWO_LEVEL: ("two-level: descriptions shared", common.COLORS["cuda-hydragen:shared"]),
+         ("hydragen", True): ("single-level: descriptions copied", common.COLORS["cuda-flash:shared"]),
+         ("paged", False): ("flat (paged): no split, pages shared", common.COLORS["cpu-flat:shared"])}
 
 def problems_per_batch(groups):
     """N of 'Nx...' or 'copy:Nx...'."""
@@ -32,37 +36,47 @@ def problems_per_batch(groups):
 
 
 def dataset_seconds(rows, problems):
-    """{copied: {N: (seconds or None, status)}} for the rows with groups."""
+    """{(mode, copied): {N: (seconds or None, status)}} for the rows with groups."""
     out = {}
     for r in rows:
         if not r.get("groups"):
             continue
+        form = (r["mode"], r["groups"].startswith("copy:"))
+        if form not in FORMS:
+            raise common.InputError(f"row with mode {r['mode']} and groups {r['groups']}: expected mode hydragen "
+                                    "(groups shared or copy:) or paged (groups shared)")
         n = problems_per_batch(r["groups"])
         seconds = None
         if r["status"] == "ok":
             seconds = math.ceil(problems / n) * (float(r["groups_prefill_ms"]) + r["answer_ms"]) / 1e3
-        out.setdefault(r["groups"].startswith("copy:"), {})[n] = (seconds, r["status"])
+        out.setdefault(form, {})[n] = (seconds, r["status"])
     if not out:
         raise common.InputError("no rows with groups (hydragen-decode --groups or --preset fig6)")
     return out
 
 
+def short(form):
+    return FORMS[form][0].split(":")[0]
+
+
 def summary(times):
-    """'single / two-level at N=1: 1.2x, ...; fastest: two-level 12.3 s at N=16, single-level 20.1 s at N=8'."""
-    shared, copied = times.get(False, {}), times.get(True, {})
-    ratios = [f"{n}: {copied[n][0] / shared[n][0]:.2f}x" for n in sorted(shared)
-              if n in copied and shared[n][0] and copied[n][0]]
-    parts = ["single-level / two-level time at N = " + (", ".join(ratios) if ratios else "n/a")]
+    """One line per form over two-level ('single-level / two-level time at N = 1: 1.46x, ...'), then each form's fastest N."""
+    base = times.get(TWO_LEVEL, {})
+    parts = []
+    for form, points in times.items():
+        ratios = [f"{n}: {points[n][0] / base[n][0]:.2f}x" for n in sorted(points)
+                  if form != TWO_LEVEL and n in base and base[n][0] and points[n][0]]
+        if ratios:
+            parts.append(f"{short(form)} / two-level time at N = " + ", ".join(ratios))
     best = []
-    for label, copied_form, _ in FORMS:
-        ok = [(s, n) for n, (s, _) in times.get(copied_form, {}).items() if s is not None]
+    for form in FORMS:
+        ok = [(s, n) for n, (s, _) in times.get(form, {}).items() if s is not None]
         if ok:
             s, n = min(ok)
-            best.append(f"{label.split(':')[0]} {s:.3g} s at N = {n}")
+            best.append(f"{short(form)} {s:.3g} s at N = {n}")
     if best:
         parts.append("fastest: " + ", ".join(best))
-    return "; ".join(parts)
-
+    return "\n".join(parts)
 
 def main():
     parser = decode.arguments(__doc__.splitlines()[0])
@@ -82,8 +96,10 @@ def main():
     fig, ax = common.plt.subplots(layout="constrained", figsize=(7.5, 5.2))
     handles, labels = [], []
     values = []
-    for row, (label, copied, color) in enumerate(FORMS):
-        points = times.get(copied, {})
+    for row, (form, (label, color)) in enumerate(FORMS.items()):
+        if form not in times:
+            continue
+        points = times[form]
         ok = sorted((n, s) for n, (s, _) in points.items() if s is not None)
         if ok:
             ax.plot(*zip(*ok), color=color, marker="o", lw=2.2)
@@ -102,11 +118,11 @@ def main():
     handles.append(common.oom_handle())
     labels.append("does not fit in memory (not run), in the form's color")
     common.legend_below(fig, handles, labels, ncol=2)
-    ax.set_title(summary(times), fontsize=8, wrap=True)
+    ax.set_title(summary(times), fontsize=8)
     samples = sorted({r["B"] // problems_per_batch(r["groups"]) for r in rows if r.get("groups")})
     common.save(fig, args.out,
                 f"{decode.title_head(setting)}\n{args.problems} problems x {', '.join(map(str, samples))} samples, P = {prefix}-token "
-                f"prompt, {setting['gen_tokens']} tokens each: two-level against single-level Hydragen")
+                f"prompt, {setting['gen_tokens']} tokens each: two-level, single-level and flat")
 
 
 if __name__ == "__main__":

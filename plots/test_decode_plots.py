@@ -140,6 +140,10 @@ class Scripts(unittest.TestCase):
         self.assert_png("decode_fig6.py", "--problems", "7", files=(FIG6,))
         self.assertIn("no groups columns", self.assert_bad_input("decode_fig6.py", DECODE))
         self.assertIn("at least one problem", self.assert_bad_input("decode_fig6.py", FIG6, "--problems", "0"))
+        paged_copies = os.path.join(self.dir.name, "paged-copies.csv")
+        with open(FIG6) as src, open(paged_copies, "w") as dst:
+            dst.write(src.read().replace(",paged,cuda-flash,128,2400,0,1x", ",paged,cuda-flash,128,2400,0,copy:1x"))
+        self.assertIn("mode paged and groups copy:1x300-800", self.assert_bad_input("decode_fig6.py", paged_copies))
 
     def test_paper_overlay(self):
         self.assert_png("decode_throughput.py", *FIG3A, "--paper", self.paper)

@@ -66,16 +66,24 @@ TEST(Presets, TablesCoverAppendixC1sBatchesAndPrefixesAndFig5ItsDocument) {
   EXPECT_THAT([] { preset_points("fig9"); }, ThrowsMessage<std::invalid_argument>(HasSubstr("known: fig3a, fig3b")));
 }
 
-TEST(Presets, Fig6IsProblemsOf128SamplesWithDescriptionsSharedOrCopied) {
+TEST(Presets, Fig6IsProblemsOf128SamplesWithDescriptionsSharedCopiedOrReadFlat) {
   const std::vector<DecodePoint> points = preset_points("fig6");
-  ASSERT_EQ(points.size(), 10u);  // 1 to 16 problems, two-level and single-level
+  ASSERT_EQ(points.size(), 15u);  // 1 to 16 problems: two-level, single-level and flat over two-level's pages
+  int paged = 0;
   for (const DecodePoint& p : points) {
+    if (p.mode == Mode::paged) {
+      ++paged;
+      EXPECT_EQ(p.groups.rfind("copy:", 0), std::string::npos) << "paged reads the shared groups' pages";
+    } else {
+      EXPECT_EQ(p.mode, Mode::hydragen);
+    }
     EXPECT_EQ(p.model, "codellama-7b");
     EXPECT_EQ(p.prompt_len, 2400);
     EXPECT_EQ(p.gen_tokens, 512);
     const std::string levels = std::to_string(p.batch / 128) + "x300-800";
     EXPECT_TRUE(p.groups == levels || p.groups == "copy:" + levels) << p.groups;
   }
+  EXPECT_EQ(paged, 5);
 }
 
 TEST(MeasurePoint, GroupsArePrefilledOnceAndTheirTreeSetsTheFloor) {

@@ -1,6 +1,7 @@
 #include "decode/presets.hpp"
 
 #include <stdexcept>
+#include <utility>
 
 namespace hydragen::decode {
 
@@ -78,16 +79,20 @@ std::vector<DecodePoint> preset_points(std::string_view name) {
   } else if (name == "fig6") {
     // Section 4.4 / Appendix D.4: CodeLlama-7b, a 2400-token two-shot prompt, APPS problems of 128
     // sampled programs of 512 tokens each; 1 to 16 problems per batch, each problem's description
-    // (300 to 800 tokens here) shared by its samples (two-level) or copied into each (single-level).
+    // (300 to 800 tokens here) shared by its samples (two-level) or copied into each (single-level);
+    // and flat attention over the same pages as two-level (paged: the prompt's and descriptions' KV
+    // stored once, read by every sample).
     base.model = "codellama-7b";
     base.tp = 8;
     base.prompt_len = 2400;
     base.gen_tokens = 512;
     for (int problems : {1, 2, 4, 8, 16}) {
-      for (const char* form : {"", "copy:"}) {
+      const std::string groups = std::to_string(problems) + "x300-800";
+      for (const auto& [mode, form] : {std::pair{Mode::hydragen, ""}, std::pair{Mode::hydragen, "copy:"}, std::pair{Mode::paged, ""}}) {
         DecodePoint point = base;
+        point.mode = mode;
         point.batch = 128 * problems;
-        point.groups = form + std::to_string(problems) + "x300-800";
+        point.groups = form + groups;
         out.push_back(point);
       }
     }
