@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <string>
 
 #include "hydragen/compare.hpp"
 
@@ -199,6 +200,39 @@ TEST(Compare, ResultsOfDifferentSizesThrow) {
   out = kRef;
   out.lse.push_back(0);
   EXPECT_THROW(compare(out, kRef, kTol), std::invalid_argument);
+}
+
+// ---- outputs computed elsewhere (hydragen-diff --npy-dir, the Python package) --------------------
+
+TEST(CompareOutside, AnEmptyLseIsNotCompared) {
+  Results out{kRef.o, {}};
+  const Comparison c = compare_outside(out, kRef, DType::fp32, 0);
+  EXPECT_TRUE(c.pass) << c.summary();
+  EXPECT_EQ(c.lse_max_abs_error, 0);
+  out.o[0] = 1.5;
+  EXPECT_FALSE(compare_outside(out, kRef, DType::fp32, 0).pass);
+}
+
+TEST(CompareOutside, JudgesLseByTheMergeBoundUnlessAskedForTheStrictOne) {
+  Results out = kRef;
+  out.lse[1] = -500 + 500 * 1e-5 + 3e-3;  // within bf16's unit roundoff plus lse_tol * |r|
+  const Comparison merge = compare_outside(out, kRef, DType::bf16, 0);
+  EXPECT_TRUE(merge.pass) << merge.summary();
+  EXPECT_EQ(merge.tolerance.lse_bound, LseBound::merge);
+  EXPECT_EQ(merge.tolerance.rtol, tolerance_for(DType::bf16, 0).rtol);
+  EXPECT_FALSE(compare_outside(out, kRef, DType::bf16, 0, LseBound::strict).pass);
+}
+
+TEST(OutsideSummary, IsTheProblemTheOutputsThenTheComparisonText) {
+  const AttentionShape shape = make_shape(1, 1, 2, 1, 2, DType::fp16);
+  const Comparison c = compare_outside(kRef, kRef, DType::fp16, 0);
+  const std::string text = comparison_text(shape, c);
+  EXPECT_THAT(text, HasSubstr("max_abs_err=0.000e+00 rel_l2_err=0.000e+00 lse_err=0.000e+00 tol=(rtol 9.77e-04"));
+  EXPECT_THAT(text, HasSubstr("lse 4.88e-04+1.00e-05 merge) o_failed=0/4 lse_failed=0/2 worst_o=[b=0, t=0, h=0, d=0]"));
+  EXPECT_TRUE(text.size() > 5 && text.substr(text.size() - 5) == " PASS") << text;
+  EXPECT_EQ(outside_summary(shape, "2 segments", DType::fp32, false, c),
+            shape.describe() + " tree=(2 segments) o=fp32 lse=absent " + text);
+  EXPECT_THAT(outside_summary(shape, "t", DType::bf16, true, c), HasSubstr(" o=bf16 lse=given max_abs_err="));
 }
 
 // ---- tolerances -----------------------------------------------------------------------------------

@@ -8,10 +8,12 @@
 #include <string>
 
 #include "hydragen/backends.hpp"
+#include "hydragen/errors.hpp"
 
 namespace hydragen {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
@@ -82,6 +84,44 @@ TEST(DefaultRegistry, EveryVariantOfEveryBackendResolvesAgainstItsOptions) {
 TEST(DefaultRegistry, HasCudaBackendsOnlyWhenBuiltWithCuda) {
   if (built_with_cuda()) GTEST_SKIP() << "this build has the CUDA backends";
   for (const std::string& name : list_backends()) EXPECT_NE(name.rfind("cuda", 0), 0u) << name;
+}
+
+TEST(MemoryNamed, FindsTheHostAndNamesWhatThereIsForAnUnknownName) {
+  EXPECT_EQ(&memory_named("host"), &host_memory());
+  if (built_with_cuda()) {
+    EXPECT_EQ(memory_named("cuda").name(), "cuda");
+  }
+  EXPECT_THAT([] { memory_named("tpu"); }, ThrowsMessage<std::invalid_argument>(HasSubstr("memory 'tpu' (there are: host")));
+}
+
+TEST(DefaultBackend, IsCpuHydragenOnTheHostAndTheReferenceForFp64) {
+  const SharingTree tree = SharingTree::prefix_suffix(16, {2, 3});
+  EXPECT_EQ(default_backend("host", make_shape(2, 1, 4, 1, 64, DType::bf16), tree).name(), "cpu-hydragen");
+  EXPECT_EQ(default_backend("host", make_shape(2, 1, 4, 1, 64, DType::fp64), tree).name(), "reference");
+}
+
+TEST(DefaultBackend, IsCudaHydragenInCudaMemoryOrSaysWhyNot) {
+  if (!built_with_cuda()) GTEST_SKIP() << "this build has no CUDA backends";
+  const SharingTree tree = SharingTree::prefix_suffix(16, {2, 3});
+  const AttentionShape shape = make_shape(2, 1, 4, 1, 64, DType::bf16);
+  const std::string why = backend("cuda-hydragen").memory().unavailable_reason();
+  if (why.empty()) {
+    EXPECT_EQ(default_backend("cuda", shape, tree).name(), "cuda-hydragen");
+  } else {
+    EXPECT_THAT([&] { default_backend("cuda", shape, tree); },
+                ThrowsMessage<Unsupported>(HasSubstr("in cuda memory: cuda-hydragen: " + why)));
+  }
+}
+
+TEST(DefaultBackend, NamesEachCandidatesReasonWhenNoneTakesTheProblem) {
+  const SharingTree tree = SharingTree::prefix_suffix(16, {2, 3});
+  EXPECT_THAT([&] { default_backend("host", make_shape(2, 1, 4, 1, 512, DType::fp32), tree); },
+              ThrowsMessage<Unsupported>(AllOf(HasSubstr("no backend for B=2"), HasSubstr("in host memory: cpu-hydragen: head_dim 512"),
+                                               HasSubstr("; reference: dtype fp32"))));
+  EXPECT_THAT([&] { default_backend("host", make_shape(3, 1, 4, 1, 64, DType::fp32), tree); },
+              ThrowsMessage<std::invalid_argument>(HasSubstr("the sharing tree has 2 sequences")));
+  EXPECT_THAT([&] { default_backend("tpu", make_shape(2, 1, 4, 1, 64, DType::fp32), tree); },
+              ThrowsMessage<Unsupported>(HasSubstr("in tpu memory (this build has none there)")));
 }
 
 }  // namespace

@@ -110,6 +110,13 @@ TEST(SharingTreeFromParents, PathsRunFromTheRootToEachSequencesLeaf) {
   for (int s = 0; s < 6; ++s) EXPECT_EQ(t.path_length(s), expected_lengths[s]) << "sequence " << s;
 }
 
+TEST(SharingTreeFromParents, GivesBackItsTables) {
+  const SharingTree t = uneven_forest();
+  EXPECT_THAT(t.parents(), ElementsAre(-1, 0, 0, 0, 1, 1, 1, 2, -1));
+  EXPECT_THAT(t.lengths(), ElementsAre(90, 30, 12, 8, 4, 0, 19, 6, 25));
+  EXPECT_THAT(t.seq_leaves(), ElementsAre(5, 3, 7, 4, 8, 6));
+}
+
 TEST(SharingTreeFromParents, SeqsBelowListsEverySequenceThroughASegmentAscending) {
   const SharingTree t = uneven_forest();
   EXPECT_THAT(t.seqs_below(0), ElementsAre(0, 1, 2, 3, 5));

@@ -93,6 +93,43 @@ Comparison compare(const Results& out, const Results& ref, const Tolerance& tol)
   return c;
 }
 
+Comparison compare_outside(Results out, const Results& ref, DType o_dtype, double logit_bound, LseBound lse_bound) {
+  if (out.lse.empty()) out.lse = ref.lse;  // not compared
+  const Tolerance strict = tolerance_for(o_dtype, logit_bound);
+  return compare(out, ref, lse_bound == LseBound::strict ? strict : with_merge_lse_bound(strict, o_dtype));
+}
+
+namespace {
+
+std::string format(const char* fmt, double value) {
+  char text[64];
+  std::snprintf(text, sizeof text, fmt, value);
+  return text;
+}
+
+}  // namespace
+
+std::string comparison_text(const AttentionShape& shape, const Comparison& c) {
+  const std::size_t lse_count = static_cast<std::size_t>(shape.num_seqs) * shape.q_len * shape.q_heads;
+  const std::size_t o_count = lse_count * shape.head_dim;
+  return "max_abs_err=" + format("%.3e", c.max_abs_error) +                                      //
+         " rel_l2_err=" + format("%.3e", c.rel_l2_error) +                                       //
+         " lse_err=" + format("%.3e", c.lse_max_abs_error) +                                     //
+         " tol=(rtol " + format("%.2e", c.tolerance.rtol) + ", atol " + format("%.2e", c.tolerance.atol) +
+         "*row_rms, l2 " + format("%.2e", c.tolerance.l2) + ", lse " + lse_tolerance_text(c.tolerance) + ")" +
+         " o_failed=" + std::to_string(c.failed_elements) + "/" + std::to_string(o_count) +      //
+         " lse_failed=" + std::to_string(c.lse_failed) + "/" + std::to_string(lse_count) +       //
+         " worst_o=" + index_name(shape, c.worst_index, false) +                                 //
+         " (out " + format("%.9g", c.worst_value) + ", ref " + format("%.9g", c.worst_reference) + ")" +
+         " worst_lse=" + index_name(shape, c.lse_worst_index, true) + (c.pass ? " PASS" : " FAIL");
+}
+
+std::string outside_summary(const AttentionShape& shape, const std::string& tree, DType o_dtype, bool lse_given,
+                            const Comparison& comparison) {
+  return shape.describe() + " tree=(" + tree + ") o=" + std::string(dtype_name(o_dtype)) +
+         " lse=" + (lse_given ? "given " : "absent ") + comparison_text(shape, comparison);
+}
+
 std::string Comparison::summary() const {
   char line[512];
   std::snprintf(line, sizeof line,

@@ -1,7 +1,6 @@
 #include "diff/diff.hpp"
 
 #include <algorithm>
-#include <cstdio>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -12,16 +11,6 @@
 #include "hydragen/problem.hpp"
 
 namespace hydragen::diff {
-
-namespace {
-
-std::string format(const char* fmt, double value) {
-  char text[64];
-  std::snprintf(text, sizeof text, fmt, value);
-  return text;
-}
-
-}  // namespace
 
 DiffResult run_diff(const Options& options, const BackendRegistry& registry) {
   const AttentionBackend& chosen = registry.get(options.backend);
@@ -97,21 +86,6 @@ Support support_for(const AttentionBackend& backend, const AttentionShape& shape
 std::string summary_line(const DiffResult& r) {
   return "backend=" + r.backend + " storage=" + std::string(storage_name(r.storage)) + " " + r.shape.describe() +
          " tree=" + r.tree + " " + comparison_text(r.shape, r.comparison);
-}
-
-std::string comparison_text(const AttentionShape& shape, const Comparison& c) {
-  const std::size_t lse_count = static_cast<std::size_t>(shape.num_seqs) * shape.q_len * shape.q_heads;
-  const std::size_t o_count = lse_count * shape.head_dim;
-  return "max_abs_err=" + format("%.3e", c.max_abs_error) +                                      //
-         " rel_l2_err=" + format("%.3e", c.rel_l2_error) +                                       //
-         " lse_err=" + format("%.3e", c.lse_max_abs_error) +                                     //
-         " tol=(rtol " + format("%.2e", c.tolerance.rtol) + ", atol " + format("%.2e", c.tolerance.atol) +
-         "*row_rms, l2 " + format("%.2e", c.tolerance.l2) + ", lse " + lse_tolerance_text(c.tolerance) + ")" +
-         " o_failed=" + std::to_string(c.failed_elements) + "/" + std::to_string(o_count) +      //
-         " lse_failed=" + std::to_string(c.lse_failed) + "/" + std::to_string(lse_count) +       //
-         " worst_o=" + index_name(shape, c.worst_index, false) +                                 //
-         " (out " + format("%.9g", c.worst_value) + ", ref " + format("%.9g", c.worst_reference) + ")" +
-         " worst_lse=" + index_name(shape, c.lse_worst_index, true) + (c.pass ? " PASS" : " FAIL");
 }
 
 std::string one_line(std::string text) {

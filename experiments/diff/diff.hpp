@@ -52,11 +52,8 @@ Support support_for(const AttentionBackend& backend, const AttentionShape& shape
                     Storage storage);
 
 // The one summary line (no newline): backend, storage, shape, tree, max abs error, relative L2 error,
-// LSE error, tolerance, failed counts, worst O and LSE elements, PASS or FAIL.
+// LSE error, tolerance, failed counts, worst O and LSE elements, PASS or FAIL (comparison_text, compare.hpp).
 std::string summary_line(const DiffResult& result);
-
-// The comparison part of the summary line (errors, tolerance, failed counts, worst elements, PASS/FAIL).
-std::string comparison_text(const AttentionShape& shape, const Comparison& comparison);
 
 // The contract is one line per report: `text` with every line break turned into a space.
 std::string one_line(std::string text);

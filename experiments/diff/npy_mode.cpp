@@ -153,10 +153,9 @@ NpyDiffResult run_npy_diff(const Options& options, const BackendRegistry& regist
   exact.shape.dtype = DType::fp64;  // the values are exact in fp64 already
   const Results ref = run_backend(reference, exact);
   if (result.o_dtype) {
-    if (!result.lse_given) out.lse = ref.lse;  // not compared
     // Outside kernels' LSEs are judged by what a merge can see, unless asked for our own bound.
-    const Tolerance strict = tolerance_for(*result.o_dtype, logit_bound(problem));
-    result.comparison = compare(out, ref, options.strict_lse ? strict : with_merge_lse_bound(strict, *result.o_dtype));
+    result.comparison = compare_outside(out, ref, *result.o_dtype, logit_bound(problem),
+                                        options.strict_lse ? LseBound::strict : LseBound::merge);
   }
   if (!options.write_reference.empty()) {
     write_npy(options.write_reference + "/o.npy", options.reference_dtype, o_shape, ref.o);
@@ -167,17 +166,10 @@ NpyDiffResult run_npy_diff(const Options& options, const BackendRegistry& regist
 }
 
 std::string npy_summary_line(const NpyDiffResult& r) {
-  std::string line = "npy=" + r.dir + " " + r.shape.describe() + " tree=(" + r.tree + ")";
-  if (r.o_dtype) {
-    line += " o=" + std::string(dtype_name(*r.o_dtype)) + " lse=" + (r.lse_given ? "given" : "absent");
-  }
-  if (!r.wrote.empty()) line += " wrote_reference=" + r.wrote;
-  if (r.comparison) {
-    line += " " + comparison_text(r.shape, *r.comparison);
-  } else {
-    line += " (no o.npy: nothing compared)";
-  }
-  return line;
+  std::string line = "npy=" + r.dir + " ";
+  if (!r.wrote.empty()) line += "wrote_reference=" + r.wrote + " ";
+  if (r.comparison) return line + outside_summary(r.shape, r.tree, *r.o_dtype, r.lse_given, *r.comparison);
+  return line + r.shape.describe() + " tree=(" + r.tree + ") (no o.npy: nothing compared)";
 }
 
 }  // namespace hydragen::diff

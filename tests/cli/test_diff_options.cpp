@@ -45,18 +45,6 @@ std::string parse_error(std::vector<std::string> args) {
   });
 }
 
-std::vector<int> segment_lengths(const SharingTree& tree) {
-  std::vector<int> out;
-  for (int s = 0; s < tree.num_segments(); ++s) out.push_back(tree.length(s));
-  return out;
-}
-
-std::vector<int> parents_of(const SharingTree& tree) {
-  std::vector<int> out;
-  for (int s = 0; s < tree.num_segments(); ++s) out.push_back(tree.parent(s));
-  return out;
-}
-
 // ---- parsing ------------------------------------------------------------------------------------
 
 TEST(DiffOptions, DefaultsMatchTheContract) {
@@ -175,8 +163,8 @@ TEST(DiffProblem, PrefixTreeIsPrefixSuffix) {
   o.prefix = 10;
   o.suffix = 4;
   const SharingTree t = tree_from_options(o);
-  EXPECT_EQ(parents_of(t), (std::vector<int>{-1, 0, 0, 0}));
-  EXPECT_EQ(segment_lengths(t), (std::vector<int>{10, 4, 4, 4}));
+  EXPECT_EQ(t.parents(), (std::vector<int>{-1, 0, 0, 0}));
+  EXPECT_EQ(t.lengths(), (std::vector<int>{10, 4, 4, 4}));
   EXPECT_EQ(t.num_seqs(), 3);
   EXPECT_EQ(t.depth(), 2);
   EXPECT_EQ(tree_label(o, t), "prefix P=10 S=4 (" + t.describe() + ")");
@@ -188,7 +176,7 @@ TEST(DiffProblem, RaggedSuffixesIncludingZero) {
   o.prefix = 1;
   o.suffix_lens = std::vector<int>{64, 0, 17};
   const SharingTree t = tree_from_options(o);
-  EXPECT_EQ(segment_lengths(t), (std::vector<int>{1, 64, 0, 17}));
+  EXPECT_EQ(t.lengths(), (std::vector<int>{1, 64, 0, 17}));
   EXPECT_EQ(tree_label(o, t), "prefix P=1 S=0..64 (" + t.describe() + ")");
 }
 
@@ -223,8 +211,8 @@ TEST(DiffProblem, FlatTreeHasNoSharing) {
   o.prefix = 10;
   o.suffix_lens = std::vector<int>{1, 0, 5};
   const SharingTree t = tree_from_options(o);
-  EXPECT_EQ(parents_of(t), (std::vector<int>{-1, -1, -1}));
-  EXPECT_EQ(segment_lengths(t), (std::vector<int>{11, 10, 15}));
+  EXPECT_EQ(t.parents(), (std::vector<int>{-1, -1, -1}));
+  EXPECT_EQ(t.lengths(), (std::vector<int>{11, 10, 15}));
   EXPECT_EQ(t.depth(), 1);
   EXPECT_EQ(tree_label(o, t), "flat P+S=10+0..5 (" + t.describe() + ")");
 }
@@ -248,8 +236,8 @@ TEST(DiffProblem, TwoLevelSplitsTheBatchIntoGroups) {
   o.suffix_lens = std::vector<int>{1, 2, 3, 4, 5};
   const SharingTree t = tree_from_options(o);
   // root, group 0 (sequences 0-2), its 3 suffixes, group 1 (sequences 3-4), its 2 suffixes.
-  EXPECT_EQ(parents_of(t), (std::vector<int>{-1, 0, 1, 1, 1, 0, 5, 5}));
-  EXPECT_EQ(segment_lengths(t), (std::vector<int>{100, 8, 1, 2, 3, 8, 4, 5}));
+  EXPECT_EQ(t.parents(), (std::vector<int>{-1, 0, 1, 1, 1, 0, 5, 5}));
+  EXPECT_EQ(t.lengths(), (std::vector<int>{100, 8, 1, 2, 3, 8, 4, 5}));
   EXPECT_EQ(t.seqs_below(1), (std::vector<int>{0, 1, 2}));
   EXPECT_EQ(t.seqs_below(5), (std::vector<int>{3, 4}));
   for (int s = 0; s < 5; ++s) EXPECT_EQ(t.path_length(s), 100 + 8 + (s + 1));

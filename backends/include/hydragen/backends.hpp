@@ -16,4 +16,14 @@ std::vector<std::string> list_backends();
 // True when this build has the CUDA backends (whether or not a GPU is present).
 bool built_with_cuda();
 
+// The memory called `name` ("host", "cuda") that this build's backends use. Throws
+// std::invalid_argument naming it and the memories there are (a build without CUDA has no "cuda").
+const DeviceMemory& memory_named(std::string_view name);
+
+// The backend a caller who names none gets for tensors in the memory called `memory`: the first of
+// cuda-hydragen, cpu-hydragen and reference (fp64, which only it takes) that uses that memory, can
+// run here and supports the problem. Throws std::invalid_argument from validate_problem, or
+// Unsupported naming each candidate's reason.
+const AttentionBackend& default_backend(std::string_view memory, const AttentionShape& shape, const SharingTree& tree);
+
 }  // namespace hydragen

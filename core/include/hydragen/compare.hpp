@@ -62,6 +62,22 @@ struct Comparison {
 
 Comparison compare(const Results& out, const Results& ref, const Tolerance& tolerance);
 
+// An output computed outside this library (hydragen-diff --npy-dir, the Python package's compare)
+// against the fp64 reference: O under tolerance_for(o_dtype, logit_bound); LSE, when out.lse is not
+// empty, under `lse_bound` (merge: what a merge at O's precision can see; strict: our backends'
+// bound). An empty out.lse is not compared.
+Comparison compare_outside(Results out, const Results& ref, DType o_dtype, double logit_bound,
+                           LseBound lse_bound = LseBound::merge);
+
+// The comparison part of hydragen-diff's summary line: max abs error, relative L2 error, LSE error,
+// tolerance, failed counts, worst O and LSE elements, PASS or FAIL.
+std::string comparison_text(const AttentionShape& shape, const Comparison& comparison);
+
+// hydragen-diff's line for an outside output, after --npy-dir's "npy=DIR": the problem, the tree's
+// description, O's dtype, whether LSE was given, then comparison_text.
+std::string outside_summary(const AttentionShape& shape, const std::string& tree, DType o_dtype, bool lse_given,
+                            const Comparison& comparison);
+
 // "[b, t, h, d]" for a flat index into O (or "[b, t, h]" into LSE, with head_dim = 1).
 std::string index_name(const AttentionShape& shape, std::size_t flat_index, bool is_lse);
 

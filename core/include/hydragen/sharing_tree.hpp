@@ -30,6 +30,10 @@ class SharingTree {
   int parent(int segment) const { return parents_.at(segment); }
   int length(int segment) const { return lengths_.at(segment); }
   int leaf(int seq) const { return seq_leaves_.at(seq); }
+  // The general form's tables, as from_parents takes them: [num_segments], [num_segments], [num_seqs].
+  const std::vector<int>& parents() const { return parents_; }
+  const std::vector<int>& lengths() const { return lengths_; }
+  const std::vector<int>& seq_leaves() const { return seq_leaves_; }
   bool is_leaf(int segment) const { return children_.at(segment).empty(); }
   const std::vector<int>& children(int segment) const { return children_.at(segment); }
   // Segments from root to leaf.

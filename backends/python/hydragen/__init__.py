@@ -1,0 +1,17 @@
+"""hydragen: exact shared-prefix attention over DLPack tensors (PyTorch, NumPy, CuPy, JAX; CPU or CUDA).
+
+    tree = hydragen.SharingTree.prefix_suffix(P, [S] * B)
+    o, lse = hydragen.attention(q, [k_prefix, *k_suffixes], [v_prefix, *v_suffixes], tree)
+    assert hydragen.compare(o, lse, q, ks, vs, tree).ok
+
+Layouts (row-major, D fastest): q and o [B, q_len, Hq, D]; each segment's k and v [length, Hkv, D];
+lse [B, q_len, Hq] (fp32, natural log). Tensors are used where they are, without a copy; one in another
+layout, dtype or device is refused with a ValueError naming it.
+"""
+from ._attention import Plan, attention, plan
+from ._check import compare, reference
+from ._core import (AttentionShape, BackendInfo, Comparison, OutOfMemory, SharingTree, Unsupported, backends,
+                    built_with_cuda, detect_sharing)
+
+__all__ = ["AttentionShape", "BackendInfo", "Comparison", "OutOfMemory", "Plan", "SharingTree", "Unsupported",
+           "attention", "backends", "built_with_cuda", "compare", "detect_sharing", "plan", "reference"]

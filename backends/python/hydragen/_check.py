@@ -1,0 +1,36 @@
+"""hydragen.reference and hydragen.compare: the fp64 definition, and anyone's output judged against it."""
+from . import _core
+from ._frameworks import contiguous, exported, exported_segments, host_array
+
+
+def reference(q, k_segments, v_segments, tree, scale=None):
+    """(o, lse) in fp64 on the host, from the tensors' values (any dtype, widened exactly; CUDA tensors are
+    copied once the device is idle): PyTorch tensors for PyTorch inputs, JAX arrays for JAX, else NumPy.
+    Shapes as in hydragen.Plan.run."""
+    o, lse = _core.reference(*_inputs(q, k_segments, v_segments), tree, 0.0 if scale is None else scale)
+    return host_array(q, o), host_array(q, lse)
+
+
+def compare(o, lse, q, k_segments, v_segments, tree, scale=None, strict_lse=False):
+    """o (and lse, unless None) of some kernel against the fp64 reference on q, k, v, by hydragen-diff's
+    rules: every element of o within its dtype's tolerance, NaN never passing; lse within what a merge at
+    o's precision could see (strict_lse: our backends' fp32-grade bound). Returns a Comparison: .ok,
+    .summary (hydragen-diff's line), the errors.
+
+        assert hydragen.compare(my_o, my_lse, q, ks, vs, tree).ok
+    """
+    return _core.compare(_checked(o, "o"), None if lse is None else _checked(lse, "lse"),
+                         *_inputs(q, k_segments, v_segments), tree, 0.0 if scale is None else scale, strict_lse)
+
+
+def _checked(tensor, name):
+    """A tensor of any strides, exported row-major (a kernel's output is often a view)."""
+    return exported(contiguous(tensor), name)
+
+
+def _inputs(q, k_segments, v_segments):
+    if isinstance(k_segments, (list, tuple)):
+        ks = [_checked(t, f"k[{i}]") for i, t in enumerate(k_segments)]
+        vs = [_checked(t, f"v[{i}]") for i, t in enumerate(v_segments)]
+        return _checked(q, "q"), ks, vs
+    return _checked(q, "q"), _checked(k_segments, "k"), _checked(v_segments, "v")
