@@ -1,15 +1,15 @@
 #!/usr/bin/env python3
-"""Token-id files for `hydragen-sweep --tokens` where sharing is absent or barely worth it (issue 19:
-detection must never lose to flat attention), plus one where it clearly pays, as a control:
+"""Token-id files for `hydragen-sweep --tokens` where sharing is absent or short (issue 19: detection
+must never lose to flat attention), plus one where it clearly pays, as a control:
 
     scripts/token-batches.py DIR     # writes DIR/NAME.tok, one sequence a line
 
-none       1024 sequences of 1088 random tokens: no common prefix
-common16   1024 sequences whose first 16 tokens agree (below the cost model's shortest shared run for
-           1024 readers at bf16, Hq 8, Hkv 1, D 128: 21 tokens)
-common32   the same with 32 (just above it)
-pairs64    512 pairs, each pair's first 64 tokens alike (just above it for two readers at Hq 8, Hkv 1, D 128)
-prefix1024 1024 sequences of a common 1024 tokens then 64 of their own (the sweep's (1024, 1024, 64))
+Every batch is 1024 sequences of 1088 tokens:
+none         random tokens, no common prefix
+commonL      the first L tokens alike in all (L = 16 .. 256; the cost model's shortest shared run for
+             1024 readers at bf16, Hq 8, Hkv 1, D 128 lies between 16 and 32)
+pairsL       512 pairs, each pair's first L tokens alike (L = 64 .. 512)
+prefix1024   a common 1024 tokens, then 64 of each sequence's own (the sweep's (1024, 1024, 64))
 """
 import os
 import random
@@ -25,17 +25,18 @@ def main(folder):
     def tokens(n):
         return [rng.randrange(VOCAB) for _ in range(n)]
 
-    common16, common32, prefix1024 = tokens(16), tokens(32), tokens(1024)
-    batches = {
-        "none": [tokens(LENGTH) for _ in range(SEQS)],
-        "common16": [common16 + tokens(LENGTH - 16) for _ in range(SEQS)],
-        "common32": [common32 + tokens(LENGTH - 32) for _ in range(SEQS)],
-        "pairs64": [],
-        "prefix1024": [prefix1024 + tokens(LENGTH - 1024) for _ in range(SEQS)],
-    }
-    for _ in range(SEQS // 2):
-        head = tokens(64)
-        batches["pairs64"] += [head + tokens(LENGTH - 64) for _ in range(2)]
+    def shared_by(group, length):
+        """SEQS sequences whose first `length` tokens are alike within each run of `group`."""
+        seqs = []
+        for _ in range(SEQS // group):
+            head = tokens(length)
+            seqs += [head + tokens(LENGTH - length) for _ in range(group)]
+        return seqs
+
+    batches = {"none": [tokens(LENGTH) for _ in range(SEQS)]}
+    batches.update({f"common{n}": shared_by(SEQS, n) for n in (16, 32, 64, 128, 256)})
+    batches.update({f"pairs{n}": shared_by(2, n) for n in (64, 128, 256, 512)})
+    batches["prefix1024"] = shared_by(SEQS, 1024)
     os.makedirs(folder, exist_ok=True)
     for name, seqs in batches.items():
         with open(os.path.join(folder, name + ".tok"), "w") as f:

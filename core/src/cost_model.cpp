@@ -45,14 +45,25 @@ CostEstimate estimate_cost(const AttentionShape& shape, const SharingTree& tree,
   return c;
 }
 
+// Measured on the H100 (perf-notes v16, detect.csv): a flat kernel over shared storage reads a short run
+// that its readers share from L2 after the first of them, at some 4 to 5 times the DRAM copy rate (the
+// slopes of flat's time against the run's length, 1024 and 2 readers), rounded up to 6 so that no
+// measured batch where sharing lost is shared; the fp32 partials and their merge move at half the DRAM
+// rate (ncu: the merge at 39% of peak DRAM).
+constexpr double kFlatRereadSpeedup = 6.0;
+constexpr double kPartialsEfficiency = 0.5;
+
 long long min_shared_tokens(const AttentionShape& shape, int readers) {
   shape.validate();
   if (readers < 2) throw std::invalid_argument("min_shared_tokens: readers must be at least 2, got " + std::to_string(readers));
   const double elem = static_cast<double>(dtype_size(shape.dtype));
   const double d = shape.head_dim, rows = static_cast<double>(shape.q_len) * shape.q_heads;
   const double kv_token_bytes = 2.0 * shape.kv_heads * d * elem;
-  const double per_reader = rows * d * elem + 2.0 * rows * (d + 1) * 4.0;  // Q again, fp32 partial written and merged
-  const double tokens = readers * per_reader / ((readers - 1) * kv_token_bytes);
+  // A reader whose path had one piece now has two: Q read again, and both pieces' fp32 partials
+  // written and merged, at the partials' rate.
+  const double per_reader = (rows * d * elem + 2.0 * 2.0 * rows * (d + 1) * 4.0) / kPartialsEfficiency;
+  const double saved_per_token = (readers - 1) * kv_token_bytes / kFlatRereadSpeedup;  // flat's rereads, from L2
+  const double tokens = readers * per_reader / saved_per_token;
   return std::max<long long>(1, static_cast<long long>(std::ceil(tokens)));
 }
 
