@@ -45,12 +45,9 @@ CostEstimate estimate_cost(const AttentionShape& shape, const SharingTree& tree,
   return c;
 }
 
-// Measured on the H100 (perf-notes v16, detect.csv): a flat kernel over shared storage reads a short run
-// that its readers share from L2 after the first of them, at some 4 to 5 times the DRAM copy rate (the
-// slopes of flat's time against the run's length, 1024 and 2 readers), rounded up to 6 so that no
-// measured batch where sharing lost is shared; the fp32 partials and their merge move at half the DRAM
-// rate (ncu: the merge at 39% of peak DRAM).
-constexpr double kFlatRereadSpeedup = 6.0;
+// Measured on the H100 (ncu, perf-notes v16): the fp32 partials and their merge move at about half the
+// DRAM rate (the merge at 39% of peak), while the K/V a segment saves would have streamed at nearly all
+// of it.
 constexpr double kPartialsEfficiency = 0.5;
 
 long long min_shared_tokens(const AttentionShape& shape, int readers) {
@@ -62,8 +59,7 @@ long long min_shared_tokens(const AttentionShape& shape, int readers) {
   // A reader whose path had one piece now has two: Q read again, and both pieces' fp32 partials
   // written and merged, at the partials' rate.
   const double per_reader = (rows * d * elem + 2.0 * 2.0 * rows * (d + 1) * 4.0) / kPartialsEfficiency;
-  const double saved_per_token = (readers - 1) * kv_token_bytes / kFlatRereadSpeedup;  // flat's rereads, from L2
-  const double tokens = readers * per_reader / saved_per_token;
+  const double tokens = readers * per_reader / ((readers - 1) * kv_token_bytes);
   return std::max<long long>(1, static_cast<long long>(std::ceil(tokens)));
 }
 

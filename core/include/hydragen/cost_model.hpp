@@ -31,12 +31,13 @@ struct CostEstimate {
 
 CostEstimate estimate_cost(const AttentionShape& shape, const SharingTree& tree, const CostOptions& options = {});
 
-// The shortest run of tokens worth a segment of its own for `readers` sequences rather than a place in
-// each of their next segments: against flat attention over the same (shared) storage, sharing saves
-// (readers - 1) reads of its K/V, which flat finds in L2, and costs each reader a read of its queries
-// and two partial results written and merged. The rates are the H100's, measured (cost_model.cpp).
-// For bf16, Hq 8, Hkv 1, D 128: 436 tokens among 1024 readers, 870 between two. At least 1; readers
-// must be at least 2 (std::invalid_argument otherwise).
+// The shortest run of tokens worth a segment of its own for `readers` sequences rather than a copy in
+// each of their next segments: sharing saves (readers - 1) reads of its K/V, and costs each reader a
+// read of its queries and, where its path had one piece, two partial results written and merged, at
+// the rate the H100 moves them (cost_model.cpp). For bf16, Hq 8, Hkv 1, D 128: 73 tokens among 1024
+// readers, 145 between two (the H100 measured sharing 1.01x slower at 64 among 1024 and 128 between
+// two, 1.05x faster at 128 and 256). At least 1; readers must be at least 2 (std::invalid_argument
+// otherwise).
 long long min_shared_tokens(const AttentionShape& shape, int readers);
 
 // A machine's two ceilings, measured (DESIGN.md section 6).
