@@ -111,7 +111,7 @@ std::unique_ptr<Runtime> make_runtime(const std::string& device) {
   return host_runtime();
 }
 
-Peaks peaks_of(const Runtime& runtime) {
+Peaks peaks_of([[maybe_unused]] const Runtime& runtime) {  // a CPU-only build has one kind of peaks
 #ifdef HYDRAGEN_WITH_CUDA
   if (runtime.memory().name() == "cuda") return cuda::measure_peaks();
 #endif
