@@ -54,6 +54,19 @@ class Scripts(unittest.TestCase):
     def test_trees_draws_shared_and_copied_groups(self):
         self.assert_png("trees.py", files=(os.path.join(HERE, "testdata", "trees.csv"),))
 
+    def test_trees_draws_one_line_per_tree_shape(self):
+        """Two shapes at every B (the trees preset) are two lines per method, not one through both; the
+        fig6 preset's Nx300-800, whose N grows with B, is one shape."""
+        import trees
+        self.assertEqual(trees.family("16x1024"), "Gx1024")
+        self.assertEqual(trees.family("copy:4x1024/4x256"), "Gx1024/4x256")
+        self.assertEqual(trees.family("1x300-800"), trees.family("copy:16x300-800"))
+        two = os.path.join(self.dir.name, "two-shapes.csv")
+        with open(os.path.join(HERE, "testdata", "trees.csv")) as src, open(two, "w") as dst:
+            lines = src.read().splitlines()
+            dst.write("\n".join(lines + [l.replace("x300-800", "x300-800/2x64") for l in lines[1:]]) + "\n")
+        self.assert_png("trees.py", files=(two,))
+
     def test_trees_needs_trees_of_levels(self):
         self.assertIn("no rows with a tree of levels", self.assert_bad_input("trees.py", TINY))
 
