@@ -123,6 +123,11 @@ void validate(const ModelShard& shard, const DecoderOptions& o) {
   require(o.max_q_len >= 1 && o.max_q_len <= o.suffix_capacity,
           "max_q_len must be in [1, suffix capacity " + std::to_string(o.suffix_capacity) + "], got " + std::to_string(o.max_q_len));
   require(o.rank >= 0 && o.rank < shard.tp, "rank " + std::to_string(o.rank) + " of a " + std::to_string(shard.tp) + "-way shard");
+  if (o.comm != nullptr) {
+    require(o.comm->size() == shard.tp && o.comm->rank() == o.rank,
+            "the communicator is rank " + std::to_string(o.comm->rank()) + " of " + std::to_string(o.comm->size()) +
+                ", the options rank " + std::to_string(o.rank) + " of a " + std::to_string(shard.tp) + "-way shard");
+  }
   if (!o.group_lens.empty()) {
     const auto groups = static_cast<int>(o.group_lens.size());
     require(o.mode != Mode::flash, "groups below the prompt are not for mode flash (it copies every path whole)");
@@ -350,11 +355,11 @@ void Decoder::enqueue_step(const Bucket& k, int position_offset) {
       rt_.rope_append(qkv, g.q_heads, g.kv_heads, g.head_dim, m.rope_theta, cache, q);
       k.plan->run(k.inputs[i], out, rt_.stream());
     }
-    rt_.linear(o, matrix(l.wo, rt_, g.hidden, hq_d), x, true);
+    row_parallel(o, matrix(l.wo, rt_, g.hidden, hq_d), x);
     rt_.rms_norm(x, l.mlp_norm.data(), eps, h);
     rt_.linear(h, matrix(l.gate_up, rt_, 2LL * g.ffn, g.hidden), gate_up, false);
     rt_.swiglu(gate_up, act);
-    rt_.linear(act, matrix(l.down, rt_, g.hidden, g.ffn), x, true);
+    row_parallel(act, matrix(l.down, rt_, g.hidden, g.ffn), x);
   }
   // Each sequence's last token goes on to the LM head.
   const Matrix last_h = matrix(last_h_, rt_, k.seqs, g.hidden);
@@ -362,7 +367,22 @@ void Decoder::enqueue_step(const Bucket& k, int position_offset) {
   const Matrix logits = matrix(logits_, rt_, k.seqs, g.vocab_rows);
   rt_.linear(last_h, matrix(lm_head_, rt_, g.vocab_rows, g.hidden), logits, false);
   const std::int64_t valid = std::min<std::int64_t>(g.vocab_rows, m.vocab - static_cast<std::int64_t>(options_.rank) * g.vocab_rows);
-  rt_.argmax(logits, valid, static_cast<int*>(tokens_.data()));
+  if (options_.comm != nullptr) {
+    options_.comm->argmax(rt_, logits, valid, static_cast<int*>(tokens_.data()));
+  } else {
+    rt_.argmax(logits, valid, static_cast<int*>(tokens_.data()));
+  }
+}
+
+void Decoder::row_parallel(const Matrix& a, const Matrix& w, const Matrix& x) {
+  if (options_.comm == nullptr) {
+    rt_.linear(a, w, x, true);
+    return;
+  }
+  // x + sum over ranks of a_r w_r^T: rank 0 adds its part to the residual, the others replace it by
+  // theirs, and the all-reduce sums them.
+  rt_.linear(a, w, x, options_.rank == 0);
+  options_.comm->all_reduce_sum(rt_, x);
 }
 
 int Decoder::prefill(const std::vector<int>& prompt) {

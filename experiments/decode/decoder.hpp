@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "decode/communicator.hpp"
 #include "decode/model_config.hpp"
 #include "decode/runtime.hpp"
 #include "decode/weights.hpp"
@@ -37,6 +38,9 @@ struct DecoderOptions {
   int bucket = 16;         // leaf capacity granularity of the attention plans
   int max_q_len = 1;       // most tokens per sequence in one step (a question entering at once)
   int rank = 0;            // which shard of the tensor-parallel model this is
+  // With tp > 1: the collectives with the other ranks (communicator.hpp; its rank is `rank`), or null
+  // to run this shard alone (its timing with the all-reduces left out; the tokens are not the model's).
+  Communicator* comm = nullptr;
   // Sharing below the prompt (the paper's Fig. 6: a problem's description shared by its samples):
   // group g's group_lens[g] tokens follow the prompt for its sequences, ahead of their own suffixes
   // (prefill_groups). Empty: the prompt alone. Not in mode flash.
@@ -108,6 +112,8 @@ class Decoder {
   struct Layer;
   struct Bucket;
   void enqueue_step(const Bucket& k, int position_offset);
+  // x += a w^T summed over the ranks (a row-parallel projection: O, down); a w^T alone without comm.
+  void row_parallel(const Matrix& a, const Matrix& w, const Matrix& x);
   // The bucket of a step of q_len tokens after which each leaf holds `needed` suffix tokens, made on
   // first use.
   Bucket& bucket_for(int q_len, int needed);

@@ -14,6 +14,7 @@
 #include "decode/cuda_runtime.hpp"
 #include "decode/decoder.hpp"
 #include "decode/forward64.hpp"
+#include "../decode_options.hpp"
 #include "device_fixture.hpp"
 
 namespace hydragen::decode {
@@ -38,15 +39,7 @@ class DecodeOnGpu : public DeviceTest {
     for (int i = 0; i < kBatch * kQuestion; ++i) questions_.push_back(token(rng));
   }
 
-  DecoderOptions options(Mode mode) const {
-    DecoderOptions o;
-    o.mode = mode;
-    o.batch = kBatch;
-    o.prompt_len = kPrompt;
-    o.suffix_capacity = kQuestion + kGen;
-    o.max_q_len = kQuestion;
-    return o;
-  }
+  DecoderOptions options(Mode mode) const { return question_options(mode, kBatch, kPrompt, kQuestion, kGen); }
 
   // The questions' step, then three more: each sequence's logits against the fp64 forward pass of its
   // token list (`sequences`: what precedes its question, which grows by the question and the tokens
