@@ -7,7 +7,7 @@ must never lose to flat attention), plus one where it clearly pays, as a control
 Every batch is 1024 sequences of 1088 tokens:
 none         random tokens, no common prefix
 commonL      the first L tokens alike in all (L = 16 .. 256; the cost model's shortest shared run for
-             1024 readers at bf16, Hq 8, Hkv 1, D 128 lies between 16 and 32)
+             1024 readers at bf16, Hq 8, Hkv 1, D 128 is 73 tokens, 145 between two)
 pairsL       512 pairs, each pair's first L tokens alike (L = 64 .. 512)
 prefix1024   a common 1024 tokens, then 64 of each sequence's own (the sweep's (1024, 1024, 64))
 """

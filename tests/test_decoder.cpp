@@ -203,27 +203,26 @@ TEST(Decoder, GroupsAreRefusedWhereTheyCannotApply) {
   const Batch setup;
   const ModelShard sh = shard(setup.model, 1);
   DecoderOptions o = setup.options(Mode::flash);
+  auto expect_refused = [&](const char* why) {
+    SCOPED_TRACE(why);
+    EXPECT_THAT([&] { Decoder(*setup.runtime, sh, *setup.weights, o); }, ThrowsMessage<std::invalid_argument>(HasSubstr(why)));
+  };
   o.group_lens = {2, 2, 2};
-  EXPECT_THAT([&] { Decoder(*setup.runtime, sh, *setup.weights, o); },
-              ThrowsMessage<std::invalid_argument>(HasSubstr("not for mode flash")));
+  expect_refused("not for mode flash");
   o.mode = Mode::hydragen;
   o.batch = 4;
-  EXPECT_THAT([&] { Decoder(*setup.runtime, sh, *setup.weights, o); },
-              ThrowsMessage<std::invalid_argument>(HasSubstr("3 groups need a batch that is a multiple of them, got 4")));
+  expect_refused("3 groups need a batch that is a multiple of them, got 4");
   o.group_lens = {2, 0};
-  EXPECT_THAT([&] { Decoder(*setup.runtime, sh, *setup.weights, o); },
-              ThrowsMessage<std::invalid_argument>(HasSubstr("at least one token")));
+  expect_refused("at least one token");
   o.group_lens = {};
   o.copy_groups = true;
-  EXPECT_THAT([&] { Decoder(*setup.runtime, sh, *setup.weights, o); }, ThrowsMessage<std::invalid_argument>(HasSubstr("give group_lens")));
+  expect_refused("give group_lens");
   o.copy_groups = false;
   o.group_lens = {2, 3};
   o.seq_group = {0, 1, 2, 0};
-  EXPECT_THAT([&] { Decoder(*setup.runtime, sh, *setup.weights, o); },
-              ThrowsMessage<std::invalid_argument>(HasSubstr("seq_group names group 2 of 2")));
+  expect_refused("seq_group names group 2 of 2");
   o.seq_group = {0, 1};
-  EXPECT_THAT([&] { Decoder(*setup.runtime, sh, *setup.weights, o); },
-              ThrowsMessage<std::invalid_argument>(HasSubstr("seq_group has 2 entries for a batch of 4")));
+  expect_refused("seq_group has 2 entries for a batch of 4");
   o.seq_group = {};
   Decoder d(*setup.runtime, sh, *setup.weights, o);
   d.prefill(setup.prompt);

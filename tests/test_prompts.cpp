@@ -51,28 +51,28 @@ std::vector<std::vector<int>> ragged_prompts() {
   return prompts;
 }
 
-void expect_fp64_greedy_answers(const WeightSource& weights) {
+// Every mode's `steps` greedy tokens after each prompt equal the fp64 forward pass's.
+void expect_fp64_greedy_answers(const WeightSource& weights, const std::vector<std::vector<int>>& prompts, int steps) {
   const ModelConfig model = model_config("smoke");
   const Forward64 reference(model, weights);
-  const auto prompts = ragged_prompts();
   const std::unique_ptr<Runtime> runtime = host_runtime();
   for (Mode mode : {Mode::hydragen, Mode::paged, Mode::flash}) {
     SCOPED_TRACE(std::string(mode_name(mode)));
     DecoderOptions options;
     options.mode = mode;
     options.bucket = 4;  // several plans over the run
-    const auto answers = answer_prompts(*runtime, shard(model, 1), weights, options, prompts, 20);
+    const auto answers = answer_prompts(*runtime, shard(model, 1), weights, options, prompts, steps);
     ASSERT_EQ(answers.size(), prompts.size());
-    for (std::size_t s = 0; s < prompts.size(); ++s) EXPECT_EQ(answers[s], reference.greedy(prompts[s], 20)) << "sequence " << s;
+    for (std::size_t s = 0; s < prompts.size(); ++s) EXPECT_EQ(answers[s], reference.greedy(prompts[s], steps)) << "sequence " << s;
   }
 }
 
-TEST(AnswerPrompts, EachPromptGetsTheFp64GreedyAnswerInEveryMode) { expect_fp64_greedy_answers(*random_weights(21)); }
+TEST(AnswerPrompts, EachPromptGetsTheFp64GreedyAnswerInEveryMode) { expect_fp64_greedy_answers(*random_weights(21), ragged_prompts(), 20); }
 
 TEST(AnswerPrompts, ACheckpointsModelAnswersAsTheFp64ForwardPassOfItsWeights) {
   const std::string dir = (std::filesystem::temp_directory_path() / "hydragen_test_prompts_checkpoint").string();
   write_checkpoint(dir, model_config("smoke"), *random_weights(22), DType::bf16, 1);
-  expect_fp64_greedy_answers(*checkpoint_weights(dir, model_config("smoke")));
+  expect_fp64_greedy_answers(*checkpoint_weights(dir, model_config("smoke")), ragged_prompts(), 20);
   std::filesystem::remove_all(dir);
 }
 
@@ -114,20 +114,7 @@ TEST(SharePrompts, TheRootIsThePromptAndTheFirstSharedSegmentBelowItAGroup) {
 }
 
 TEST(AnswerPrompts, GroupedPromptsGetTheFp64GreedyAnswerInEveryMode) {
-  const ModelConfig model = model_config("smoke");
-  const std::unique_ptr<WeightSource> weights = random_weights(23);
-  const Forward64 reference(model, *weights);
-  const auto prompts = grouped_prompts();
-  const std::unique_ptr<Runtime> runtime = host_runtime();
-  for (Mode mode : {Mode::hydragen, Mode::paged, Mode::flash}) {
-    SCOPED_TRACE(std::string(mode_name(mode)));
-    DecoderOptions options;
-    options.mode = mode;
-    options.bucket = 4;
-    const auto answers = answer_prompts(*runtime, shard(model, 1), *weights, options, prompts, 12);
-    ASSERT_EQ(answers.size(), prompts.size());
-    for (std::size_t s = 0; s < prompts.size(); ++s) EXPECT_EQ(answers[s], reference.greedy(prompts[s], 12)) << "sequence " << s;
-  }
+  expect_fp64_greedy_answers(*random_weights(23), grouped_prompts(), 12);
 }
 
 TEST(AnswerPrompts, PromptsThatShareNothingAreRefused) {

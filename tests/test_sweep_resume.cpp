@@ -204,22 +204,7 @@ TEST_F(SweepBinary, ATokenFileGivesTheTreeItsSequencesShare) {
   EXPECT_EQ(rows[0][csv_column("B")], "3");
   EXPECT_EQ(rows[0][csv_column("status")], "ok");
   EXPECT_THAT(run.err, HasSubstr("B=3 P=0 S=0 tree=tokens:prompts.txt: "));
-
-  const Run both = sweep("--backends cpu-hydragen --tokens prompts.txt --batch 3 --csv out.csv");
-  EXPECT_EQ(both.exit_code, 2);
-  EXPECT_THAT(both.err, HasSubstr("--batch does not apply with --tokens"));
-  const Run missing = sweep("--backends cpu-hydragen --tokens absent.txt --csv out.csv");
-  EXPECT_EQ(missing.exit_code, 2);
-  EXPECT_THAT(missing.err, HasSubstr("--tokens: cannot read token ids from 'absent.txt'"));
-}
-
-TEST_F(SweepBinary, ATreeTheBatchDoesNotFillIsRefused) {
-  const Run run = sweep("--backends cpu-hydragen --batch 6 --tree 4x8 --csv out.csv");
-  EXPECT_EQ(run.exit_code, 2);
-  EXPECT_THAT(run.err, HasSubstr("--tree 4x8 splits the batch into 4 equal groups: --batch 6 is not a multiple"));
-  const Run bad = sweep("--backends cpu-hydragen --tree 4x8k --csv out.csv");
-  EXPECT_EQ(bad.exit_code, 2);
-  EXPECT_THAT(bad.err, HasSubstr("--tree: tree '4x8k': length '8k' is not a non-negative integer"));
+  // Refused --tokens and --tree values: the bad_input table in tests/cli/CMakeLists.txt.
 }
 
 TEST_F(SweepBinary, ResumeOfAFileCutAfterItsHeaderMeasuresEverything) {

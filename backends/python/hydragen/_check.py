@@ -28,9 +28,13 @@ def _checked(tensor, name):
     return exported(contiguous(tensor), name)
 
 
+def _row_major_segments(segments):
+    """contiguous() of each tensor of a list or tuple, or of one packed tensor."""
+    if isinstance(segments, (list, tuple)):
+        return [contiguous(t) for t in segments]
+    return contiguous(segments)
+
+
 def _inputs(q, k_segments, v_segments):
-    if isinstance(k_segments, (list, tuple)):
-        ks = [_checked(t, f"k[{i}]") for i, t in enumerate(k_segments)]
-        vs = [_checked(t, f"v[{i}]") for i, t in enumerate(v_segments)]
-        return _checked(q, "q"), ks, vs
-    return _checked(q, "q"), _checked(k_segments, "k"), _checked(v_segments, "v")
+    return (_checked(q, "q"), exported_segments(_row_major_segments(k_segments), "k"),
+            exported_segments(_row_major_segments(v_segments), "v"))
