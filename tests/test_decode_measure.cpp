@@ -1,14 +1,18 @@
 // hydragen-decode's points and rows: the presets reproduce the paper's grids, a point that cannot
 // fit is `x` from the memory estimate in well under a second (never attempted), a small point runs,
-// and the CSV has the columns DESIGN.md section 7 names (the plots read them).
+// and the CSV has the columns DESIGN.md section 7 names (the plots read them); on ranks (--gpus), the
+// ranks agree on admission and rank 0's row carries the all-reduces' share.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "decode/communicator.hpp"
 #include "decode/host_runtime.hpp"
 #include "decode/measure.hpp"
 #include "decode/presets.hpp"
@@ -152,6 +156,50 @@ TEST(MeasurePoint, ASmallPointRunsAndItsRowHasTheColumnsThePlotsRead) {
   x.status = "x";
   x.note = "needs 9 MB, \"1\" free";  // a comma and quotes: one quoted field
   EXPECT_THAT(decode_csv_row("host fp32", "abc", x), ::testing::EndsWith(",x,\"needs 9 MB, \"\"1\"\" free\"\n"));
+}
+
+// --gpus on host ranks: rank 0 times its shard alone, then both ranks decode with the all-reduces;
+// rank 0's row says 2 GPUs and the difference.
+TEST(MeasurePointRanks, TwoRanksRunATp2PointAndReportTheAllReducesShare) {
+  DecodePoint p;
+  p.model = "smoke";
+  p.tp = 2;
+  p.mode = Mode::hydragen;
+  p.batch = 4;
+  p.prompt_len = 40;
+  p.gen_tokens = 8;
+  MeasureConfig config;
+  config.runs = 2;
+  std::vector<DecodeRow> rows(2);
+  run_host_ranks(2, [&](Communicator& comm) {
+    const std::unique_ptr<Runtime> runtime = host_runtime();
+    rows[static_cast<std::size_t>(comm.rank())] = measure_point_ranks(*runtime, p, config, comm);
+  });
+  for (const DecodeRow& row : rows) ASSERT_EQ(row.status, "ok") << row.note;
+  EXPECT_EQ(rows[0].gpus, 2);
+  EXPECT_GT(rows[0].tokens_per_s, 0);
+  EXPECT_LT(std::abs(rows[0].allreduce_ms), rows[0].step_ms);  // a difference of two timings: its sign is the host's noise
+  EXPECT_EQ(rows[1].gpus, 2);
+}
+
+// A point that fits on one rank but not on another is x on both, before either builds its shard.
+TEST(MeasurePointRanks, APointThatDoesNotFitOnOneRankIsXOnAll) {
+  DecodePoint p;
+  p.model = "smoke";
+  p.tp = 2;
+  p.batch = 4;
+  p.prompt_len = 40;
+  p.gen_tokens = 8;
+  std::vector<DecodeRow> rows(2);
+  run_host_ranks(2, [&](Communicator& comm) {
+    const std::unique_ptr<Runtime> runtime = host_runtime();
+    MeasureConfig config;
+    if (comm.rank() == 1) config.memory_fraction = 0;  // rank 1's memory "full"
+    rows[static_cast<std::size_t>(comm.rank())] = measure_point(*runtime, p, config, &comm);
+  });
+  EXPECT_EQ(rows[0].status, "x");
+  EXPECT_THAT(rows[0].note, HasSubstr("another GPU has less"));
+  EXPECT_EQ(rows[1].status, "x");
 }
 
 }  // namespace

@@ -152,10 +152,23 @@ __device__ __forceinline__ Best better(Best a, Best b) {
   return b.value > a.value || (b.value == a.value && b.index < a.index) ? b : a;
 }
 
+// Where argmax_kernel puts a row's best: its column as a token, or its key of a vocabulary shard.
+struct TokenOut {
+  int* tokens;  // [T]
+  __device__ void operator()(std::int64_t row, Best best) const { tokens[row] = best.index; }
+};
+struct KeyOut {
+  ArgmaxKey* keys;  // [T]
+  int first_token;  // the shard's column 0
+  __device__ void operator()(std::int64_t row, Best best) const {
+    keys[row] = best.index == INT_MAX ? kNoArgmax : argmax_key(best.value, first_token + best.index);
+  }
+};
+
 // One block per row.
-template <typename T>
-__global__ void __launch_bounds__(kThreads) argmax_kernel(Rows<const T> logits, int valid, int* tokens) {
-  // logits: [T, N], the first `valid` columns searched; tokens: [T]
+template <typename T, typename Out>
+__global__ void __launch_bounds__(kThreads) argmax_kernel(Rows<const T> logits, int valid, Out out) {
+  // logits: [T, N], the first `valid` columns searched
   __shared__ Best scratch[kThreads / 32];
   const T* row = logits[blockIdx.x];
   Best best{-CUDART_INF_F, INT_MAX};
@@ -170,7 +183,12 @@ __global__ void __launch_bounds__(kThreads) argmax_kernel(Rows<const T> logits, 
   __syncthreads();
   if (threadIdx.x != 0) return;
   for (int w = 1; w < kThreads / 32; ++w) best = better(best, scratch[w]);
-  tokens[blockIdx.x] = best.index;
+  out(blockIdx.x, best);
+}
+
+__global__ void tokens_of_kernel(const ArgmaxKey* keys, int count, int* tokens) {  // keys, tokens: [count]
+  const int t = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (t < count) tokens[t] = argmax_token(keys[t]);
 }
 
 __global__ void advance_kernel(int* leaf_length, int count, int by) {  // leaf_length: [count]
@@ -315,10 +333,19 @@ class CudaRuntime final : public Runtime {
 
   void argmax(const Matrix& logits, std::int64_t valid, int* tokens) override {
     check_argmax(dtype(), logits, valid, tokens);
-    if (logits.rows == 0) return;
-    argmax_kernel<<<static_cast<unsigned>(logits.rows), kThreads, 0, stream_.get()>>>(
-        rows_of<const Element>(logits), static_cast<int>(valid), tokens);
-    cuda::check_launch("argmax_kernel");
+    launch_argmax(logits, valid, TokenOut{tokens});
+  }
+
+  void argmax_keys(const Matrix& logits, std::int64_t valid, std::int64_t first_token, ArgmaxKey* keys) override {
+    check_argmax(dtype(), logits, valid, keys, "keys", first_token);
+    launch_argmax(logits, valid, KeyOut{keys, static_cast<int>(first_token)});
+  }
+
+  void tokens_of(const ArgmaxKey* keys, int count, int* tokens) override {
+    check_tokens_of(keys, count, tokens);
+    if (count == 0) return;
+    tokens_of_kernel<<<blocks_for(count), kThreads, 0, stream_.get()>>>(keys, count, tokens);
+    cuda::check_launch("tokens_of_kernel");
   }
 
   void advance(int* leaf_length, int count, int by) override {
@@ -351,6 +378,14 @@ class CudaRuntime final : public Runtime {
   void synchronize() const override { CUDA_CHECK(cudaStreamSynchronize(stream_.get())); }
 
  private:
+  template <typename Out>
+  void launch_argmax(const Matrix& logits, std::int64_t valid, Out out) {
+    if (logits.rows == 0) return;
+    argmax_kernel<<<static_cast<unsigned>(logits.rows), kThreads, 0, stream_.get()>>>(
+        rows_of<const Element>(logits), static_cast<int>(valid), out);
+    cuda::check_launch("argmax_kernel");
+  }
+
   // Ends the capture a throwing step left open, so the stream takes work again; drops what it
   // recorded, and the failure of a capture the error invalidated (the step's exception says why).
   void abandon_capture() noexcept {

@@ -264,6 +264,7 @@ Decoder::Decoder(Runtime& runtime, const ModelShard& shard, const WeightSource& 
   act_ = rt_.zeros(t * g.ffn);
   last_h_ = rt_.zeros(b * g.hidden);
   logits_ = rt_.zeros(b * g.vocab_rows);
+  if (options_.comm != nullptr) argmax_keys_ = Buffer(rt_.memory(), static_cast<std::size_t>(b) * sizeof(ArgmaxKey));
   leaf_length_ = Buffer(rt_.memory(), static_cast<std::size_t>(b) * sizeof(int));
   prompt_length_ = Buffer(rt_.memory(), sizeof(int));
   const auto groups = static_cast<std::int64_t>(options_.group_lens.size());
@@ -367,8 +368,11 @@ void Decoder::enqueue_step(const Bucket& k, int position_offset) {
   const Matrix logits = matrix(logits_, rt_, k.seqs, g.vocab_rows);
   rt_.linear(last_h, matrix(lm_head_, rt_, g.vocab_rows, g.hidden), logits, false);
   const std::int64_t valid = std::min<std::int64_t>(g.vocab_rows, m.vocab - static_cast<std::int64_t>(options_.rank) * g.vocab_rows);
-  if (options_.comm != nullptr) {
-    options_.comm->argmax(rt_, logits, valid, static_cast<int*>(tokens_.data()));
+  if (options_.comm != nullptr) {  // the vocabulary-parallel argmax: each rank's best as a key, the max across ranks
+    auto* keys = static_cast<ArgmaxKey*>(argmax_keys_.data());
+    rt_.argmax_keys(logits, valid, static_cast<std::int64_t>(options_.rank) * g.vocab_rows, keys);
+    options_.comm->all_reduce_max(rt_, keys, k.seqs);
+    rt_.tokens_of(keys, k.seqs, static_cast<int*>(tokens_.data()));
   } else {
     rt_.argmax(logits, valid, static_cast<int*>(tokens_.data()));
   }

@@ -132,6 +132,7 @@ class Decoder {
   Buffer embed_, final_norm_, lm_head_;
   // Activations, [T, width] for T up to max(B * max_q_len, P) tokens.
   Buffer tokens_, x_, h_, qkv_, q_, o_, lse_, gate_up_, act_, logits_, last_h_;
+  Buffer argmax_keys_;     // [B] ArgmaxKey: each sequence's best logit and token, across ranks (with comm)
   Buffer leaf_length_;     // [B] int: tokens in each leaf (device memory)
   Buffer prompt_length_;   // [1] int: the prompt's length, the prefill's leaf length
   Buffer group_length_;    // [G] int: tokens prefilled into each group's segment

@@ -51,6 +51,25 @@ class HostStepGraph final : public StepGraph {
   std::function<void()> step_;
 };
 
+// found(t, column, value) for each row t of logits [T, N]: its largest value among the first `valid`
+// columns, the first of equal values (NaN never chosen; a row of NaN gives column 0 at -inf).
+template <typename Found>
+void each_row_best(const Matrix& logits, std::int64_t valid, Found found) {
+#pragma omp parallel for
+  for (std::int64_t t = 0; t < logits.rows; ++t) {
+    const float* x = row(logits, t);  // [N]
+    std::int64_t best = 0;
+    float best_value = -std::numeric_limits<float>::infinity();
+    for (std::int64_t j = 0; j < valid; ++j) {
+      if (x[j] > best_value) {  // strictly: the first of equal values stays
+        best = j;
+        best_value = x[j];
+      }
+    }
+    found(t, best, best_value);
+  }
+}
+
 class HostRuntime final : public Runtime {
  public:
   std::string name() const override { return "host fp32"; }
@@ -153,19 +172,19 @@ class HostRuntime final : public Runtime {
   // NaN counts as -inf, so that every row has a largest value and both runtimes agree on it.
   void argmax(const Matrix& logits, std::int64_t valid, int* tokens) override {
     check_argmax(dtype(), logits, valid, tokens);
-#pragma omp parallel for
-    for (std::int64_t t = 0; t < logits.rows; ++t) {
-      const float* x = row(logits, t);  // [N]
-      std::int64_t best = 0;
-      float best_value = -std::numeric_limits<float>::infinity();
-      for (std::int64_t j = 0; j < valid; ++j) {
-        if (x[j] > best_value) {  // strictly: the first of equal values stays
-          best = j;
-          best_value = x[j];
-        }
-      }
-      tokens[t] = static_cast<int>(best);
-    }
+    each_row_best(logits, valid, [&](std::int64_t t, std::int64_t best, float) { tokens[t] = static_cast<int>(best); });
+  }
+
+  void argmax_keys(const Matrix& logits, std::int64_t valid, std::int64_t first_token, ArgmaxKey* keys) override {
+    check_argmax(dtype(), logits, valid, keys, "keys", first_token);
+    each_row_best(logits, valid, [&](std::int64_t t, std::int64_t best, float value) {
+      keys[t] = argmax_key(value, static_cast<int>(first_token + best));
+    });
+  }
+
+  void tokens_of(const ArgmaxKey* keys, int count, int* tokens) override {
+    check_tokens_of(keys, count, tokens);
+    for (int t = 0; t < count; ++t) tokens[t] = argmax_token(keys[t]);
   }
 
   void advance(int* leaf_length, int count, int by) override {

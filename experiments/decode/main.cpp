@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "decode/checkpoint.hpp"
+#include "decode/communicator.hpp"
 #include "decode/host_runtime.hpp"
 #include "decode/measure.hpp"
 #include "decode/prompts.hpp"
@@ -24,6 +25,9 @@
 #include "hydragen/cpu/peaks.hpp"
 #ifdef HYDRAGEN_WITH_CUDA
 #include "decode/cuda_runtime.hpp"
+#ifdef HYDRAGEN_WITH_NCCL
+#include "decode/nccl_ranks.hpp"
+#endif
 #include "hydragen/cuda/device.hpp"
 #include "hydragen/cuda/timing.hpp"
 #endif
@@ -38,7 +42,7 @@ using namespace hydragen::decode;
 struct Flags {
   std::string preset, model = "smoke", modes = "hydragen,paged,flash,no-attention", batch = "8", prefix = "128";
   std::string backend, csv, device = "auto", weights, prompts, tokens_out, groups;
-  int layers = 0, tp = 1, question_len = 0, gen_tokens = 16, runs = 3, warmup = 1, bucket = 16;
+  int layers = 0, tp = 1, gpus = 1, question_len = 0, gen_tokens = 16, runs = 3, warmup = 1, bucket = 16;
   std::uint64_t seed = 1;
 };
 
@@ -47,13 +51,16 @@ struct Flags {
 std::vector<DecodePoint> points_from(const Flags& f, const CLI::App& app) {
   std::vector<DecodePoint> points;
   if (!f.preset.empty()) {
-    for (const char* flag : {"--model", "--tp", "--mode", "--batch", "--prefix", "--question-len", "--gen-tokens", "--groups"}) {
-      if (app.count(flag) > 0) fail(flag, "cannot change a --preset's points (--layers and --backend can)");
+    for (const char* flag : {"--model", "--mode", "--batch", "--prefix", "--question-len", "--gen-tokens", "--groups"}) {
+      if (app.count(flag) > 0) fail(flag, "cannot change a --preset's points (--layers, --tp and --backend can)");
     }
     try {
       points = preset_points(f.preset);
     } catch (const std::invalid_argument& e) {
       fail("--preset", e.what());
+    }
+    if (app.count("--tp") > 0) {
+      for (DecodePoint& p : points) p.tp = f.tp;
     }
   } else {
     try {
@@ -99,15 +106,27 @@ std::vector<DecodePoint> points_from(const Flags& f, const CLI::App& app) {
     } catch (const std::invalid_argument& e) {
       fail(app.count("--layers") > 0 ? "--layers" : "--tp", e.what());
     }
+    if (f.gpus > 1 && p.tp != f.gpus) {
+      fail("--gpus", std::to_string(f.gpus) + " GPUs run a model split " + std::to_string(f.gpus) + " ways; the points are TP " +
+                         std::to_string(p.tp) + " (give --tp " + std::to_string(f.gpus) + ")");
+    }
   }
   return points;
 }
 
-std::unique_ptr<Runtime> make_runtime(const std::string& device) {
+// Whether --device gives a CUDA runtime (auto: when a GPU is present).
+bool on_cuda(const std::string& device) {
 #ifdef HYDRAGEN_WITH_CUDA
-  if (device != "host" && cuda::device_count() > 0) return cuda_runtime();
+  if (device != "host" && cuda::device_count() > 0) return true;
 #endif
   if (device == "cuda") fail("--device", "no CUDA device here (or this build has no CUDA)");
+  return false;
+}
+
+std::unique_ptr<Runtime> make_runtime(const std::string& device) {
+#ifdef HYDRAGEN_WITH_CUDA
+  if (on_cuda(device)) return cuda_runtime();
+#endif
   return host_runtime();
 }
 
@@ -120,7 +139,7 @@ Peaks peaks_of([[maybe_unused]] const Runtime& runtime) {  // a CPU-only build h
 
 // --prompts: one mode's greedy answers to the file's prompts, as token ids (no timing).
 int answer(const Flags& f, const CLI::App& app) {
-  for (const char* flag : {"--preset", "--batch", "--prefix", "--question-len", "--groups", "--csv"}) {
+  for (const char* flag : {"--preset", "--batch", "--prefix", "--question-len", "--groups", "--csv", "--gpus"}) {
     if (app.count(flag) > 0) fail(flag, "does not go with --prompts (the file gives the batch, the prefix and the questions)");
   }
   const ModelConfig full = model_config(f.model);
@@ -163,15 +182,73 @@ int answer(const Flags& f, const CLI::App& app) {
   return 0;
 }
 
+// The points' rows, printed and written as they come; progress on stderr.
+class Report {
+ public:
+  Report(const Flags& f, std::size_t points) : points_(points), start_(std::chrono::steady_clock::now()) {
+    if (!f.csv.empty()) {
+      csv_.open(f.csv);
+      if (!csv_) fail("--csv", "cannot write '" + f.csv + "'");
+      csv_ << decode_csv_header() << std::flush;
+    }
+  }
+
+  void header() const {
+    std::printf("%-14s %3s %4s %-13s %5s %6s %4s %12s %10s %10s %10s %8s  %s\n", "model", "tp", "gpus", "mode", "B", "P", "gen",
+                "tokens/s", "step ms", "allreduce", "attn floor", "status", "backend");
+  }
+
+  void row(const std::string& device, const DecodeRow& r) {
+    if (csv_.is_open()) csv_ << decode_csv_row(device, HYDRAGEN_COMMIT, r) << std::flush;
+    const DecodePoint& p = r.point;
+    const std::string extra = (p.groups.empty() ? "" : "  groups " + p.groups) + (r.note.empty() ? "" : "  (" + r.note + ")");
+    std::printf("%-14s %3d %4d %-13s %5d %6d %4d %12.1f %10.3f %10.3f %10.3f %8s  %s%s\n", p.model.c_str(), p.tp, r.gpus,
+                std::string(mode_name(p.mode)).c_str(), p.batch, p.prompt_len, p.gen_tokens, r.tokens_per_s, r.step_ms,
+                r.allreduce_ms, r.attention_floor_ms, r.status.c_str(), r.backend.c_str(), extra.c_str());
+    std::fflush(stdout);
+    ++done_;
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    std::cerr << "[" << done_ << "/" << points_ << "] " << static_cast<int>(elapsed) << " s elapsed, about "
+              << static_cast<int>(elapsed / static_cast<double>(done_) * static_cast<double>(points_ - done_)) << " s left\n";
+  }
+
+ private:
+  std::ofstream csv_;
+  std::size_t points_, done_ = 0;
+  std::chrono::steady_clock::time_point start_;
+};
+
+// --gpus N: the model's N shards at once, one thread per rank: NCCL over N GPUs, or host ranks.
+void run_ranks(const Flags& f, const std::vector<DecodePoint>& points, MeasureConfig config, Report& report) {
+  const auto body = [&](Communicator& comm) {
+    const std::unique_ptr<Runtime> runtime = make_runtime(f.device);
+    if (comm.rank() == 0) {
+      std::cerr << "hydragen-decode: " << points.size() << " points on " << f.gpus << " ranks, " << runtime->name()
+                << " each; measuring peaks\n";
+      config.peaks = peaks_of(*runtime);
+      report.header();
+    }
+    comm.all(true);  // the peaks measured alone
+    for (const DecodePoint& p : points) {
+      const DecodeRow r = measure_point_ranks(*runtime, p, config, comm);
+      if (comm.rank() == 0) report.row(runtime->name(), r);
+    }
+  };
+  if (!on_cuda(f.device)) {
+    run_host_ranks(f.gpus, body);
+    return;
+  }
+#ifdef HYDRAGEN_WITH_NCCL
+  run_nccl_ranks(f.gpus, body);
+#else
+  fail("--gpus", "this build has no NCCL: --gpus " + std::to_string(f.gpus) + " runs on --device host only");
+#endif
+}
+
 int run(const Flags& f, const CLI::App& app) {
   if (!f.prompts.empty()) return answer(f, app);
   const std::vector<DecodePoint> points = points_from(f, app);
-  std::ofstream csv;
-  if (!f.csv.empty()) {
-    csv.open(f.csv);
-    if (!csv) fail("--csv", "cannot write '" + f.csv + "'");
-    csv << decode_csv_header() << std::flush;
-  }
+  Report report(f, points.size());
   // A checkpoint is one model's: every point must run it.
   std::unique_ptr<WeightSource> checkpoint;
   if (!f.weights.empty()) {
@@ -186,7 +263,6 @@ int run(const Flags& f, const CLI::App& app) {
       fail("--weights", e.what());
     }
   }
-  std::unique_ptr<Runtime> runtime = make_runtime(f.device);
   MeasureConfig config;
   config.weights = checkpoint.get();
   config.warmup = f.warmup;
@@ -194,26 +270,15 @@ int run(const Flags& f, const CLI::App& app) {
   config.bucket = f.bucket;
   config.seed = f.seed;
   config.backend = f.backend;
+  if (f.gpus > 1) {
+    run_ranks(f, points, config, report);
+    return 0;
+  }
+  std::unique_ptr<Runtime> runtime = make_runtime(f.device);
   std::cerr << "hydragen-decode: " << points.size() << " points on " << runtime->name() << "; measuring peaks\n";
   config.peaks = peaks_of(*runtime);
-  const std::string device = runtime->name();
-  std::printf("%-14s %3s %-13s %5s %6s %4s %12s %10s %10s %8s  %s\n", "model", "tp", "mode", "B", "P", "gen", "tokens/s",
-              "step ms", "attn floor", "status", "backend");
-  const auto start = std::chrono::steady_clock::now();
-  for (std::size_t i = 0; i < points.size(); ++i) {
-    const DecodeRow r = measure_point(*runtime, points[i], config);
-    if (csv.is_open()) csv << decode_csv_row(device, HYDRAGEN_COMMIT, r) << std::flush;
-    const DecodePoint& p = r.point;
-    const std::string extra = (p.groups.empty() ? "" : "  groups " + p.groups) + (r.note.empty() ? "" : "  (" + r.note + ")");
-    std::printf("%-14s %3d %-13s %5d %6d %4d %12.1f %10.3f %10.3f %8s  %s%s\n", p.model.c_str(), p.tp,
-                std::string(mode_name(p.mode)).c_str(), p.batch, p.prompt_len, p.gen_tokens, r.tokens_per_s, r.step_ms,
-                r.attention_floor_ms, r.status.c_str(), r.backend.c_str(), extra.c_str());
-    std::fflush(stdout);
-    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::cerr << "[" << i + 1 << "/" << points.size() << "] " << static_cast<int>(elapsed) << " s elapsed, about "
-              << static_cast<int>(elapsed / static_cast<double>(i + 1) * static_cast<double>(points.size() - i - 1))
-              << " s left\n";
-  }
+  report.header();
+  for (const DecodePoint& p : points) report.row(runtime->name(), measure_point(*runtime, p, config));
   for (const DecodePoint& p : points) {
     if (p.tp == 1) continue;
     std::printf("tp %d: tokens/s is what %d GPUs would do with free communication: this process ran one GPU's shard; "
@@ -234,7 +299,12 @@ int main(int argc, char** argv) {
   app.add_option("--preset", f.preset, "fig3a | fig3b | tables | fig5 | fig6 | smoke");
   app.add_option("--model", f.model, "codellama-7b | codellama-13b | codellama-34b | yi-6b-200k | smoke");
   app.add_option("--layers", f.layers, "run the first N layers of the model (a shorter run of the same shapes)")->check(flags::decimal<int>())->check(CLI::PositiveNumber);
-  app.add_option("--tp", f.tp, "tensor-parallel ways: this process runs one GPU's shard")->check(flags::decimal<int>())->check(CLI::PositiveNumber);
+  app.add_option("--tp", f.tp, "tensor-parallel ways (with a --preset: instead of its own); one GPU's shard alone unless --gpus")->check(flags::decimal<int>())->check(CLI::PositiveNumber);
+  app.add_option("--gpus", f.gpus,
+                 "run all --tp shards at once, one per GPU (NCCL all-reduces; one thread per GPU), or with --device host "
+                 "one per thread; also times rank 0's shard alone for the all-reduces' share")
+      ->check(flags::decimal<int>())
+      ->check(CLI::PositiveNumber);
   app.add_option("--mode", f.modes, "comma list of flash, paged, hydragen, no-attention");
   app.add_option("--backend", f.backend, "attention backend for the attention modes (default: the fastest of the device's)");
   app.add_option("--batch", f.batch, "comma list of batch sizes B");

@@ -4,7 +4,9 @@
 #include <chrono>
 #include <cstdio>
 #include <exception>
+#include <memory>
 #include <random>
+#include <stdexcept>
 
 #include "hydragen/errors.hpp"
 #include "hydragen/tree_spec.hpp"
@@ -50,11 +52,11 @@ std::string decode_csv_row(const std::string& device, const std::string& commit,
   const DecodePoint& p = r.point;
   const int layers = p.layers > 0 ? p.layers : model_config(p.model).layers;
   char numbers[512];
-  std::snprintf(numbers, sizeof numbers, "%.1f,%.4f,%.4f,%.4f,%.3f,%.3f,%.4f,%.2f,%.3f", r.tokens_per_s, r.step_ms,
-                r.attention_floor_ms, r.spread, r.answer_ms, r.groups_prefill_ms, r.host_ms_per_step, r.replan_ms,
+  std::snprintf(numbers, sizeof numbers, "%.1f,%.4f,%.4f,%.4f,%.4f,%.3f,%.3f,%.4f,%.2f,%.3f", r.tokens_per_s, r.step_ms,
+                r.allreduce_ms, r.attention_floor_ms, r.spread, r.answer_ms, r.groups_prefill_ms, r.host_ms_per_step, r.replan_ms,
                 r.memory_gb);
   return csv_field(device) + "," + csv_field(commit) + "," + p.model + "," + std::to_string(layers) + "," +
-         std::to_string(p.tp) + ",1," + std::string(mode_name(p.mode)) + "," + csv_field(r.backend) + "," +
+         std::to_string(p.tp) + "," + std::to_string(r.gpus) + "," + std::string(mode_name(p.mode)) + "," + csv_field(r.backend) + "," +
          std::to_string(p.batch) + "," + std::to_string(p.prompt_len) + "," + std::to_string(p.question_len) + "," +
          csv_field(p.groups) + "," + std::to_string(p.gen_tokens) + "," + numbers + "," + r.status + "," + csv_field(r.note) + "\n";
 }
@@ -68,9 +70,12 @@ double attention_floor_ms(const ModelShard& shard, const DecodePoint& point, DTy
   return shard.model.layers * roofline_seconds(cost.flops, cost.floor_bytes, peaks) * 1e3;
 }
 
-DecodeRow measure_point(Runtime& runtime, const DecodePoint& point, const MeasureConfig& config) {
+DecodeRow measure_point(Runtime& runtime, const DecodePoint& point, const MeasureConfig& config, Communicator* comm) {
   DecodeRow row;
   row.point = point;
+  // Once the ranks run collectives, a failure ends the run: a rank that went on to the next point
+  // would leave its peers waiting on the GPU (nccl_ranks.hpp releases them).
+  bool collectives = false;
   try {
     const ModelConfig full = model_config(point.model);
     const ModelShard sh = shard(point.layers > 0 ? with_layers(full, point.layers) : full, point.tp);
@@ -82,6 +87,10 @@ DecodeRow measure_point(Runtime& runtime, const DecodePoint& point, const Measur
     options.suffix_capacity = point.question_len + point.gen_tokens;
     options.max_q_len = std::max(1, point.question_len);
     options.bucket = config.bucket;
+    if (comm != nullptr) {
+      options.rank = comm->rank();
+      options.comm = comm;
+    }
     const TreeSpec groups = decode_groups(point);
     for (int g = 0; !groups.levels.empty() && g < groups.levels[0].groups; ++g) {
       options.group_lens.push_back(groups.levels[0].length_of(g));
@@ -93,11 +102,13 @@ DecodeRow measure_point(Runtime& runtime, const DecodePoint& point, const Measur
     const MemoryEstimate need = estimate_memory(sh, options, runtime);
     row.memory_gb = static_cast<double>(need.total()) / 1e9;
     const double free = static_cast<double>(runtime.memory().available_bytes());
-    if (static_cast<double>(need.total()) > config.memory_fraction * free) {
+    const bool fits = static_cast<double>(need.total()) <= config.memory_fraction * free;
+    const bool all_fit = comm != nullptr ? comm->all(fits) : fits;  // every rank asks, fitting or not
+    if (!all_fit) {
       row.status = "x";
       row.note = "needs " + std::to_string(need.total() / 1000000) + " MB (weights " + std::to_string(need.weights / 1000000) +
-                 ", KV cache " + std::to_string(need.kv_cache / 1000000) + "), " + std::to_string(static_cast<long long>(free / 1e6)) +
-                 " MB free";
+                 ", KV cache " + std::to_string(need.kv_cache / 1000000) + ")" + (comm != nullptr ? " per GPU" : "") + ", " +
+                 std::to_string(static_cast<long long>(free / 1e6)) + " MB free" + (fits ? " here; another GPU has less" : "");
       return row;
     }
     std::unique_ptr<WeightSource> own;
@@ -106,7 +117,20 @@ DecodeRow measure_point(Runtime& runtime, const DecodePoint& point, const Measur
       own = random_weights(config.seed);
       weights = own.get();
     }
-    Decoder decoder(runtime, sh, *weights, options);
+    // Every rank's shard built before any enters a collective (a rank out of memory would leave the
+    // others waiting for it).
+    std::unique_ptr<Decoder> built;
+    std::exception_ptr build_error;
+    try {
+      built = std::make_unique<Decoder>(runtime, sh, *weights, options);
+    } catch (...) {
+      build_error = std::current_exception();
+    }
+    const bool all_built = comm != nullptr ? comm->all(build_error == nullptr) : build_error == nullptr;
+    if (!all_built && build_error == nullptr) throw std::runtime_error("another rank could not build its shard");
+    if (build_error) std::rethrow_exception(build_error);
+    Decoder& decoder = *built;
+    collectives = comm != nullptr;
     std::mt19937_64 rng(config.seed);
     const int first = decoder.prefill(random_tokens(rng, static_cast<std::size_t>(point.prompt_len), sh.model.vocab));
     std::vector<int> after_groups;  // each group's next token (the first of its sequences' answers)
@@ -151,12 +175,24 @@ DecodeRow measure_point(Runtime& runtime, const DecodePoint& point, const Measur
     row.answer_ms = median(answer_s) * 1e3;
     row.host_ms_per_step = median(host_s) / point.gen_tokens * 1e3;
   } catch (const OutOfMemory& e) {
+    if (collectives) throw;
     row.status = "x";
     row.note = e.what();
   } catch (const std::exception& e) {
+    if (collectives) throw;
     row.status = "error";
     row.note = e.what();
   }
+  return row;
+}
+
+DecodeRow measure_point_ranks(Runtime& runtime, const DecodePoint& point, const MeasureConfig& config, Communicator& comm) {
+  DecodeRow alone;
+  if (comm.rank() == 0) alone = measure_point(runtime, point, config);  // the same shard, no collectives
+  comm.all(true);  // the other ranks wait meanwhile
+  DecodeRow row = measure_point(runtime, point, config, &comm);
+  row.gpus = comm.size();
+  if (row.status == "ok" && alone.status == "ok") row.allreduce_ms = row.step_ms - alone.step_ms;
   return row;
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "decode/communicator.hpp"
 #include "decode/presets.hpp"
 #include "decode/runtime.hpp"
 #include "decode/weights.hpp"
@@ -39,14 +40,25 @@ struct DecodeRow {
   double host_ms_per_step = 0;   // host time of generate()'s loop per step, waits for queue space included
   double replan_ms = 0;          // host time making, binding and capturing every bucket's plan, before the runs
   double memory_gb = 0;          // the estimate the point was admitted on
+  int gpus = 1;                  // GPUs (ranks) that ran the point: 1 for one shard of a TP-N model alone
+  // With several ranks: step_ms minus the same shard's step alone on rank 0's GPU, measured in the same
+  // run (the all-reduces' cost, the ranks' waits for each other included); 0 for one rank.
+  double allreduce_ms = 0;
 };
 
 // Never throws for a point that cannot run: status x (the estimate exceeds the free memory, in
-// well under a second) or error (with the message).
-DecodeRow measure_point(Runtime& runtime, const DecodePoint& point, const MeasureConfig& config);
+// well under a second) or error (with the message). With comm, every rank calls it with its own
+// runtime for the same point: the ranks admit the point only if it fits on all of them, build their
+// shards, and time the decode with the all-reduces (each rank's row its own timing).
+DecodeRow measure_point(Runtime& runtime, const DecodePoint& point, const MeasureConfig& config, Communicator* comm = nullptr);
+
+// The point on every rank of comm (each calling it): rank 0 first times its shard alone, the others
+// waiting, then all ranks time the decode together. Rank 0's row, with gpus and allreduce_ms; the
+// other ranks' rows say only whether they ran.
+DecodeRow measure_point_ranks(Runtime& runtime, const DecodePoint& point, const MeasureConfig& config, Communicator& comm);
 
 // hydragen-decode's CSV (DESIGN.md section 7, and what plots/decode_*.py read): the header line, and
-// one row (fields with commas or quotes quoted). `gpus` is 1: one process runs one shard.
+// one row (fields with commas or quotes quoted).
 std::string decode_csv_header();
 std::string decode_csv_row(const std::string& device, const std::string& commit, const DecodeRow& row);
 

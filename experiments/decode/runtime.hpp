@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "decode/argmax_key.hpp"
 #include "hydragen/attention.hpp"
 #include "hydragen/memory.hpp"
 
@@ -81,6 +82,10 @@ class Runtime {
   // tokens[t] = the column of row t's largest value among its first `valid` (the lowest on ties):
   // logits [T, N], tokens [T] int.
   virtual void argmax(const Matrix& logits, std::int64_t valid, int* tokens) = 0;
+  // The same of a vocabulary shard whose column 0 is token first_token, as keys for a max across
+  // ranks (argmax_key.hpp): keys [T] ArgmaxKey. tokens_of(keys, count, tokens): the keys' tokens.
+  virtual void argmax_keys(const Matrix& logits, std::int64_t valid, std::int64_t first_token, ArgmaxKey* keys) = 0;
+  virtual void tokens_of(const ArgmaxKey* keys, int count, int* tokens) = 0;
   // leaf_length[s] += by for s < count: a step's first operation, its tokens entering the cache.
   virtual void advance(int* leaf_length, int count, int by) = 0;
   // Copies bytes within the runtime's memory, in stream order.

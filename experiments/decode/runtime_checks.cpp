@@ -92,13 +92,23 @@ void check_swiglu(DType dtype, const Matrix& gate_up, const Matrix& out) {
   check_shape("swiglu", "out", out, dtype, gate_up.rows, gate_up.cols / 2, "gate_up's rows x half its columns");
 }
 
-void check_argmax(DType dtype, const Matrix& logits, std::int64_t valid, const int* tokens) {
+void check_argmax(DType dtype, const Matrix& logits, std::int64_t valid, const void* out, const char* out_name,
+                  std::int64_t first_token) {
   check_matrix("argmax", "logits", logits, dtype);
   // tokens are ints, so the columns searched must be too.
   if (valid < 1 || valid > logits.cols || valid > std::numeric_limits<int>::max()) {
     refuse("argmax", "valid " + std::to_string(valid) + " is not in [1, logits' " + std::to_string(logits.cols) + " columns]");
   }
-  check_pointer("argmax", "tokens", tokens, logits.rows > 0);
+  if (first_token < 0 || first_token > std::numeric_limits<int>::max() - valid) {
+    refuse("argmax", "the shard's first token " + std::to_string(first_token) + " leaves the int range");
+  }
+  check_pointer("argmax", out_name, out, logits.rows > 0);
+}
+
+void check_tokens_of(const ArgmaxKey* keys, int count, const int* tokens) {
+  if (count < 0) refuse("tokens_of", "count " + std::to_string(count) + " is negative");
+  check_pointer("tokens_of", "keys", keys, count > 0);
+  check_pointer("tokens_of", "tokens", tokens, count > 0);
 }
 
 void check_advance(const int* leaf_length, int count) {

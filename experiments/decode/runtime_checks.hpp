@@ -22,7 +22,10 @@ void check_linear(DType dtype, const Matrix& a, const Matrix& w, const Matrix& c
 void check_rope_append(DType dtype, const Matrix& qkv, int q_heads, int kv_heads, int head_dim,
                        const CacheWrite& cache, const Matrix& q);
 void check_swiglu(DType dtype, const Matrix& gate_up, const Matrix& out);
-void check_argmax(DType dtype, const Matrix& logits, std::int64_t valid, const int* tokens);
+// out: the tokens or keys written (out_name says which); first_token: the shard's column 0's token.
+void check_argmax(DType dtype, const Matrix& logits, std::int64_t valid, const void* out, const char* out_name = "tokens",
+                  std::int64_t first_token = 0);
+void check_tokens_of(const ArgmaxKey* keys, int count, const int* tokens);
 void check_advance(const int* leaf_length, int count);
 
 }  // namespace hydragen::decode

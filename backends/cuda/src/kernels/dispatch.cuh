@@ -4,6 +4,8 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 
+#include <atomic>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -51,14 +53,18 @@ void dispatch_16bit(DType dtype, int head_dim, const char* refusal, F&& f) {
   });
 }
 
-// Raises a kernel's dynamic shared-memory limit (above 48 KB needs the opt-in), once per kernel.
+// Raises a kernel's dynamic shared-memory limit (above 48 KB needs the opt-in), once per kernel and
+// device: the attribute is the current device's, and a process may run plans on several (one thread
+// per GPU, hydragen-decode --gpus).
 template <auto Kernel>
 void allow_smem(int bytes) {
-  static const bool done = [bytes] {
-    CUDA_CHECK(cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
-    return true;
-  }();
-  (void)done;
+  static std::atomic<std::uint64_t> done{0};  // bit d: set on device d (the first 64)
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  const std::uint64_t bit = device < 64 ? std::uint64_t{1} << device : 0;
+  if ((done.load(std::memory_order_acquire) & bit) != 0) return;
+  CUDA_CHECK(cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+  done.fetch_or(bit, std::memory_order_release);
 }
 
 }  // namespace hydragen::cuda

@@ -1,0 +1,121 @@
+#include "decode/nccl_ranks.hpp"
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include <cstdlib>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "decode/rank_group.hpp"
+#include "hydragen/cuda/check.hpp"
+
+namespace hydragen::decode {
+namespace {
+
+void nccl_check(ncclResult_t result, const char* call, ncclComm_t comm = nullptr) {
+  if (result == ncclSuccess || result == ncclInProgress) return;
+  std::string what = std::string("NCCL: ") + call + ": " + ncclGetErrorString(result);
+  if (const char* last = ncclGetLastError(comm); last != nullptr && *last != '\0') what += " (" + std::string(last) + ")";
+  throw std::runtime_error(what);
+}
+
+ncclDataType_t nccl_type(DType dtype) {
+  switch (dtype) {
+    case DType::fp32: return ncclFloat32;
+    case DType::fp16: return ncclFloat16;
+    case DType::bf16: return ncclBfloat16;
+    case DType::fp64: return ncclFloat64;
+  }
+  throw std::invalid_argument("NCCL ranks: no NCCL type for " + std::string(dtype_name(dtype)));
+}
+
+cudaStream_t stream_of(const Runtime& runtime) {
+  if (runtime.memory().name() != "cuda") throw std::invalid_argument("NCCL ranks take CUDA runtimes, got " + runtime.name());
+  return static_cast<cudaStream_t>(runtime.stream().handle);
+}
+
+class NcclCommunicator final : public Communicator {
+ public:
+  NcclCommunicator(RankGroup& group, ncclComm_t comm, int rank) : group_(group), comm_(comm), rank_(rank) {}
+  int rank() const override { return rank_; }
+  int size() const override { return group_.size(); }
+
+  void all_reduce_sum(Runtime& runtime, const Matrix& x) override {
+    if (x.ld != x.cols) throw std::invalid_argument("NCCL ranks: all_reduce_sum takes a contiguous x (ld == cols)");
+    enter();
+    nccl_check(ncclAllReduce(x.data, x.data, static_cast<std::size_t>(x.rows * x.cols), nccl_type(x.dtype), ncclSum, comm_,
+                             stream_of(runtime)),
+               "ncclAllReduce (sum)", comm_);
+  }
+
+  void all_reduce_max(Runtime& runtime, ArgmaxKey* keys, int count) override {
+    enter();
+    nccl_check(ncclAllReduce(keys, keys, static_cast<std::size_t>(count), ncclUint64, ncclMax, comm_, stream_of(runtime)),
+               "ncclAllReduce (max)", comm_);
+  }
+
+  bool all(bool ok) override {
+    const bool mine = ok;
+    group_.posted()[static_cast<std::size_t>(rank_)] = &mine;
+    group_.wait();
+    bool every = true;
+    for (const void* p : group_.posted()) every = every && *static_cast<const bool*>(p);
+    group_.wait();
+    return every;
+  }
+
+ private:
+  // No new collective once a rank has failed: its peers would wait for it on the GPU.
+  void enter() {
+    if (group_.failed()) throw std::runtime_error("tensor parallel: another rank failed");
+  }
+
+  RankGroup& group_;
+  ncclComm_t comm_;
+  const int rank_;
+};
+
+}  // namespace
+
+void run_nccl_ranks(int gpus, const std::function<void(Communicator&)>& body) {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess) {
+    (void)cudaGetLastError();
+    devices = 0;
+  }
+  if (gpus < 1 || gpus > devices) {
+    throw std::invalid_argument("tensor parallel over NCCL: " + std::to_string(gpus) + " GPUs asked, " + std::to_string(devices) + " here");
+  }
+  setenv("NCCL_NVLS_ENABLE", "0", 1);  // before NCCL reads its environment; children inherit it
+  std::vector<ncclComm_t> comms(static_cast<std::size_t>(gpus), nullptr);
+  nccl_check(ncclCommInitAll(comms.data(), gpus, nullptr), "ncclCommInitAll");
+  RankGroup group(gpus);
+  std::mutex aborting;
+  bool aborted = false;
+  std::exception_ptr failure;
+  try {
+    run_rank_threads(
+        group,
+        [&](int rank) {
+          CUDA_CHECK(cudaSetDevice(rank));
+          NcclCommunicator communicator(group, comms[static_cast<std::size_t>(rank)], rank);
+          body(communicator);
+        },
+        [&] {  // a rank waits on the GPU for a peer that failed: abort every communicator (NCCL's watchdog way)
+          const std::lock_guard<std::mutex> lock(aborting);
+          for (ncclComm_t c : comms) (void)ncclCommAbort(c);
+          aborted = true;
+        });
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  if (!aborted) {
+    for (ncclComm_t c : comms) (void)(failure ? ncclCommAbort(c) : ncclCommDestroy(c));
+  }
+  if (failure) std::rethrow_exception(failure);
+}
+
+}  // namespace hydragen::decode
