@@ -124,9 +124,11 @@ bool on_cuda(const std::string& device) {
 }
 
 std::unique_ptr<Runtime> make_runtime(const std::string& device) {
+  if (on_cuda(device)) {
 #ifdef HYDRAGEN_WITH_CUDA
-  if (on_cuda(device)) return cuda_runtime();
+    return cuda_runtime();
 #endif
+  }
   return host_runtime();
 }
 

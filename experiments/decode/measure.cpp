@@ -45,7 +45,7 @@ TreeSpec decode_groups(const DecodePoint& point) {
 
 std::string decode_csv_header() {
   return "device,commit,model,layers,tp,gpus,mode,backend,B,P,question_len,groups,gen_tokens,tokens_per_s,step_ms,"
-         "attention_floor_ms,spread,answer_ms,groups_prefill_ms,host_ms_per_step,replan_ms,memory_gb,status,note\n";
+         "allreduce_ms,attention_floor_ms,spread,answer_ms,groups_prefill_ms,host_ms_per_step,replan_ms,memory_gb,status,note\n";
 }
 
 std::string decode_csv_row(const std::string& device, const std::string& commit, const DecodeRow& r) {
