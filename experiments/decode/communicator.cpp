@@ -30,15 +30,7 @@ class HostCommunicator final : public Communicator {
     reduce<ArgmaxKey>(keys, 1, count, count, [](ArgmaxKey& acc, ArgmaxKey v) { acc = v > acc ? v : acc; });
   }
 
-  bool all(bool ok) override {
-    const bool mine = ok;
-    group_.posted()[static_cast<std::size_t>(rank_)] = &mine;
-    group_.wait();
-    bool every = true;
-    for (const void* p : group_.posted()) every = every && *static_cast<const bool*>(p);
-    group_.wait();  // every rank has read every answer
-    return every;
-  }
+  bool all(bool ok) override { return group_.all(rank_, ok); }
 
  private:
   // data [rows, cols] (ld apart) = combine over ranks, in rank order: the same result on every rank.

@@ -57,15 +57,7 @@ class NcclCommunicator final : public Communicator {
                "ncclAllReduce (max)", comm_);
   }
 
-  bool all(bool ok) override {
-    const bool mine = ok;
-    group_.posted()[static_cast<std::size_t>(rank_)] = &mine;
-    group_.wait();
-    bool every = true;
-    for (const void* p : group_.posted()) every = every && *static_cast<const bool*>(p);
-    group_.wait();
-    return every;
-  }
+  bool all(bool ok) override { return group_.all(rank_, ok); }
 
  private:
   // No new collective once a rank has failed: its peers would wait for it on the GPU.

@@ -20,6 +20,16 @@ void RankGroup::wait() {
   if (generation_ == generation) throw std::runtime_error("tensor parallel: another rank failed");
 }
 
+bool RankGroup::all(int rank, bool ok) {
+  const bool mine = ok;
+  posted_[static_cast<std::size_t>(rank)] = &mine;
+  wait();  // every rank's answer posted
+  bool every = true;
+  for (const void* p : posted_) every = every && *static_cast<const bool*>(p);
+  wait();  // every rank has read every answer
+  return every;
+}
+
 void RankGroup::fail(std::exception_ptr error) {
   const std::lock_guard<std::mutex> lock(mutex_);
   if (!failure_) failure_ = std::move(error);

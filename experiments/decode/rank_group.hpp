@@ -19,6 +19,8 @@ class RankGroup {
 
   // Returns once every rank has arrived; throws once any rank has failed.
   void wait();
+  // Whether every rank passed ok = true (each rank calls it with its own answer; Communicator::all).
+  bool all(int rank, bool ok);
   // Records the first failure and releases every waiting rank with an error.
   void fail(std::exception_ptr error);
   bool failed();
