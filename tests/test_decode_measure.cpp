@@ -145,6 +145,8 @@ TEST(MeasurePoint, ASmallPointRunsAndItsRowHasTheColumnsThePlotsRead) {
   EXPECT_GT(row.tokens_per_s, 0);
   EXPECT_NEAR(row.tokens_per_s, 4 * 8 / (row.step_ms * 8 / 1e3), row.tokens_per_s * 1e-6);
   EXPECT_GE(row.answer_ms, row.step_ms * 8);
+  EXPECT_GT(row.build_ms, 0);
+  EXPECT_GT(row.prefill_ms, 0);
   const std::vector<std::string> header = split(decode_csv_header().substr(0, decode_csv_header().size() - 1));
   for (const char* column : {"device", "commit", "model", "tp", "gpus", "mode", "backend", "B", "P", "gen_tokens",
                              "tokens_per_s", "step_ms", "attention_floor_ms", "spread", "status"}) {

@@ -184,6 +184,12 @@ int answer(const Flags& f, const CLI::App& app) {
   return 0;
 }
 
+std::string seconds(double ms) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f s", ms / 1e3);
+  return text;
+}
+
 // The points' rows, printed and written as they come; progress on stderr.
 class Report {
  public:
@@ -211,7 +217,11 @@ class Report {
     ++done_;
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
     std::cerr << "[" << done_ << "/" << points_ << "] " << static_cast<int>(elapsed) << " s elapsed, about "
-              << static_cast<int>(elapsed / static_cast<double>(done_) * static_cast<double>(points_ - done_)) << " s left\n";
+              << static_cast<int>(elapsed / static_cast<double>(done_) * static_cast<double>(points_ - done_)) << " s left"
+              << (r.status == "ok" ? " (this point: shard built in " + seconds(r.build_ms) + ", prompt prefilled in " +
+                                         seconds(r.prefill_ms) + ")"
+                                   : std::string())
+              << "\n";
   }
 
  private:

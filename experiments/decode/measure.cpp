@@ -27,6 +27,10 @@ double median(std::vector<double> v) {
   return v.size() % 2 == 1 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() * 1e3;
+}
+
 std::string csv_field(const std::string& text) {
   if (text.find_first_of(",\"\n") == std::string::npos) return text;
   std::string quoted = "\"";
@@ -45,15 +49,17 @@ TreeSpec decode_groups(const DecodePoint& point) {
 
 std::string decode_csv_header() {
   return "device,commit,model,layers,tp,gpus,mode,backend,B,P,question_len,groups,gen_tokens,tokens_per_s,step_ms,"
-         "allreduce_ms,attention_floor_ms,spread,answer_ms,groups_prefill_ms,host_ms_per_step,replan_ms,memory_gb,status,note\n";
+         "allreduce_ms,attention_floor_ms,spread,answer_ms,groups_prefill_ms,host_ms_per_step,replan_ms,build_ms,prefill_ms,"
+         "memory_gb,status,note\n";
 }
 
 std::string decode_csv_row(const std::string& device, const std::string& commit, const DecodeRow& r) {
   const DecodePoint& p = r.point;
   const int layers = p.layers > 0 ? p.layers : model_config(p.model).layers;
   char numbers[512];
-  std::snprintf(numbers, sizeof numbers, "%.1f,%.4f,%.4f,%.4f,%.4f,%.3f,%.3f,%.4f,%.2f,%.3f", r.tokens_per_s, r.step_ms,
-                r.allreduce_ms, r.attention_floor_ms, r.spread, r.answer_ms, r.groups_prefill_ms, r.host_ms_per_step, r.replan_ms,
+  std::snprintf(numbers, sizeof numbers, "%.1f,%.4f,%.4f,%.4f,%.4f,%.3f,%.3f,%.4f,%.2f,%.1f,%.1f,%.3f", r.tokens_per_s,
+                r.step_ms, r.allreduce_ms, r.attention_floor_ms, r.spread, r.answer_ms, r.groups_prefill_ms, r.host_ms_per_step,
+                r.replan_ms, r.build_ms, r.prefill_ms,
                 r.memory_gb);
   return csv_field(device) + "," + csv_field(commit) + "," + p.model + "," + std::to_string(layers) + "," +
          std::to_string(p.tp) + "," + std::to_string(r.gpus) + "," + std::string(mode_name(p.mode)) + "," + csv_field(r.backend) + "," +
@@ -121,6 +127,7 @@ DecodeRow measure_point(Runtime& runtime, const DecodePoint& point, const Measur
     // others waiting for it).
     std::unique_ptr<Decoder> built;
     std::exception_ptr build_error;
+    const auto build0 = std::chrono::steady_clock::now();
     try {
       built = std::make_unique<Decoder>(runtime, sh, *weights, options);
     } catch (...) {
@@ -131,8 +138,12 @@ DecodeRow measure_point(Runtime& runtime, const DecodePoint& point, const Measur
     if (build_error) std::rethrow_exception(build_error);
     Decoder& decoder = *built;
     collectives = comm != nullptr;
+    row.build_ms = ms_since(build0);
     std::mt19937_64 rng(config.seed);
-    const int first = decoder.prefill(random_tokens(rng, static_cast<std::size_t>(point.prompt_len), sh.model.vocab));
+    const std::vector<int> prompt = random_tokens(rng, static_cast<std::size_t>(point.prompt_len), sh.model.vocab);
+    const auto prefill0 = std::chrono::steady_clock::now();
+    const int first = decoder.prefill(prompt);  // waits for its token
+    row.prefill_ms = ms_since(prefill0);
     std::vector<int> after_groups;  // each group's next token (the first of its sequences' answers)
     if (!options.group_lens.empty()) {
       std::vector<std::vector<int>> group_tokens;
@@ -140,7 +151,7 @@ DecodeRow measure_point(Runtime& runtime, const DecodePoint& point, const Measur
       runtime.synchronize();
       const auto t0 = std::chrono::steady_clock::now();
       after_groups = decoder.prefill_groups(group_tokens);  // waits for its tokens
-      row.groups_prefill_ms = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() * 1e3;
+      row.groups_prefill_ms = ms_since(t0);
     }
     const std::vector<int> questions =
         random_tokens(rng, static_cast<std::size_t>(point.batch) * point.question_len, sh.model.vocab);

@@ -39,6 +39,8 @@ struct DecodeRow {
   double attention_floor_ms = 0; // per step: the layers' attention calls at their roofline floor
   double host_ms_per_step = 0;   // host time of generate()'s loop per step, waits for queue space included
   double replan_ms = 0;          // host time making, binding and capturing every bucket's plan, before the runs
+  double build_ms = 0;           // making the shard: its weights made or read, converted and uploaded, the cache allocated
+  double prefill_ms = 0;         // the shared prompt through the model once (its plan included)
   double memory_gb = 0;          // the estimate the point was admitted on
   int gpus = 1;                  // GPUs (ranks) that ran the point: 1 for one shard of a TP-N model alone
   // With several ranks: step_ms minus the same shard's step alone on rank 0's GPU, measured in the same
