@@ -251,6 +251,9 @@ void run_ranks(const Flags& f, const std::vector<DecodePoint>& points, MeasureCo
     return;
   }
 #ifdef HYDRAGEN_WITH_NCCL
+  if (cuda::device_count() < f.gpus) {
+    fail("--gpus", std::to_string(f.gpus) + " GPUs asked, " + std::to_string(cuda::device_count()) + " here");
+  }
   run_nccl_ranks(f.gpus, body);
 #else
   fail("--gpus", "this build has no NCCL: --gpus " + std::to_string(f.gpus) + " runs on --device host only");
