@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <cmath>
 #include <memory>
 #include <set>
 #include <string>
@@ -180,7 +179,10 @@ TEST(MeasurePointRanks, TwoRanksRunATp2PointAndReportTheAllReducesShare) {
   for (const DecodeRow& row : rows) ASSERT_EQ(row.status, "ok") << row.note;
   EXPECT_EQ(rows[0].gpus, 2);
   EXPECT_GT(rows[0].tokens_per_s, 0);
-  EXPECT_LT(std::abs(rows[0].allreduce_ms), rows[0].step_ms);  // a difference of two timings: its sign is the host's noise
+  // A difference of two timings (its size and sign the host's noise, threads sharing its cores), set
+  // on rank 0 only.
+  EXPECT_NE(rows[0].allreduce_ms, 0);
+  EXPECT_EQ(rows[1].allreduce_ms, 0);
   EXPECT_EQ(rows[1].gpus, 2);
 }
 

@@ -203,7 +203,7 @@ DecodeRow measure_point_ranks(Runtime& runtime, const DecodePoint& point, const 
   comm.all(true);  // the other ranks wait meanwhile
   DecodeRow row = measure_point(runtime, point, config, &comm);
   row.gpus = comm.size();
-  if (row.status == "ok" && alone.status == "ok") row.allreduce_ms = row.step_ms - alone.step_ms;
+  if (comm.rank() == 0 && row.status == "ok" && alone.status == "ok") row.allreduce_ms = row.step_ms - alone.step_ms;
   return row;
 }
 
