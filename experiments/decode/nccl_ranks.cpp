@@ -4,7 +4,6 @@
 #include <nccl.h>
 
 #include <cstdlib>
-#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -85,7 +84,6 @@ void run_nccl_ranks(int gpus, const std::function<void(Communicator&)>& body) {
   std::vector<ncclComm_t> comms(static_cast<std::size_t>(gpus), nullptr);
   nccl_check(ncclCommInitAll(comms.data(), gpus, nullptr), "ncclCommInitAll");
   RankGroup group(gpus);
-  std::mutex aborting;
   bool aborted = false;
   std::exception_ptr failure;
   try {
@@ -97,7 +95,6 @@ void run_nccl_ranks(int gpus, const std::function<void(Communicator&)>& body) {
           body(communicator);
         },
         [&] {  // a rank waits on the GPU for a peer that failed: abort every communicator (NCCL's watchdog way)
-          const std::lock_guard<std::mutex> lock(aborting);
           for (ncclComm_t c : comms) (void)ncclCommAbort(c);
           aborted = true;
         });
