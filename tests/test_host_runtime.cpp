@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "decode/host_runtime.hpp"
+#include "decode/runtime_checks.hpp"
 #include "hydragen/dtype.hpp"
 #include "runtime_staging.hpp"
 
@@ -252,6 +253,24 @@ TEST_F(HostRuntime, RefusesOperandsThatDoNotAgreeNamingTheOperationAndOperand) {
   EXPECT_THAT([&] { rt->rope_append(c.m, 1, 1, 1, 1e4, cache, a.m); },
               ThrowsMessage<std::invalid_argument>(HasSubstr("rope_append: head_dim 1 is odd")));
   EXPECT_THAT([&] { rt->zeros(-1); }, ThrowsMessage<std::invalid_argument>(HasSubstr("zeros: count -1 is negative")));
+}
+
+// What a bf16 runtime uploads (on all host threads): each value's bits, and the first value that is
+// not exactly a bf16 named, whichever thread met it.
+TEST(ExactBf16Bits, GivesEachValuesBitsAndNamesTheFirstInexactOne) {
+  std::vector<float> values(100000);
+  for (std::size_t i = 0; i < values.size(); ++i) values[i] = bf16_bits_to_float(static_cast<std::uint16_t>(i * 7919u));
+  const std::vector<std::uint16_t> bits = exact_bf16_bits(values);
+  ASSERT_EQ(bits.size(), values.size());
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (!std::isnan(values[i])) {
+      ASSERT_EQ(bf16_bits_to_float(bits[i]), values[i]) << i;
+    }
+  }
+  values[90000] = 0.1f;
+  values[60001] = 1.0f + 1.0f / 1024;  // 2^-10 below bf16's 2^-7 spacing at 1: not a bf16
+  EXPECT_THAT([&] { exact_bf16_bits(values); },
+              ThrowsMessage<std::invalid_argument>(HasSubstr("upload: value 60001 (1.000977) is not a bf16 value")));
 }
 
 }  // namespace

@@ -237,14 +237,7 @@ class CudaRuntime final : public Runtime {
   // upload and zeros are complete when they return, as DeviceMemory's copies are, so the buffer
   // may be written next by any means (DeviceMemory::copy_from_host runs on another stream).
   Buffer upload(const std::vector<float>& values) const override {
-    std::vector<std::uint16_t> bits(values.size());
-    for (std::size_t i = 0; i < values.size(); ++i) {
-      bits[i] = float_to_bf16_bits(values[i]);
-      if (bf16_bits_to_float(bits[i]) != values[i] && !std::isnan(values[i])) {
-        throw std::invalid_argument("upload: value " + std::to_string(i) + " (" + std::to_string(values[i]) +
-                                    ") is not a bf16 value");
-      }
-    }
+    const std::vector<std::uint16_t> bits = exact_bf16_bits(values);
     Buffer buffer(memory(), bits.size() * sizeof(std::uint16_t));
     if (buffer.bytes() != 0) {
       CUDA_CHECK(cudaMemcpyAsync(buffer.data(), bits.data(), buffer.bytes(), cudaMemcpyHostToDevice, stream_.get()));

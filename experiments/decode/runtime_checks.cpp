@@ -1,8 +1,12 @@
 #include "decode/runtime_checks.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <limits>
 #include <stdexcept>
 #include <string>
+
+#include "hydragen/dtype.hpp"
 
 namespace hydragen::decode {
 namespace {
@@ -44,6 +48,23 @@ void check_positive(const char* op, const char* name, std::int64_t value) {
 std::size_t element_bytes(const char* op, std::int64_t count, DType dtype) {
   if (count < 0) refuse(op, "count " + std::to_string(count) + " is negative");
   return static_cast<std::size_t>(count) * dtype_size(dtype);
+}
+
+std::vector<std::uint16_t> exact_bf16_bits(const std::vector<float>& values) {
+  std::vector<std::uint16_t> bits(values.size());
+  const auto n = static_cast<std::int64_t>(values.size());
+  std::int64_t first_bad = n;
+#pragma omp parallel for reduction(min : first_bad)
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float v = values[static_cast<std::size_t>(i)];
+    bits[static_cast<std::size_t>(i)] = float_to_bf16_bits(v);
+    if (bf16_bits_to_float(bits[static_cast<std::size_t>(i)]) != v && !std::isnan(v)) first_bad = std::min(first_bad, i);
+  }
+  if (first_bad < n) {
+    refuse("upload", "value " + std::to_string(first_bad) + " (" + std::to_string(values[static_cast<std::size_t>(first_bad)]) +
+                         ") is not a bf16 value");
+  }
+  return bits;
 }
 
 void check_download(DType dtype, const Matrix& m) { check_matrix("download", "m", m, dtype); }
