@@ -28,8 +28,8 @@ void register_cuda_backends(BackendRegistry& registry) {
   registry.add(make_backend({"cuda-flash",
                              "FlashAttention-style: per (sequence, KV head) over its path, K/V tiles in shared memory, online "
                              "softmax, tensor cores (fp16/bf16), split-KV + merge when the grid is under-filled" + supported,
-                             memory, cuda_supports, without_options(cuda::make_flash_plan),
-                             without_options(cuda::flash_workspace_bytes)}));
+                             memory, cuda_supports, cuda::make_flash_plan, cuda::flash_workspace_bytes, cuda::flash_options(),
+                             cuda::flash_variants()}));
   registry.add(make_backend({"cuda-hydragen",
                              "per segment, the queries of every sequence below it in one fused tensor-core attention (128-row "
                              "wgmma blocks on sm_90a, 64-row mma.sync elsewhere), leaves beside it, then one merge kernel" + supported,

@@ -10,8 +10,11 @@ namespace hydragen::cuda {
 
 // cuda-naive: one block per query row, scores materialized in a [queries, max path] workspace.
 std::unique_ptr<AttentionPlan> make_naive_plan(const AttentionShape& shape, const SharingTree& tree);
-// cuda-flash: flat schedule (per sequence over its path, split-KV), tensor-core tiles, merge.
-std::unique_ptr<AttentionPlan> make_flash_plan(const AttentionShape& shape, const SharingTree& tree);
+// cuda-flash: flat schedule (per sequence over its path, split-KV), tensor-core tiles, merge; the
+// narrow items' kernel as its options choose (flash_options).
+std::unique_ptr<AttentionPlan> make_flash_plan(const AttentionShape& shape, const SharingTree& tree, const PlanOptions& options);
+std::vector<PlanOption> flash_options();
+std::vector<PlanOptions> flash_variants();  // the kernels the test harness covers
 // cuda-hydragen: segment schedule (per segment, the queries of every sequence below it), the same
 // kernels, in the form and with the kernel its options choose (hydragen_options).
 std::unique_ptr<AttentionPlan> make_hydragen_plan(const AttentionShape& shape, const SharingTree& tree,
@@ -24,7 +27,7 @@ std::unique_ptr<AttentionPlan> make_hydragen_cublas_plan(const AttentionShape& s
 
 // The device bytes each plan allocates (AttentionBackend::workspace_bytes), from the same schedule.
 std::size_t naive_workspace_bytes(const AttentionShape& shape, const SharingTree& tree);
-std::size_t flash_workspace_bytes(const AttentionShape& shape, const SharingTree& tree);
+std::size_t flash_workspace_bytes(const AttentionShape& shape, const SharingTree& tree, const PlanOptions& options);
 std::size_t hydragen_workspace_bytes(const AttentionShape& shape, const SharingTree& tree, const PlanOptions& options);
 std::size_t hydragen_cublas_workspace_bytes(const AttentionShape& shape, const SharingTree& tree);
 

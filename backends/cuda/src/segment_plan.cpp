@@ -189,12 +189,12 @@ std::size_t bytes_of(const AttentionShape& shape, const SharingTree& tree, const
   return SegmentPlan::device_bytes(shape, tree, c.schedule, c.wide);
 }
 
-Choice flash_choice(const AttentionShape& shape, const SharingTree& tree) {
+Choice flash_choice(const AttentionShape& shape, const SharingTree& tree, const PlanOptions& options) {
   // The wgmma kernel reads one segment per item (TMA descriptors per segment), not the flat
   // schedule's paths: cuda-flash's wide items run on mma.sync.
   const DeviceLimits device = device_limits();
   const ItemKernel wide = wide_kernel(shape.dtype, true, device);
-  return {flat_schedule(shape, tree, ScheduleOptions::for_device(device.sms, wide)), wide, device};
+  return {flat_schedule(shape, tree, ScheduleOptions::for_device(device.sms, wide)), wide, device, options.at("narrow")};
 }
 
 Choice hydragen_choice(const AttentionShape& shape, const SharingTree& tree, const PlanOptions& options) {
@@ -213,14 +213,25 @@ Choice cublas_choice(const AttentionShape& shape, const SharingTree& tree) {
   return {gemm_schedule(shape, tree, ScheduleOptions::for_device(device.sms, wide), kMaxChunkScores), wide, device};
 }
 
+PlanOption narrow_option() {
+  return {"narrow",
+          {"auto", "blocks", "warps"},
+          "the 16-row blocks' kernel (16-bit storage): blocks: four warps share each item's tiles; warps: a warp per item, "
+          "four items to a block; auto: narrow_item_kernel's rule (schedule.hpp)"};
+}
+
 }  // namespace
 
-std::unique_ptr<AttentionPlan> make_flash_plan(const AttentionShape& shape, const SharingTree& tree) {
-  return plan_of(shape, tree, flash_choice(shape, tree));
+std::unique_ptr<AttentionPlan> make_flash_plan(const AttentionShape& shape, const SharingTree& tree, const PlanOptions& options) {
+  return plan_of(shape, tree, flash_choice(shape, tree, options));
 }
-std::size_t flash_workspace_bytes(const AttentionShape& shape, const SharingTree& tree) {
-  return bytes_of(shape, tree, flash_choice(shape, tree));
+std::size_t flash_workspace_bytes(const AttentionShape& shape, const SharingTree& tree, const PlanOptions& options) {
+  return bytes_of(shape, tree, flash_choice(shape, tree, options));
 }
+
+std::vector<PlanOption> flash_options() { return {narrow_option()}; }
+
+std::vector<PlanOptions> flash_variants() { return {PlanOptions{}, PlanOptions::parse("narrow=warps")}; }
 
 std::vector<PlanOption> hydragen_options() {
   return {{"form",
@@ -228,10 +239,7 @@ std::vector<PlanOption> hydragen_options() {
            "auto: one launch of 16-row blocks where that puts at most one block on each SM, else wide; wide: the "
            "shared segments in wide blocks beside 16-row leaf blocks; narrow: every segment in 16-row blocks"},
           {"kernel", {"auto", "mma"}, "the wide blocks' kernel: auto is wgmma on sm_90a and mma.sync elsewhere; mma is mma.sync everywhere"},
-          {"narrow",
-           {"auto", "blocks", "warps"},
-           "the 16-row blocks' kernel (16-bit storage): blocks: four warps share each item's tiles; warps: a warp per item, "
-           "four items to a block; auto: warps for many short items, else blocks"}};
+          narrow_option()};
 }
 
 std::vector<PlanOptions> hydragen_variants() {
