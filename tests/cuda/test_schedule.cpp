@@ -611,24 +611,43 @@ TEST(PersistentBlocks, OnlyForManyShortItems) {
 
 TEST(NarrowItemKernel, AWarpPerItemForManyShortItems) {
   const ScheduleOptions h100 = ScheduleOptions::for_device(132, ItemKernel::wgmma);  // 396 narrow slots
-  EXPECT_EQ(narrow_item_kernel(leaves(5120, 8), h100), ItemKernel::warps) << "CodeLlama-13b's decode leaves, 5 heads x 1024";
-  EXPECT_EQ(narrow_item_kernel(leaves(256, 64), h100), ItemKernel::warps) << "(256, P, 64), g = 8: one leaf per sequence";
-  EXPECT_EQ(narrow_item_kernel(leaves(4096, 192), h100), ItemKernel::warps) << "three tiles each, ten times the slots";
+  EXPECT_EQ(narrow_item_kernel(leaves(5120, 8), false, h100), ItemKernel::warps) << "CodeLlama-13b's decode leaves, 5 heads x 1024";
+  EXPECT_EQ(narrow_item_kernel(leaves(256, 64), false, h100), ItemKernel::warps) << "(256, P, 64), g = 8: one leaf per sequence";
+  EXPECT_EQ(narrow_item_kernel(leaves(4096, 192), false, h100), ItemKernel::warps) << "three tiles each, ten times the slots";
   // Fewer items than SMs: each finishes sooner with its tiles over four warps.
-  EXPECT_EQ(narrow_item_kernel(leaves(32, 64), h100), ItemKernel::narrow) << "(32, P, 64), g = 8";
-  EXPECT_EQ(narrow_item_kernel(leaves(131, 64), h100), ItemKernel::narrow);
-  EXPECT_EQ(narrow_item_kernel(leaves(132, 64), h100), ItemKernel::warps) << "one per SM";
+  EXPECT_EQ(narrow_item_kernel(leaves(32, 64), false, h100), ItemKernel::narrow) << "(32, P, 64), g = 8";
+  EXPECT_EQ(narrow_item_kernel(leaves(131, 64), false, h100), ItemKernel::narrow);
+  EXPECT_EQ(narrow_item_kernel(leaves(132, 64), false, h100), ItemKernel::warps) << "one per SM";
   // Longer items stream better in 64-token tiles, unless narrow blocks would each run several.
-  EXPECT_EQ(narrow_item_kernel(leaves(256, 65), h100), ItemKernel::narrow) << "over a tile, fewer items than slots";
-  EXPECT_EQ(narrow_item_kernel(leaves(128, 128), h100), ItemKernel::narrow) << "(128, P, 128), g = 8";
-  EXPECT_EQ(narrow_item_kernel(leaves(512, 128), h100), ItemKernel::warps) << "(512, P, 128), g = 8";
-  EXPECT_EQ(narrow_item_kernel(leaves(256, 256), h100), ItemKernel::narrow) << "four tiles, fewer items than slots";
-  EXPECT_EQ(narrow_item_kernel(leaves(396, 192), h100), ItemKernel::narrow);
-  EXPECT_EQ(narrow_item_kernel(leaves(397, 192), h100), ItemKernel::warps);
-  EXPECT_EQ(narrow_item_kernel(leaves(4096, 193), h100), ItemKernel::narrow);
-  EXPECT_EQ(narrow_item_kernel(leaves(1024, 256), h100), ItemKernel::narrow) << "(512, P, 512)'s leaves split in two";
-  EXPECT_EQ(narrow_item_kernel(leaves(512, 1088), h100), ItemKernel::narrow) << "cuda-flash's paths";
-  EXPECT_EQ(narrow_item_kernel({}, h100), ItemKernel::narrow) << "no narrow launch";
+  EXPECT_EQ(narrow_item_kernel(leaves(256, 65), false, h100), ItemKernel::narrow) << "over a tile, fewer items than slots";
+  EXPECT_EQ(narrow_item_kernel(leaves(128, 128), false, h100), ItemKernel::narrow) << "(128, P, 128), g = 8";
+  EXPECT_EQ(narrow_item_kernel(leaves(512, 128), false, h100), ItemKernel::warps) << "(512, P, 128), g = 8";
+  EXPECT_EQ(narrow_item_kernel(leaves(256, 256), false, h100), ItemKernel::narrow) << "four tiles, fewer items than slots";
+  EXPECT_EQ(narrow_item_kernel(leaves(396, 192), false, h100), ItemKernel::narrow);
+  EXPECT_EQ(narrow_item_kernel(leaves(397, 192), false, h100), ItemKernel::warps);
+  EXPECT_EQ(narrow_item_kernel(leaves(4096, 193), false, h100), ItemKernel::narrow);
+  EXPECT_EQ(narrow_item_kernel(leaves(1024, 256), false, h100), ItemKernel::narrow) << "(512, P, 512)'s leaves split in two";
+  // Between one and two waves of blocks: one wave of warps, up to eight tiles.
+  EXPECT_EQ(narrow_item_kernel(leaves(512, 240), false, h100), ItemKernel::warps) << "(512, P, 240), g = 8";
+  EXPECT_EQ(narrow_item_kernel(leaves(512, 496), false, h100), ItemKernel::warps) << "(512, P, 496), g = 8";
+  EXPECT_EQ(narrow_item_kernel(leaves(512, 513), false, h100), ItemKernel::narrow) << "over eight tiles";
+  EXPECT_EQ(narrow_item_kernel(leaves(791, 512), false, h100), ItemKernel::warps);
+  EXPECT_EQ(narrow_item_kernel(leaves(792, 512), false, h100), ItemKernel::narrow) << "two whole waves of blocks";
+  EXPECT_EQ(narrow_item_kernel(leaves(512, 1088), true, h100), ItemKernel::narrow) << "cuda-flash's paths";
+  EXPECT_EQ(narrow_item_kernel({}, false, h100), ItemKernel::narrow) << "no narrow launch";
+}
+
+TEST(NarrowItemKernel, AloneOneWaveOfWarpsForTwoToFourWavesOfBlocks) {
+  const ScheduleOptions h100 = ScheduleOptions::for_device(132, ItemKernel::wgmma);  // 396 narrow slots
+  EXPECT_EQ(narrow_item_kernel(leaves(1024, 544), true, h100), ItemKernel::warps) << "cuda-flash (512, 1024, 64): paths split in two";
+  EXPECT_EQ(narrow_item_kernel(leaves(1024, 544), false, h100), ItemKernel::narrow) << "beside a wide launch";
+  EXPECT_EQ(narrow_item_kernel(leaves(1024, 1152), true, h100), ItemKernel::warps) << "18 tiles";
+  EXPECT_EQ(narrow_item_kernel(leaves(1024, 1153), true, h100), ItemKernel::narrow);
+  EXPECT_EQ(narrow_item_kernel(leaves(1024, 2080), true, h100), ItemKernel::narrow) << "cuda-flash (512, 4096, 64)";
+  EXPECT_EQ(narrow_item_kernel(leaves(792, 1088), true, h100), ItemKernel::narrow) << "two whole waves of blocks";
+  EXPECT_EQ(narrow_item_kernel(leaves(793, 1088), true, h100), ItemKernel::warps);
+  EXPECT_EQ(narrow_item_kernel(leaves(1584, 1088), true, h100), ItemKernel::warps) << "one whole wave of warps";
+  EXPECT_EQ(narrow_item_kernel(leaves(1585, 1088), true, h100), ItemKernel::narrow);
 }
 
 TEST(SegmentSchedule, SplitABlockIntoAtMostKMaxSplitsParts) {

@@ -231,13 +231,16 @@ bool persistent_blocks(const std::vector<WorkItem>& items, int slots) {
   return tokens <= 2LL * kMmaTokens * static_cast<long long>(items.size());
 }
 
-ItemKernel narrow_item_kernel(const std::vector<WorkItem>& items, const ScheduleOptions& options) {
-  const long long n = static_cast<long long>(items.size());
+ItemKernel narrow_item_kernel(const std::vector<WorkItem>& items, bool alone, const ScheduleOptions& options) {
+  const long long n = static_cast<long long>(items.size()), slots = options.narrow_slots;
   long long tokens = 0;
   for (const WorkItem& item : items) tokens += item.token_end - item.token_begin;
-  const bool short_items = tokens <= kMmaTokens * n && n >= options.sms;
-  const bool queued_items = tokens <= 3LL * kMmaTokens * n && n > options.narrow_slots;
-  return n > 0 && (short_items || queued_items) ? ItemKernel::warps : ItemKernel::narrow;
+  auto tiles_at_most = [&](long long tiles) { return tokens <= tiles * kMmaTokens * n; };
+  const bool short_items = tiles_at_most(1) && n >= options.sms;
+  const bool queued_items = tiles_at_most(3) && n > slots;
+  const bool short_second_wave = tiles_at_most(8) && n > slots && n < 2 * slots;
+  const bool one_wave_of_warps = alone && tiles_at_most(18) && n > 2 * slots && n <= kItemWarps * slots;
+  return n > 0 && (short_items || queued_items || short_second_wave || one_wave_of_warps) ? ItemKernel::warps : ItemKernel::narrow;
 }
 
 Schedule flat_schedule(const AttentionShape& shape, const SharingTree& tree, const ScheduleOptions& options) {

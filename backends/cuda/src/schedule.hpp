@@ -75,14 +75,22 @@ bool persistent_blocks(const std::vector<WorkItem>& items, int slots);
 // The kernel of a launch of narrow items (16-bit storage): ItemKernel::warps, a warp per item, where
 // a narrow block would spend more of each item on its fixed costs (finding its tables, the first
 // tile's latency, the fold of its four token warps) than on streaming its tokens, and four warps
-// with an item each overlap those latencies; ItemKernel::narrow otherwise, whose four token warps cut
-// the chain of an item's tiles by four. Warps when the items average at most one 64-token tile and
-// number at least the SMs (fewer, each on an SM of its own, finish sooner with their tiles split
-// over four warps), or at most three tiles and more than the narrow blocks resident at once (a block
-// would run several in turn). Measured on an H100 (perf-notes v15): beyond these, warps were up to
-// 1.16x slower (128 tokens, 64 to 256 items), 1.03x to 1.05x (64 tokens, 64 or 128 items, P >= 4096;
-// 256 tokens, 512-token leaves split in two).
-ItemKernel narrow_item_kernel(const std::vector<WorkItem>& items, const ScheduleOptions& options);
+// with an item each overlap those latencies, or where narrow blocks would run the items in more
+// waves than warps; ItemKernel::narrow otherwise, whose four token warps cut the chain of an item's
+// tiles by four. `alone`: no wide launch runs beside (cuda-flash; cuda-hydragen's one-launch form).
+// Warps when the items (64-token tiles on average, n of them, `narrow_slots` blocks resident):
+//   - average at most one tile and number at least the SMs (fewer, each on an SM of its own, finish
+//     sooner with their tiles split over four warps);
+//   - average at most three tiles and outnumber the slots (a block would run several in turn);
+//   - average at most eight tiles and number between one and two waves of blocks: the second wave's
+//     few blocks would run alone, where one wave of warps holds them all;
+//   - alone, average at most 18 tiles and number two to four waves of blocks (one of warps): the
+//     same tail, over the whole GPU.
+// Measured on an H100 (perf-notes v15, v17): beyond these, warps were up to 1.16x slower (128
+// tokens, 64 to 256 items), 1.03x to 1.05x (64 tokens, 64 or 128 items, P >= 4096; 256 tokens,
+// 512-token leaves split in two beside a wide launch), 1.02x to 3x (cuda-flash's paths: fewer items
+// than slots, 20 tiles or more, or more than four waves).
+ItemKernel narrow_item_kernel(const std::vector<WorkItem>& items, bool alone, const ScheduleOptions& options);
 
 Schedule flat_schedule(const AttentionShape& shape, const SharingTree& tree, const ScheduleOptions& options);
 Schedule segment_schedule(const AttentionShape& shape, const SharingTree& tree, const ScheduleOptions& options);

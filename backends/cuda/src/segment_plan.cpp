@@ -176,7 +176,10 @@ struct Choice {
 
   ItemKernel narrow_kernel(DType dtype) const {
     if (dtype == DType::fp32) return ItemKernel::narrow;  // fp32 has only CUDA-core blocks
-    if (narrow == "auto") return narrow_item_kernel(schedule.narrow_items, ScheduleOptions::for_device(device.sms, wide));
+    if (narrow == "auto") {
+      const bool alone = schedule.wide_items.empty() && schedule.gemm_chunks.empty();
+      return narrow_item_kernel(schedule.narrow_items, alone, ScheduleOptions::for_device(device.sms, wide));
+    }
     return narrow == "warps" ? ItemKernel::warps : ItemKernel::narrow;
   }
 };
