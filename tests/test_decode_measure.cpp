@@ -1,7 +1,8 @@
 // hydragen-decode's points and rows: the presets reproduce the paper's grids, a point that cannot
 // fit is `x` from the memory estimate in well under a second (never attempted), a small point runs,
-// and the CSV has the columns DESIGN.md section 7 names (the plots read them); on ranks (--gpus), the
-// ranks agree on admission and rank 0's row carries the all-reduces' share.
+// and the CSV has the columns DESIGN.md section 7 names (the plots read them); points of one shard
+// upload its weights once; on ranks (--gpus), the ranks agree on admission and rank 0's row carries
+// the all-reduces' share.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -15,6 +16,8 @@
 #include "decode/host_runtime.hpp"
 #include "decode/measure.hpp"
 #include "decode/presets.hpp"
+#include "decode/weight_cache.hpp"
+#include "decode_counting_weights.hpp"
 
 namespace hydragen::decode {
 namespace {
@@ -157,6 +160,100 @@ TEST(MeasurePoint, ASmallPointRunsAndItsRowHasTheColumnsThePlotsRead) {
   x.status = "x";
   x.note = "needs 9 MB, \"1\" free";  // a comma and quotes: one quoted field
   EXPECT_THAT(decode_csv_row("host fp32", "abc", x), ::testing::EndsWith(",x,\"needs 9 MB, \"\"1\"\" free\"\n"));
+}
+
+DecodePoint smoke_point(Mode mode, int tp = 1) {
+  DecodePoint p;
+  p.model = "smoke";
+  p.tp = tp;
+  p.mode = mode;
+  p.batch = 4;
+  p.prompt_len = 40;
+  p.gen_tokens = 8;
+  return p;
+}
+
+int tensors_of(const std::string& model) { return static_cast<int>(tensor_specs(model_config(model)).size()); }
+
+TEST(WeightCache, PointsOfOneShardLoadAndUploadItsWeightsOnce) {
+  const std::unique_ptr<Runtime> runtime = host_runtime();
+  const CountingWeights weights(1);
+  MeasureConfig config;
+  config.runs = 1;
+  config.weights = &weights;
+  WeightCache cache(*runtime);
+  std::vector<DecodeRow> rows;
+  for (Mode mode : {Mode::hydragen, Mode::paged, Mode::no_attention}) {
+    rows.push_back(measure_point(*runtime, smoke_point(mode), config, nullptr, &cache));
+  }
+  for (const DecodeRow& row : rows) ASSERT_EQ(row.status, "ok") << row.note;
+  EXPECT_FALSE(rows[0].weights_reused);
+  EXPECT_TRUE(rows[1].weights_reused);
+  EXPECT_TRUE(rows[2].weights_reused);
+  EXPECT_EQ(cache.builds(), 1);
+  EXPECT_EQ(weights.loads(), tensors_of("smoke"));
+  // Without a cache, each point makes its own.
+  measure_point(*runtime, smoke_point(Mode::hydragen), config);
+  EXPECT_EQ(weights.loads(), 2 * tensors_of("smoke"));
+}
+
+// One shard's weights held at a time: a point of another shard (tp, layers, weight seed) releases
+// them and builds its own; held weights count as free memory, and an x row's note says so.
+TEST(WeightCache, APointOfAnotherShardReplacesTheHeldWeights) {
+  const std::unique_ptr<Runtime> runtime = host_runtime();
+  MeasureConfig config;
+  config.runs = 1;
+  WeightCache cache(*runtime);
+  auto run = [&](const DecodePoint& p) {
+    const DecodeRow row = measure_point(*runtime, p, config, nullptr, &cache);
+    EXPECT_EQ(row.status, "ok") << row.note;
+    return row.weights_reused;
+  };
+  EXPECT_FALSE(run(smoke_point(Mode::hydragen)));
+  const std::size_t whole = cache.held_bytes();
+  EXPECT_TRUE(cache.holds(shard(model_config("smoke"), 1), *random_weights(1), 0));
+  EXPECT_FALSE(run(smoke_point(Mode::hydragen, 2)));  // rank 0 of tp 2 alone
+  EXPECT_LT(cache.held_bytes(), whole) << "only the tp 2 shard's weights are held";
+  EXPECT_FALSE(cache.holds(shard(model_config("smoke"), 1), *random_weights(1), 0));
+  EXPECT_TRUE(run(smoke_point(Mode::paged, 2)));
+  DecodePoint one_layer = smoke_point(Mode::paged, 2);
+  one_layer.layers = 1;
+  EXPECT_FALSE(run(one_layer));
+  config.seed = 2;
+  EXPECT_FALSE(run(one_layer));
+  EXPECT_EQ(cache.builds(), 4);
+  config.memory_fraction = 0;
+  const DecodeRow x = measure_point(*runtime, one_layer, config, nullptr, &cache);
+  EXPECT_EQ(x.status, "x");
+  EXPECT_THAT(x.note, HasSubstr("MB of it the weights held from an earlier point"));
+}
+
+// --gpus: each rank's cache serves its shard to rank 0's run alone and to the ranks' run together.
+TEST(MeasurePointRanks, EachRanksCacheServesItsShardToEveryRunOfItsPoints) {
+  const CountingWeights weights(1);
+  MeasureConfig config;
+  config.runs = 1;
+  config.weights = &weights;
+  std::vector<std::vector<DecodeRow>> rows(2);
+  std::vector<int> builds(2);
+  run_host_ranks(2, [&](Communicator& comm) {
+    const std::unique_ptr<Runtime> runtime = host_runtime();
+    WeightCache cache(*runtime);
+    const auto rank = static_cast<std::size_t>(comm.rank());
+    for (Mode mode : {Mode::hydragen, Mode::paged}) {
+      rows[rank].push_back(measure_point_ranks(*runtime, smoke_point(mode, 2), config, comm, &cache));
+    }
+    builds[rank] = cache.builds();
+  });
+  for (const auto& rank_rows : rows) {
+    for (const DecodeRow& row : rank_rows) ASSERT_EQ(row.status, "ok") << row.note;
+  }
+  EXPECT_EQ(builds, (std::vector<int>{1, 1}));
+  EXPECT_FALSE(rows[0][0].weights_reused) << "rank 0's row tells of its run alone, which built them";
+  EXPECT_FALSE(rows[1][0].weights_reused);
+  EXPECT_TRUE(rows[0][1].weights_reused);
+  EXPECT_TRUE(rows[1][1].weights_reused);
+  EXPECT_EQ(weights.loads(), 2 * tensors_of("smoke"));
 }
 
 // --gpus on host ranks: rank 0 times its shard alone, then both ranks decode with the all-reduces;

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -14,7 +15,9 @@
 #include "decode/decoder.hpp"
 #include "decode/forward64.hpp"
 #include "decode/host_runtime.hpp"
+#include "decode/weight_cache.hpp"
 #include "decode_batch.hpp"
+#include "decode_counting_weights.hpp"
 
 namespace hydragen::decode {
 namespace {
@@ -230,6 +233,46 @@ TEST(Decoder, GroupsAreRefusedWhereTheyCannotApply) {
               ThrowsMessage<std::invalid_argument>(HasSubstr("prefill the groups")));
   EXPECT_THAT([&] { d.prefill_groups({{1, 2}}); }, ThrowsMessage<std::invalid_argument>(HasSubstr("1 groups of tokens for a decoder made for 2")));
   EXPECT_THAT([&] { d.prefill_groups({{1, 2}, {1, 2}}); }, ThrowsMessage<std::invalid_argument>(HasSubstr("group 1 has 2 tokens")));
+}
+
+// Decoders on one upload of the shard's weights (hydragen-decode's points of one shard): each tensor
+// loaded once, and every decoder's tokens and logits those of a decoder that uploaded its own.
+TEST(Decoder, DecodersOnOneUploadDecodeAsDecodersWithTheirOwn) {
+  const Batch setup;
+  const ModelShard sh = shard(setup.model, 1);
+  const CountingWeights counting(5);  // setup.weights' values
+  WeightCache cache(*setup.runtime);
+  for (Mode mode : {Mode::hydragen, Mode::flash}) {
+    SCOPED_TRACE(std::string(mode_name(mode)));
+    Decoder own(*setup.runtime, sh, *setup.weights, setup.options(mode));
+    Decoder shared(*setup.runtime, sh, cache.get(sh, counting, 0), setup.options(mode));
+    EXPECT_EQ(decode(setup, shared), decode(setup, own));
+    EXPECT_EQ(shared.last_logits(), own.last_logits());
+  }
+  EXPECT_EQ(cache.builds(), 1);
+  EXPECT_EQ(counting.loads(), static_cast<int>(tensor_specs(setup.model).size()));
+}
+
+TEST(Decoder, WeightsOfAnotherShardOrRuntimeAreRefusedNamingBoth) {
+  const Batch setup;
+  const ModelShard one = shard(setup.model, 1), two = shard(setup.model, 2);
+  const auto weights = std::make_shared<const ShardWeights>(*setup.runtime, one, *setup.weights, 0);
+  const DecoderOptions o = setup.options(Mode::hydragen);
+  auto expect_refused = [&](Runtime& runtime, const ModelShard& sh, std::shared_ptr<const ShardWeights> w, const std::string& why) {
+    SCOPED_TRACE(why);
+    EXPECT_THAT([&] { Decoder(runtime, sh, w, o); }, ThrowsMessage<std::invalid_argument>(HasSubstr(why)));
+  };
+  expect_refused(*setup.runtime, two, weights,
+                 "weights of smoke (layers 2, rank 0 of tp 1) on host fp32 given to a decoder of smoke (layers 2, rank 0 of tp 2) "
+                 "on host fp32");
+  expect_refused(*setup.runtime, shard(with_layers(setup.model, 1), 1), weights, "given to a decoder of smoke (layers 1, rank 0 of tp 1)");
+  expect_refused(*setup.runtime, two, std::make_shared<const ShardWeights>(*setup.runtime, two, *setup.weights, 1),
+                 "weights of smoke (layers 2, rank 1 of tp 2) on host fp32 given to a decoder of smoke (layers 2, rank 0 of tp 2)");
+  const std::unique_ptr<Runtime> other = host_runtime();
+  expect_refused(*other, one, weights, "on host fp32 (another runtime) given to");
+  expect_refused(*setup.runtime, one, nullptr, "given no weights");
+  EXPECT_THAT([&] { ShardWeights(*setup.runtime, one, *setup.weights, 1); },
+              ThrowsMessage<std::invalid_argument>(HasSubstr("weights for rank 1: a 1-way shard has ranks 0 to 0")));
 }
 
 TEST(Decoder, BadUseIsRefusedWithTheReason) {

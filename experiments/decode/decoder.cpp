@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
 #include <stdexcept>
+#include <string>
+#include <utility>
 
 #include "hydragen/backends.hpp"
 
@@ -16,13 +19,6 @@ void require(bool ok, const std::string& what) {
 
 std::int64_t elements(const TensorSpec& spec, const ModelShard& shard, int rank) {
   return shard_rows(spec, shard, rank) * std::max<std::int64_t>(1, shard_cols(spec, shard, rank));
-}
-
-// Rows of `parts` stacked into one buffer: the fused projections (Q, K, V) and (gate, up).
-Buffer upload_stacked(const Runtime& rt, const std::vector<std::vector<float>>& parts) {
-  std::vector<float> all;
-  for (const auto& p : parts) all.insert(all.end(), p.begin(), p.end());
-  return rt.upload(all);
 }
 
 Matrix matrix(const Buffer& b, const Runtime& rt, std::int64_t rows, std::int64_t cols) {
@@ -149,11 +145,44 @@ void validate(const ModelShard& shard, const DecoderOptions& o) {
                                                       " positions");
 }
 
+// A decode step of q_len tokens per sequence.
+AttentionShape decode_shape(const ModelShard& shard, const DecoderOptions& o, DType dtype, int q_len) {
+  return make_shape(o.batch, q_len, shard.q_heads, shard.kv_heads, shard.model.head_dim, dtype);
+}
+
+// The attention backend the options run (none in mode no-attention) and its plan options.
+struct AttentionChoice {
+  const AttentionBackend* backend = nullptr;
+  PlanOptions options;
+};
+
+// Checks the options and that their backend runs in the runtime's memory and supports the decode
+// (std::invalid_argument naming the field or the backend's reason).
+AttentionChoice checked_attention(const ModelShard& shard, const DecoderOptions& o, const Runtime& rt) {
+  validate(shard, o);
+  if (o.mode == Mode::no_attention) return {};
+  const BackendChoice choice = parse_backend_choice(attention_backend(o, rt));
+  const AttentionBackend& b = backend(choice.backend);
+  require(b.memory().name() == rt.memory().name(), "backend " + choice.backend + " works in " + std::string(b.memory().name()) +
+                                                       " memory, the " + rt.name() + " runtime in " +
+                                                       std::string(rt.memory().name()) + " memory");
+  const Support support = b.supports(decode_shape(shard, o, rt.dtype(), o.max_q_len), decode_tree(o, o.max_q_len));
+  require(support.ok, "backend " + choice.backend + " cannot run mode " + std::string(mode_name(o.mode)) + " of " +
+                          shard.model.name + ": " + support.reason);
+  return {&b, choice.options};
+}
+
+// The shard's weights made for one decoder, once its options are known good (a bad option is refused
+// before the upload, which takes seconds for a large model).
+std::shared_ptr<const ShardWeights> checked_weights(const Runtime& rt, const ModelShard& shard, const WeightSource& weights,
+                                                    const DecoderOptions& o) {
+  checked_attention(shard, o, rt);
+  return std::make_shared<const ShardWeights>(rt, shard, weights, o.rank);
+}
+
 }  // namespace
 
-AttentionShape Decoder::attention_shape(int q_len) const {
-  return make_shape(options_.batch, q_len, shard_.q_heads, shard_.kv_heads, shard_.model.head_dim, rt_.dtype());
-}
+AttentionShape Decoder::attention_shape(int q_len) const { return decode_shape(shard_, options_, rt_.dtype(), q_len); }
 
 SharingTree Decoder::attention_tree(int capacity) const { return decode_tree(options_, capacity); }
 
@@ -193,7 +222,6 @@ MemoryEstimate estimate_memory(const ModelShard& shard, const DecoderOptions& o,
 // ---- the decoder ---------------------------------------------------------------------------------
 
 struct Decoder::Layer {
-  Buffer attn_norm, wqkv, wo, mlp_norm, gate_up, down;  // [H], [(Hq + 2 Hkv) D, H], [H, Hq D], [H], [2F, H], [H, F]
   Buffer prompt_k, prompt_v;          // [P, Hkv, D]: the prompt's KV (flash: the prefill's, then copied into each leaf)
   Buffer leaf_k, leaf_v;              // [B, leaf_stride, Hkv, D]
   Buffer leaf_k_ptr, leaf_v_ptr;      // [B] pointers to each sequence's leaf (CacheWrite)
@@ -214,44 +242,18 @@ struct Decoder::Bucket {
 };
 
 Decoder::Decoder(Runtime& runtime, const ModelShard& shard, const WeightSource& weights, const DecoderOptions& options)
-    : rt_(runtime), shard_(shard), options_(options) {
-  validate(shard, options);
-  if (options_.mode != Mode::no_attention) {
-    options_.backend = attention_backend(options_, rt_);
-    const BackendChoice choice = parse_backend_choice(options_.backend);
-    backend_ = &hydragen::backend(choice.backend);
-    plan_options_ = choice.options;
-    require(backend_->memory().name() == rt_.memory().name(),
-            "backend " + choice.backend + " works in " + std::string(backend_->memory().name()) + " memory, the " +
-                rt_.name() + " runtime in " + std::string(rt_.memory().name()) + " memory");
-    const Support support = backend_->supports(attention_shape(options_.max_q_len), attention_tree(options_.max_q_len));
-    require(support.ok, "backend " + choice.backend + " cannot run mode " + std::string(mode_name(options_.mode)) +
-                            " of " + shard.model.name + ": " + support.reason);
-  }
+    : Decoder(runtime, shard, checked_weights(runtime, shard, weights, options), options) {}
+
+Decoder::Decoder(Runtime& runtime, const ModelShard& shard, std::shared_ptr<const ShardWeights> weights, const DecoderOptions& options)
+    : rt_(runtime), shard_(shard), options_(options), weights_(std::move(weights)) {
+  const AttentionChoice attention = checked_attention(shard_, options_, rt_);
+  backend_ = attention.backend;
+  plan_options_ = attention.options;
+  require(weights_ != nullptr, "the decoder of " + shard_.model.name + " was given no weights (null)");
+  const std::string mismatch = weights_->mismatch(rt_, shard_, options_.rank);
+  require(mismatch.empty(), mismatch);
   const Geometry g = geometry(shard_, options_);
-  const int rank = options_.rank;
-  const std::vector<TensorSpec> specs = tensor_specs(shard_.model);
-  auto load = [&](const TensorSpec& spec) { return weights.load(spec, shard_, rank); };
   layers_.resize(static_cast<std::size_t>(g.layers));
-  // tensor_specs lists each layer's tensors in a fixed order: norm, Q, K, V, O, norm, gate, up, down.
-  for (std::size_t i = 0; i < specs.size(); ++i) {
-    const TensorSpec& spec = specs[i];
-    if (spec.layer < 0) {
-      Buffer& dst = spec.role == Role::embed ? embed_ : spec.role == Role::final_norm ? final_norm_ : lm_head_;
-      dst = rt_.upload(load(spec));
-      continue;
-    }
-    Layer& l = layers_[static_cast<std::size_t>(spec.layer)];
-    switch (spec.role) {
-      case Role::attn_norm: l.attn_norm = rt_.upload(load(spec)); break;
-      case Role::q: l.wqkv = upload_stacked(rt_, {load(spec), load(specs[i + 1]), load(specs[i + 2])}); break;
-      case Role::o: l.wo = rt_.upload(load(spec)); break;
-      case Role::mlp_norm: l.mlp_norm = rt_.upload(load(spec)); break;
-      case Role::gate: l.gate_up = upload_stacked(rt_, {load(spec), load(specs[i + 1])}); break;
-      case Role::down: l.down = rt_.upload(load(spec)); break;
-      default: break;  // K, V and up were stacked with the tensor before them
-    }
-  }
   const std::int64_t t = g.max_tokens, b = options_.batch;
   tokens_ = Buffer(rt_.memory(), static_cast<std::size_t>(t) * sizeof(int));
   x_ = rt_.zeros(t * g.hidden);
@@ -345,9 +347,9 @@ void Decoder::enqueue_step(const Bucket& k, int position_offset) {
   const AttentionOutputs out{{o_.data(), rt_.dtype(), static_cast<std::size_t>(t * hq_d)},
                              {lse_.data(), lse_dtype(rt_.dtype()), static_cast<std::size_t>(t * g.q_heads)}};
   if (options_.mode != Mode::no_attention) rt_.advance(k.leaf_length, k.seqs, q_len);
-  rt_.embed(static_cast<const int*>(tokens_.data()), matrix(embed_, rt_, m.vocab, g.hidden), x);
-  for (std::size_t i = 0; i < layers_.size(); ++i) {
-    const Layer& l = layers_[i];
+  rt_.embed(static_cast<const int*>(tokens_.data()), matrix(weights_->embed, rt_, m.vocab, g.hidden), x);
+  for (std::size_t i = 0; i < weights_->layers.size(); ++i) {
+    const ShardWeights::Layer& l = weights_->layers[i];
     rt_.rms_norm(x, l.attn_norm.data(), eps, h);
     rt_.linear(h, matrix(l.wqkv, rt_, g.qkv_cols(), g.hidden), qkv, false);
     if (options_.mode != Mode::no_attention) {
@@ -364,9 +366,9 @@ void Decoder::enqueue_step(const Bucket& k, int position_offset) {
   }
   // Each sequence's last token goes on to the LM head.
   const Matrix last_h = matrix(last_h_, rt_, k.seqs, g.hidden);
-  rt_.rms_norm(x.view(q_len - 1, k.seqs, q_len, 0, g.hidden), final_norm_.data(), eps, last_h);
+  rt_.rms_norm(x.view(q_len - 1, k.seqs, q_len, 0, g.hidden), weights_->final_norm.data(), eps, last_h);
   const Matrix logits = matrix(logits_, rt_, k.seqs, g.vocab_rows);
-  rt_.linear(last_h, matrix(lm_head_, rt_, g.vocab_rows, g.hidden), logits, false);
+  rt_.linear(last_h, matrix(weights_->lm_head, rt_, g.vocab_rows, g.hidden), logits, false);
   const std::int64_t valid = std::min<std::int64_t>(g.vocab_rows, m.vocab - static_cast<std::int64_t>(options_.rank) * g.vocab_rows);
   if (options_.comm != nullptr) {  // the vocabulary-parallel argmax: each rank's best as a key, the max across ranks
     auto* keys = static_cast<ArgmaxKey*>(argmax_keys_.data());

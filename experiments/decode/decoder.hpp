@@ -19,6 +19,7 @@
 #include "decode/communicator.hpp"
 #include "decode/model_config.hpp"
 #include "decode/runtime.hpp"
+#include "decode/shard_weights.hpp"
 #include "decode/weights.hpp"
 #include "hydragen/attention.hpp"
 #include "hydragen/problem.hpp"
@@ -68,6 +69,9 @@ class Decoder {
   // Validates the options (std::invalid_argument naming the field), uploads the shard's weights
   // from `weights` and allocates the cache for prompt_len + suffix_capacity tokens per sequence.
   Decoder(Runtime& runtime, const ModelShard& shard, const WeightSource& weights, const DecoderOptions& options);
+  // The same on weights uploaded already, shared with other decoders; they must be rank
+  // options.rank of `shard` in `runtime` (std::invalid_argument naming both otherwise).
+  Decoder(Runtime& runtime, const ModelShard& shard, std::shared_ptr<const ShardWeights> weights, const DecoderOptions& options);
   ~Decoder();
   Decoder(const Decoder&) = delete;
   Decoder& operator=(const Decoder&) = delete;
@@ -128,8 +132,8 @@ class Decoder {
   DecoderOptions options_;
   const AttentionBackend* backend_ = nullptr;
   PlanOptions plan_options_;
-  std::vector<Layer> layers_;
-  Buffer embed_, final_norm_, lm_head_;
+  std::shared_ptr<const ShardWeights> weights_;
+  std::vector<Layer> layers_;  // [layers] each layer's KV cache
   // Activations, [T, width] for T up to max(B * max_q_len, P) tokens.
   Buffer tokens_, x_, h_, qkv_, q_, o_, lse_, gate_up_, act_, logits_, last_h_;
   Buffer argmax_keys_;     // [B] ArgmaxKey: each sequence's best logit and token, across ranks (with comm)

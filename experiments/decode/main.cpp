@@ -218,8 +218,8 @@ class Report {
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
     std::cerr << "[" << done_ << "/" << points_ << "] " << static_cast<int>(elapsed) << " s elapsed, about "
               << static_cast<int>(elapsed / static_cast<double>(done_) * static_cast<double>(points_ - done_)) << " s left"
-              << (r.status == "ok" ? " (this point: shard built in " + seconds(r.build_ms) + ", prompt prefilled in " +
-                                         seconds(r.prefill_ms) + ")"
+              << (r.status == "ok" ? " (this point: shard " + std::string(r.weights_reused ? "reused, decoder built" : "built") +
+                                         " in " + seconds(r.build_ms) + ", prompt prefilled in " + seconds(r.prefill_ms) + ")"
                                    : std::string())
               << "\n";
   }
@@ -241,8 +241,9 @@ void run_ranks(const Flags& f, const std::vector<DecodePoint>& points, MeasureCo
       report.header();
     }
     comm.all(true);  // the peaks measured alone
+    WeightCache cache(*runtime);  // this rank's shard uploaded once for the points that run it
     for (const DecodePoint& p : points) {
-      const DecodeRow r = measure_point_ranks(*runtime, p, config, comm);
+      const DecodeRow r = measure_point_ranks(*runtime, p, config, comm, &cache);
       if (comm.rank() == 0) report.row(runtime->name(), r);
     }
   };
@@ -293,7 +294,8 @@ int run(const Flags& f, const CLI::App& app) {
   std::cerr << "hydragen-decode: " << points.size() << " points on " << runtime->name() << "; measuring peaks\n";
   config.peaks = peaks_of(*runtime);
   report.header();
-  for (const DecodePoint& p : points) report.row(runtime->name(), measure_point(*runtime, p, config));
+  WeightCache cache(*runtime);  // a shard uploaded once for the points that run it
+  for (const DecodePoint& p : points) report.row(runtime->name(), measure_point(*runtime, p, config, nullptr, &cache));
   for (const DecodePoint& p : points) {
     if (p.tp == 1) continue;
     std::printf("tp %d: tokens/s is what %d GPUs would do with free communication: this process ran one GPU's shard; "

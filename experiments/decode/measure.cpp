@@ -76,9 +76,12 @@ double attention_floor_ms(const ModelShard& shard, const DecodePoint& point, DTy
   return shard.model.layers * roofline_seconds(cost.flops, cost.floor_bytes, peaks) * 1e3;
 }
 
-DecodeRow measure_point(Runtime& runtime, const DecodePoint& point, const MeasureConfig& config, Communicator* comm) {
+DecodeRow measure_point(Runtime& runtime, const DecodePoint& point, const MeasureConfig& config, Communicator* comm,
+                        WeightCache* cache) {
   DecodeRow row;
   row.point = point;
+  WeightCache own_cache(runtime);  // without a cache: the point's own weights, released with it
+  WeightCache& weight_cache = cache != nullptr ? *cache : own_cache;
   // Once the ranks run collectives, a failure ends the run: a rank that went on to the next point
   // would leave its peers waiting on the GPU (nccl_ranks.hpp releases them).
   bool collectives = false;
@@ -107,14 +110,19 @@ DecodeRow measure_point(Runtime& runtime, const DecodePoint& point, const Measur
     row.attention_floor_ms = attention_floor_ms(sh, point, runtime.dtype(), config.peaks);
     const MemoryEstimate need = estimate_memory(sh, options, runtime);
     row.memory_gb = static_cast<double>(need.total()) / 1e9;
-    const double free = static_cast<double>(runtime.memory().available_bytes());
+    // Weights held from an earlier point count as free: this point reuses them (need.weights counts
+    // them once) or releases them before building its own.
+    const std::size_t held = weight_cache.held_bytes();
+    const double free = static_cast<double>(runtime.memory().available_bytes()) + static_cast<double>(held);
     const bool fits = static_cast<double>(need.total()) <= config.memory_fraction * free;
     const bool all_fit = comm != nullptr ? comm->all(fits) : fits;  // every rank asks, fitting or not
     if (!all_fit) {
       row.status = "x";
       row.note = "needs " + std::to_string(need.total() / 1000000) + " MB (weights " + std::to_string(need.weights / 1000000) +
                  ", KV cache " + std::to_string(need.kv_cache / 1000000) + ")" + (comm != nullptr ? " per GPU" : "") + ", " +
-                 std::to_string(static_cast<long long>(free / 1e6)) + " MB free" + (fits ? " here; another GPU has less" : "");
+                 std::to_string(static_cast<long long>(free / 1e6)) + " MB free" +
+                 (held > 0 ? " (" + std::to_string(held / 1000000) + " MB of it the weights held from an earlier point)" : "") +
+                 (fits ? " here; another GPU has less" : "");
       return row;
     }
     std::unique_ptr<WeightSource> own;
@@ -129,7 +137,8 @@ DecodeRow measure_point(Runtime& runtime, const DecodePoint& point, const Measur
     std::exception_ptr build_error;
     const auto build0 = std::chrono::steady_clock::now();
     try {
-      built = std::make_unique<Decoder>(runtime, sh, *weights, options);
+      row.weights_reused = weight_cache.holds(sh, *weights, options.rank);
+      built = std::make_unique<Decoder>(runtime, sh, weight_cache.get(sh, *weights, options.rank), options);
     } catch (...) {
       build_error = std::current_exception();
     }
@@ -197,13 +206,19 @@ DecodeRow measure_point(Runtime& runtime, const DecodePoint& point, const Measur
   return row;
 }
 
-DecodeRow measure_point_ranks(Runtime& runtime, const DecodePoint& point, const MeasureConfig& config, Communicator& comm) {
+DecodeRow measure_point_ranks(Runtime& runtime, const DecodePoint& point, const MeasureConfig& config, Communicator& comm,
+                              WeightCache* cache) {
   DecodeRow alone;
-  if (comm.rank() == 0) alone = measure_point(runtime, point, config);  // the same shard, no collectives
+  if (comm.rank() == 0) alone = measure_point(runtime, point, config, nullptr, cache);  // the same shard, no collectives
   comm.all(true);  // the other ranks wait meanwhile
-  DecodeRow row = measure_point(runtime, point, config, &comm);
+  DecodeRow row = measure_point(runtime, point, config, &comm, cache);
   row.gpus = comm.size();
-  if (comm.rank() == 0 && row.status == "ok" && alone.status == "ok") row.allreduce_ms = row.step_ms - alone.step_ms;
+  if (comm.rank() == 0 && row.status == "ok" && alone.status == "ok") {
+    row.allreduce_ms = row.step_ms - alone.step_ms;
+    // The shard was made (or its weights found) by the run alone; the run together reused them.
+    row.build_ms = alone.build_ms;
+    row.weights_reused = alone.weights_reused;
+  }
   return row;
 }
 

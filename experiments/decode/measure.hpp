@@ -10,6 +10,7 @@
 #include "decode/communicator.hpp"
 #include "decode/presets.hpp"
 #include "decode/runtime.hpp"
+#include "decode/weight_cache.hpp"
 #include "decode/weights.hpp"
 #include "hydragen/cost_model.hpp"
 #include "hydragen/tree_spec.hpp"
@@ -39,7 +40,10 @@ struct DecodeRow {
   double attention_floor_ms = 0; // per step: the layers' attention calls at their roofline floor
   double host_ms_per_step = 0;   // host time of generate()'s loop per step, waits for queue space included
   double replan_ms = 0;          // host time making, binding and capturing every bucket's plan, before the runs
-  double build_ms = 0;           // making the shard: its weights made or read, converted and uploaded, the cache allocated
+  // Making the shard: its weights made or read, converted and uploaded (or, held by the WeightCache
+  // from an earlier point, found), and the decoder's KV cache and activations allocated.
+  double build_ms = 0;
+  bool weights_reused = false;   // the shard's weights were the cache's: build_ms is the decoder's allocations alone
   double prefill_ms = 0;         // the shared prompt through the model once (its plan included)
   double memory_gb = 0;          // the estimate the point was admitted on
   int gpus = 1;                  // GPUs (ranks) that ran the point: 1 for one shard of a TP-N model alone
@@ -51,13 +55,18 @@ struct DecodeRow {
 // Never throws for a point that cannot run: status x (the estimate exceeds the free memory, in
 // well under a second) or error (with the message). With comm, every rank calls it with its own
 // runtime for the same point: the ranks admit the point only if it fits on all of them, build their
-// shards, and time the decode with the all-reduces (each rank's row its own timing).
-DecodeRow measure_point(Runtime& runtime, const DecodePoint& point, const MeasureConfig& config, Communicator* comm = nullptr);
+// shards, and time the decode with the all-reduces (each rank's row its own timing). With `cache`
+// (the runtime's), the shard's weights come from it: consecutive points of one shard upload them
+// once; without, the point uploads its own and releases them.
+DecodeRow measure_point(Runtime& runtime, const DecodePoint& point, const MeasureConfig& config, Communicator* comm = nullptr,
+                        WeightCache* cache = nullptr);
 
 // The point on every rank of comm (each calling it): rank 0 first times its shard alone, the others
-// waiting, then all ranks time the decode together. Rank 0's row, with gpus and allreduce_ms; the
-// other ranks' rows say only whether they ran.
-DecodeRow measure_point_ranks(Runtime& runtime, const DecodePoint& point, const MeasureConfig& config, Communicator& comm);
+// waiting, then all ranks time the decode together (both on the cache's weights, when given). Rank 0's
+// row, with gpus, allreduce_ms, and build_ms and weights_reused of its run alone (which made the
+// shard); the other ranks' rows say only whether they ran.
+DecodeRow measure_point_ranks(Runtime& runtime, const DecodePoint& point, const MeasureConfig& config, Communicator& comm,
+                              WeightCache* cache = nullptr);
 
 // hydragen-decode's CSV (DESIGN.md section 7, and what plots/decode_*.py read): the header line, and
 // one row (fields with commas or quotes quoted).
