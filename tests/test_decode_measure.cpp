@@ -175,13 +175,20 @@ DecodePoint smoke_point(Mode mode, int tp = 1) {
 
 int tensors_of(const std::string& model) { return static_cast<int>(tensor_specs(model_config(model)).size()); }
 
-TEST(WeightCache, PointsOfOneShardLoadAndUploadItsWeightsOnce) {
+// Points measured with a weight cache and weights that count their loads.
+class CountedWeights : public ::testing::Test {
+ protected:
+  CountedWeights() {
+    config.runs = 1;
+    config.weights = &weights;
+  }
   const std::unique_ptr<Runtime> runtime = host_runtime();
-  const CountingWeights weights(1);
+  const CountingWeights weights{1};
   MeasureConfig config;
-  config.runs = 1;
-  config.weights = &weights;
-  WeightCache cache(*runtime);
+  WeightCache cache{*runtime};
+};
+
+TEST_F(CountedWeights, PointsOfOneShardLoadAndUploadItsWeightsOnce) {
   std::vector<DecodeRow> rows;
   for (Mode mode : {Mode::hydragen, Mode::paged, Mode::no_attention}) {
     rows.push_back(measure_point(*runtime, smoke_point(mode), config, nullptr, &cache));
@@ -195,6 +202,16 @@ TEST(WeightCache, PointsOfOneShardLoadAndUploadItsWeightsOnce) {
   // Without a cache, each point makes its own.
   measure_point(*runtime, smoke_point(Mode::hydragen), config);
   EXPECT_EQ(weights.loads(), 2 * tensors_of("smoke"));
+}
+
+// Options the decoder refuses end the point before its shard's weights are made.
+TEST_F(CountedWeights, ARefusedPointMakesNoWeights) {
+  config.backend = "reference";  // fp64 only: the host runtime is fp32
+  const DecodeRow row = measure_point(*runtime, smoke_point(Mode::hydragen), config, nullptr, &cache);
+  EXPECT_EQ(row.status, "error");
+  EXPECT_THAT(row.note, HasSubstr("fp64"));
+  EXPECT_EQ(weights.loads(), 0);
+  EXPECT_EQ(cache.builds(), 0);
 }
 
 // One shard's weights held at a time: a point of another shard (tp, layers, weight seed) releases

@@ -182,6 +182,10 @@ std::shared_ptr<const ShardWeights> checked_weights(const Runtime& rt, const Mod
 
 }  // namespace
 
+void check_decoder_options(const Runtime& runtime, const ModelShard& shard, const DecoderOptions& options) {
+  checked_attention(shard, options, runtime);
+}
+
 AttentionShape Decoder::attention_shape(int q_len) const { return decode_shape(shard_, options_, rt_.dtype(), q_len); }
 
 SharingTree Decoder::attention_tree(int capacity) const { return decode_tree(options_, capacity); }

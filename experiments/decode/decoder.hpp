@@ -64,6 +64,11 @@ struct MemoryEstimate {
 };
 MemoryEstimate estimate_memory(const ModelShard& shard, const DecoderOptions& options, const Runtime& runtime);
 
+// Throws std::invalid_argument (naming the field, or the backend's reason) for options a Decoder of
+// `shard` on `runtime` would refuse: what a caller checks before making the shard's weights, which
+// takes seconds for a large model.
+void check_decoder_options(const Runtime& runtime, const ModelShard& shard, const DecoderOptions& options);
+
 class Decoder {
  public:
   // Validates the options (std::invalid_argument naming the field), uploads the shard's weights

@@ -137,6 +137,7 @@ DecodeRow measure_point(Runtime& runtime, const DecodePoint& point, const Measur
     std::exception_ptr build_error;
     const auto build0 = std::chrono::steady_clock::now();
     try {
+      check_decoder_options(runtime, sh, options);  // a refused point makes no weights
       row.weights_reused = weight_cache.holds(sh, *weights, options.rank);
       built = std::make_unique<Decoder>(runtime, sh, weight_cache.get(sh, *weights, options.rank), options);
     } catch (...) {
