@@ -3,10 +3,7 @@
 // input is a table in tests/cli/CMakeLists.txt.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -15,6 +12,7 @@
 #include "sweep/csv_rows.hpp"
 #include "sweep/grid.hpp"
 #include "sweep/point.hpp"
+#include "tool_folder.hpp"
 
 namespace hydragen::sweep {
 namespace {
@@ -93,43 +91,10 @@ TEST(SweepCsvRows, RefusesWhatTheSweepDidNotWriteNamingTheLine) {
 }
 
 // The real binary, run by the shell in a fresh folder.
-class SweepBinary : public ::testing::Test {
+class SweepBinary : public testing::ToolFolder {
  protected:
-  struct Run {
-    int exit_code;
-    std::string out, err;
-  };
-
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("hydragen_sweep_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "_" +
-            std::to_string(getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  Run sweep(const std::string& args) const {
-    const std::string command = "cd '" + dir_.string() + "' && '" HYDRAGEN_SWEEP_BIN "' " + args + " > ../" +
-                                dir_.filename().string() + ".out 2> ../" + dir_.filename().string() + ".err";
-    const int status = std::system(command.c_str());
-    Run run{WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(dir_.string() + ".out"), slurp(dir_.string() + ".err")};
-    fs::remove(dir_.string() + ".out");
-    fs::remove(dir_.string() + ".err");
-    return run;
-  }
-
-  static std::string slurp(const fs::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream text;
-    text << in.rdbuf();
-    return text.str();
-  }
-  void write(const std::string& name, const std::string& text) const { std::ofstream(dir_ / name) << text; }
-  std::string read(const std::string& name) const { return slurp(dir_ / name); }
+  Run sweep(const std::string& args) const { return run(HYDRAGEN_SWEEP_BIN, args); }
   std::vector<CsvRecord> csv() const { return parse_sweep_csv(read("out.csv")); }
-
-  fs::path dir_;
 };
 
 const std::string kTiny =

@@ -16,11 +16,13 @@
 #include <string>
 #include <vector>
 
+#include "csv/csv_records.hpp"
 #include "decode/checkpoint.hpp"
 #include "decode/communicator.hpp"
 #include "decode/host_runtime.hpp"
 #include "decode/measure.hpp"
 #include "decode/prompts.hpp"
+#include "decode/resume.hpp"
 #include "flags/flag_checks.hpp"
 #include "hydragen/cpu/peaks.hpp"
 #ifdef HYDRAGEN_WITH_CUDA
@@ -44,6 +46,7 @@ struct Flags {
   std::string backend, csv, device = "auto", weights, prompts, tokens_out, groups;
   int layers = 0, tp = 1, gpus = 1, question_len = 0, gen_tokens = 16, runs = 3, warmup = 1, bucket = 16;
   std::uint64_t seed = 1;
+  bool resume = false;
 };
 
 [[noreturn]] void fail(const std::string& flag, const std::string& why) { throw std::invalid_argument(flag + ": " + why); }
@@ -141,7 +144,7 @@ Peaks peaks_of([[maybe_unused]] const Runtime& runtime) {  // a CPU-only build h
 
 // --prompts: one mode's greedy answers to the file's prompts, as token ids (no timing).
 int answer(const Flags& f, const CLI::App& app) {
-  for (const char* flag : {"--preset", "--batch", "--prefix", "--question-len", "--groups", "--csv", "--gpus"}) {
+  for (const char* flag : {"--preset", "--batch", "--prefix", "--question-len", "--groups", "--csv", "--resume", "--gpus"}) {
     if (app.count(flag) > 0) fail(flag, "does not go with --prompts (the file gives the batch, the prefix and the questions)");
   }
   const ModelConfig full = model_config(f.model);
@@ -190,14 +193,39 @@ std::string seconds(double ms) {
   return text;
 }
 
-// The points' rows, printed and written as they come; progress on stderr.
+// --resume: what the --csv file holds already (nothing when it does not exist yet).
+Resumed resumed_from(const std::string& path, const std::string& device) {
+  try {
+    const std::optional<std::string> text = csv::read_existing(path);
+    return text ? read_resumed(*text, device, HYDRAGEN_COMMIT) : Resumed{};
+  } catch (const std::invalid_argument& e) {
+    fail("--resume", "'" + path + "' " + e.what());
+  }
+}
+
+// The points still to measure: those whose row `resumed` does not hold (each keyed by the backend
+// its row would name).
+std::vector<DecodePoint> points_to_measure(const std::vector<DecodePoint>& points, const Resumed& resumed, int gpus,
+                                           const MeasureConfig& config, const Runtime& runtime) {
+  std::vector<DecodePoint> todo;
+  for (const DecodePoint& p : points) {
+    DecoderOptions options;
+    options.mode = p.mode;
+    options.backend = config.backend;
+    const std::string backend = attention_backend(options, runtime);
+    if (resumed.done.count(point_key(p, gpus, backend.empty() ? "none" : backend)) == 0) todo.push_back(p);
+  }
+  return todo;
+}
+
+// The points' rows, printed and written as they come (after a resumed file's rows); progress on stderr.
 class Report {
  public:
-  Report(const Flags& f, std::size_t points) : points_(points), start_(std::chrono::steady_clock::now()) {
+  Report(const Flags& f, std::size_t points, const Resumed& resumed) : points_(points), start_(std::chrono::steady_clock::now()) {
     if (!f.csv.empty()) {
-      csv_.open(f.csv);
+      csv_.open(f.csv, resumed.has_header ? std::ios::app : std::ios::trunc);
       if (!csv_) fail("--csv", "cannot write '" + f.csv + "'");
-      csv_ << decode_csv_header() << std::flush;
+      if (!resumed.has_header) csv_ << decode_csv_header() << std::flush;
     }
   }
 
@@ -263,8 +291,8 @@ void run_ranks(const Flags& f, const std::vector<DecodePoint>& points, MeasureCo
 
 int run(const Flags& f, const CLI::App& app) {
   if (!f.prompts.empty()) return answer(f, app);
-  const std::vector<DecodePoint> points = points_from(f, app);
-  Report report(f, points.size());
+  if (f.resume && f.csv.empty()) fail("--resume", "needs --csv FILE (the file to resume)");
+  std::vector<DecodePoint> points = points_from(f, app);
   // A checkpoint is one model's: every point must run it.
   std::unique_ptr<WeightSource> checkpoint;
   if (!f.weights.empty()) {
@@ -286,11 +314,22 @@ int run(const Flags& f, const CLI::App& app) {
   config.bucket = f.bucket;
   config.seed = f.seed;
   config.backend = f.backend;
+  // With --gpus, a runtime on the first device names the device the ranks' rows will name.
+  std::unique_ptr<Runtime> runtime = make_runtime(f.device);
+  Resumed resumed;
+  if (f.resume) {
+    resumed = resumed_from(f.csv, runtime->name());
+    const std::size_t all = points.size();
+    points = points_to_measure(points, resumed, f.gpus, config, *runtime);
+    std::cerr << "hydragen-decode: --resume: " << all - points.size() << " of " << all << " points already in " << f.csv
+              << " from this device at this commit; " << resumed.elsewhere << " rows from elsewhere kept\n";
+  }
+  Report report(f, points.size(), resumed);
   if (f.gpus > 1) {
+    runtime.reset();  // each rank makes its own
     run_ranks(f, points, config, report);
     return 0;
   }
-  std::unique_ptr<Runtime> runtime = make_runtime(f.device);
   std::cerr << "hydragen-decode: " << points.size() << " points on " << runtime->name() << "; measuring peaks\n";
   config.peaks = peaks_of(*runtime);
   report.header();
@@ -340,6 +379,7 @@ int main(int argc, char** argv) {
   app.add_option("--tokens-out", f.tokens_out, "with --prompts: write the generated ids here, one sequence a line (default: stdout)");
   app.add_option("--weights", f.weights, "a Hugging Face Llama checkpoint folder (safetensors) instead of random weights");
   app.add_option("--csv", f.csv, "write one row per point here");
+  app.add_flag("--resume", f.resume, "with --csv: keep FILE's rows, skip the points it has from this device at this commit, append the rest");
   app.add_option("--device", f.device, "auto (a GPU when present) | host | cuda")->check(CLI::IsMember({"auto", "host", "cuda"}));
   try {
     app.parse(argc, argv);

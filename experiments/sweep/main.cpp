@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "csv/csv_records.hpp"
 #include "csv_rows.hpp"
 #include "flags/flag_checks.hpp"
 #include "grid.hpp"
@@ -186,14 +187,10 @@ bool same_file(const std::string& a, const std::string& b) {
 }
 
 Resumed read_resumed(const std::string& path) {
-  std::error_code ignored;
-  if (!std::filesystem::exists(path, ignored)) return {};
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("--resume", "cannot read '" + path + "': " + std::strerror(errno));
-  std::ostringstream text;
-  text << in.rdbuf();
   try {
-    return {!text.str().empty(), sweep::parse_sweep_csv(text.str())};
+    const std::optional<std::string> text = csv::read_existing(path);
+    if (!text) return {};
+    return {!text->empty(), sweep::parse_sweep_csv(*text)};
   } catch (const std::invalid_argument& e) {
     fail("--resume", "'" + path + "' " + e.what());
   }
