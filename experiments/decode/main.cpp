@@ -209,11 +209,7 @@ std::vector<DecodePoint> points_to_measure(const std::vector<DecodePoint>& point
                                            const MeasureConfig& config, const Runtime& runtime) {
   std::vector<DecodePoint> todo;
   for (const DecodePoint& p : points) {
-    DecoderOptions options;
-    options.mode = p.mode;
-    options.backend = config.backend;
-    const std::string backend = attention_backend(options, runtime);
-    if (resumed.done.count(point_key(p, gpus, backend.empty() ? "none" : backend)) == 0) todo.push_back(p);
+    if (resumed.done.count(point_key(p, gpus, row_backend(p, config, runtime))) == 0) todo.push_back(p);
   }
   return todo;
 }
@@ -314,8 +310,9 @@ int run(const Flags& f, const CLI::App& app) {
   config.bucket = f.bucket;
   config.seed = f.seed;
   config.backend = f.backend;
-  // With --gpus, a runtime on the first device names the device the ranks' rows will name.
-  std::unique_ptr<Runtime> runtime = make_runtime(f.device);
+  // One GPU's runtime; with --gpus each rank makes its own, and this one is made only for --resume,
+  // whose rows name the device.
+  std::unique_ptr<Runtime> runtime = f.gpus == 1 || f.resume ? make_runtime(f.device) : nullptr;
   Resumed resumed;
   if (f.resume) {
     resumed = resumed_from(f.csv, runtime->name());
@@ -326,7 +323,7 @@ int run(const Flags& f, const CLI::App& app) {
   }
   Report report(f, points.size(), resumed);
   if (f.gpus > 1) {
-    runtime.reset();  // each rank makes its own
+    runtime.reset();
     run_ranks(f, points, config, report);
     return 0;
   }

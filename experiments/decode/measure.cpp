@@ -76,6 +76,14 @@ double attention_floor_ms(const ModelShard& shard, const DecodePoint& point, DTy
   return shard.model.layers * roofline_seconds(cost.flops, cost.floor_bytes, peaks) * 1e3;
 }
 
+std::string row_backend(const DecodePoint& point, const MeasureConfig& config, const Runtime& runtime) {
+  DecoderOptions options;
+  options.mode = point.mode;
+  options.backend = config.backend;
+  const std::string backend = attention_backend(options, runtime);
+  return backend.empty() ? "none" : backend;
+}
+
 DecodeRow measure_point(Runtime& runtime, const DecodePoint& point, const MeasureConfig& config, Communicator* comm,
                         WeightCache* cache) {
   DecodeRow row;
@@ -105,8 +113,7 @@ DecodeRow measure_point(Runtime& runtime, const DecodePoint& point, const Measur
       options.group_lens.push_back(groups.levels[0].length_of(g));
     }
     options.copy_groups = groups.copied;
-    const std::string backend = attention_backend(options, runtime);
-    row.backend = backend.empty() ? "none" : backend;
+    row.backend = row_backend(point, config, runtime);
     row.attention_floor_ms = attention_floor_ms(sh, point, runtime.dtype(), config.peaks);
     const MemoryEstimate need = estimate_memory(sh, options, runtime);
     row.memory_gb = static_cast<double>(need.total()) / 1e9;

@@ -68,6 +68,10 @@ DecodeRow measure_point(Runtime& runtime, const DecodePoint& point, const Measur
 DecodeRow measure_point_ranks(Runtime& runtime, const DecodePoint& point, const MeasureConfig& config, Communicator& comm,
                               WeightCache* cache = nullptr);
 
+// The backend column of the point's row: the attention backend its mode runs with config.backend
+// (attention_backend's choice), "none" in mode no-attention.
+std::string row_backend(const DecodePoint& point, const MeasureConfig& config, const Runtime& runtime);
+
 // hydragen-decode's CSV (DESIGN.md section 7, and what plots/decode_*.py read): the header line, and
 // one row (fields with commas or quotes quoted).
 std::string decode_csv_header();
