@@ -84,7 +84,7 @@ TEST(ModelShard, SplitsHeadsFfnAndLmHeadTheWayThePapersRunsDid) {
   EXPECT_EQ(s13.q_heads, 5);
   EXPECT_EQ(s13.kv_heads, 5);
   EXPECT_EQ(s13.ffn, 1728);
-  EXPECT_EQ(s13.vocab_rows, 4002);
+  EXPECT_EQ(s13.vocab_rows, 4008);  // 32016 / 8 = 4002, rounded up to a multiple of 8
   // CodeLlama-34b over 8: one KV head each.
   const ModelShard s34 = shard(model_config("codellama-34b"), 8);
   EXPECT_EQ(s34.q_heads, 8);
@@ -103,8 +103,13 @@ TEST(ModelShard, ReplicatesKvHeadsWhenThereAreFewerThanGpus) {
   EXPECT_EQ(s.kv_heads, 1);
 }
 
-TEST(ModelShard, PadsTheLmHeadRowsToAMultipleOfTheGpus) {
-  EXPECT_EQ(shard(model_config("smoke"), 2).vocab_rows, 49);  // 97 rows: 49 + 48, padded to 98
+TEST(ModelShard, PadsTheLmHeadRowsToAMultipleOfTheGpusAndOf8PerGpu) {
+  EXPECT_EQ(shard(model_config("smoke"), 2).vocab_rows, 56);  // 97 rows: 56 + 41, padded to 112
+  EXPECT_EQ(shard(model_config("smoke"), 1).vocab_rows, 97);  // one GPU: the vocabulary as it is
+  // 24 rows over 4 GPUs: 6 each, as 8 would leave the last GPU none.
+  ModelConfig small = model_config("smoke");
+  small.vocab = 24;
+  EXPECT_EQ(shard(small, 4).vocab_rows, 6);
 }
 
 TEST(ModelShard, RefusesASplitThatIsNotExact) {

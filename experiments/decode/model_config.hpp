@@ -37,8 +37,8 @@ ModelConfig with_layers(const ModelConfig& model, int layers);
 
 // One GPU's share of an N-way tensor-parallel run (Megatron-style): query heads, FFN and LM head
 // split N ways; KV heads split too, or replicated where there are fewer than N (each GPU then holds
-// the one its query heads read). Every split must be exact except the LM head's rows, padded to a
-// multiple of N as Megatron pads the vocabulary.
+// the one its query heads read). Every split must be exact except the LM head's rows, padded as
+// Megatron pads the vocabulary: to a multiple of N, and of 8 per GPU (shard() says when).
 struct ModelShard {
   ModelConfig model;  // the whole model
   int tp = 1;
