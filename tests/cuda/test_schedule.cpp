@@ -332,6 +332,25 @@ struct Run {
   }
   const bool single = std::all_of(rows_of.begin(), rows_of.end(), [](const std::vector<int>& r) { return r.size() == 1; });
   if (s.needs_merge() == single) return fail() << "needs_merge() is " << s.needs_merge() << " but every query has one row: " << single;
+  // The leaves may fold the merge when every query has rows, each of several has one narrow row,
+  // and its other rows, twice for a narrow item of more than 8 rows, number at most kFoldRounds.
+  std::vector<int> item_rows(static_cast<std::size_t>(rows), 0);
+  for (const WorkItem& it : s.narrow_items) {
+    for (int r = it.first_row; r < it.first_row + it.num_rows; ++r) item_rows[r] = it.num_rows;
+  }
+  bool foldable = !s.narrow_items.empty() && !s.wide_items.empty();
+  for (const std::vector<int>& r : rows_of) {
+    int narrow = 0, per_lane = 1;
+    for (int row : r) {
+      narrow += item_rows[row] > 0;
+      if (item_rows[row] > 8) per_lane = 2;
+    }
+    const int rounds = (static_cast<int>(r.size()) - 1) * per_lane;
+    if (r.empty() || (r.size() > 1 && (narrow != 1 || rounds > kFoldRounds))) foldable = false;
+  }
+  if (s.narrow_rows_fold(kFoldRounds) != foldable) {
+    return fail() << "narrow_rows_fold(kFoldRounds) is " << s.narrow_rows_fold(kFoldRounds) << ", the rows say " << foldable;
+  }
 
   // Coverage: every token of the query's path, except the causal tail of its leaf, exactly once.
   for (int q = 0; q < queries; ++q) {
@@ -870,6 +889,45 @@ TEST(HydragenSchedule, RunsOneNarrowLaunchWhereItPutsAtMostOneBlockOnEachSm) {
       EXPECT_TRUE(check_schedule(Kind::segment, shape, tree, options, s));
     }
   }
+}
+
+// The leaves can do the merge (MergeParams::fold_wide_rows) where each query has its leaf's row and
+// a few of the prefix's parts. Not where the prefix is cut into many parts (for a lane's two rows,
+// more than two), a leaf is split, a sequence has no leaf, or there are no leaves.
+TEST(HydragenSchedule, LetsTheLeavesFoldTheMergeWhereEachQueryHasOneLeafRowAndFewWideRows) {
+  const ScheduleOptions options = options_of(396, kWgmmaRows, 132);
+  struct Row {
+    int batch, prefix, suffix, q_len, q_heads, kv_heads;
+    bool last_leaf_empty, fold;
+    const char* why;
+  };
+  for (const Row& c : {Row{1024, 16384, 64, 1, 8, 1, false, true, "2 prefix parts and the leaf"},
+                       Row{512, 4096, 64, 1, 8, 1, false, true, "4 prefix parts and the leaf"},
+                       Row{256, 8192, 64, 1, 32, 8, false, true, "GQA: 2 prefix parts and the leaf"},
+                       Row{64, 2048, 64, 1, 32, 8, false, false, "8 prefix parts"},
+                       Row{256, 16384, 64, 2, 8, 1, false, false, "4 prefix parts for each of a lane's two rows"},
+                       Row{528, 16384, 512, 1, 8, 1, false, false, "4 prefix parts, but the leaves split in two"},
+                       Row{1024, 16384, 64, 1, 8, 1, true, false, "a sequence without a leaf row"},
+                       Row{1024, 16384, 0, 1, 8, 1, false, false, "no leaves"}}) {
+    std::vector<int> suffixes(c.batch, c.suffix);
+    if (c.last_leaf_empty) suffixes.back() = 0;
+    const SharingTree tree = SharingTree::prefix_suffix(c.prefix, suffixes);
+    const AttentionShape shape = make_shape(c.batch, c.q_len, c.q_heads, c.kv_heads, 128, DType::bf16);
+    SCOPED_TRACE(shape.describe() + ", prefix " + std::to_string(c.prefix) + ", suffix " + std::to_string(c.suffix) + ": " + c.why);
+    const Schedule s = hydragen_schedule(shape, tree, options);
+    EXPECT_EQ(s.narrow_rows_fold(kFoldRounds), c.fold);
+    EXPECT_TRUE(check_schedule(Kind::segment, shape, tree, options, s));
+  }
+}
+
+// Folding leaves wait at their end for the wgmma launch: only where they all fit beside it at once,
+// or it leaves almost no SM free (the H100's cases of perf-notes v18).
+TEST(FoldingLeaves, WaitForNothingWhereTheyAllFitBesideTheWgmmaLaunchOrItFillsTheGpu) {
+  EXPECT_TRUE(folding_leaves_wait_for_nothing(32, 128, 3, 132)) << "(128, 1024, 64): 100 SMs free hold all 128";
+  EXPECT_TRUE(folding_leaves_wait_for_nothing(128, 256, 3, 132)) << "(1024, 16384, 64): 4 SMs free";
+  EXPECT_TRUE(folding_leaves_wait_for_nothing(264, 256, 3, 132)) << "two waves of wgmma blocks";
+  EXPECT_FALSE(folding_leaves_wait_for_nothing(80, 2560, 3, 132)) << "MHA 40 heads (256, 8192, 64): 52 SMs free, 2560 blocks";
+  EXPECT_FALSE(folding_leaves_wait_for_nothing(120, 1280, 3, 132)) << "Fig. 3b's shard (1024, 16256, 64): 12 SMs free";
 }
 
 // ---- the device's numbers and cuda-hydragen-cublas's chunks ---------------------------------------

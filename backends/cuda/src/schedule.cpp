@@ -223,6 +223,24 @@ bool Schedule::needs_merge() const {
   return false;
 }
 
+bool Schedule::narrow_rows_fold(int most_rounds) const {
+  std::vector<int> item_rows(static_cast<std::size_t>(num_rows()), 0);  // of the row's narrow item; 0: a wide row
+  for (const WorkItem& item : narrow_items) std::fill_n(item_rows.begin() + item.first_row, item.num_rows, item.num_rows);
+  for (std::size_t q = 0; q + 1 < merge_offsets.size(); ++q) {
+    const int first = merge_offsets[q], count = merge_offsets[q + 1] - first;
+    if (count == 0) return false;  // the merge writes its identity
+    if (count == 1) continue;      // written by its block
+    int narrow_rows = 0, rows_per_lane = 1;
+    for (int i = first; i < first + count; ++i) {
+      const int rows = item_rows[merge_rows[i]];
+      narrow_rows += rows > 0;
+      if (rows > 8) rows_per_lane = 2;
+    }
+    if (narrow_rows != 1 || (count - 1) * rows_per_lane > most_rounds) return false;
+  }
+  return !narrow_items.empty() && !wide_items.empty();
+}
+
 bool persistent_blocks(const std::vector<WorkItem>& items, int slots) {
   // Many items per slot, two 64-token tiles per item on average.
   if (static_cast<long long>(items.size()) < 8LL * slots) return false;
@@ -241,6 +259,11 @@ ItemKernel narrow_item_kernel(const std::vector<WorkItem>& items, bool alone, co
   const bool short_second_wave = tiles_at_most(8) && n > slots && n < 2 * slots;
   const bool one_wave_of_warps = alone && tiles_at_most(18) && n > 2 * slots && n <= kItemWarps * slots;
   return n > 0 && (short_items || queued_items || short_second_wave || one_wave_of_warps) ? ItemKernel::warps : ItemKernel::narrow;
+}
+
+bool folding_leaves_wait_for_nothing(long long wide_blocks, long long narrow_blocks, int narrow_blocks_per_sm, int sms) {
+  const long long free_sms = wide_blocks >= sms ? 0 : sms - wide_blocks;
+  return narrow_blocks <= free_sms * narrow_blocks_per_sm || 32 * free_sms <= sms;
 }
 
 Schedule flat_schedule(const AttentionShape& shape, const SharingTree& tree, const ScheduleOptions& options) {

@@ -64,6 +64,11 @@ struct Schedule {
   int num_rows() const { return static_cast<int>(row_query.size()); }
   bool needs_merge() const;            // some query has no partial row or several (one is written by its block)
   int max_partials() const;            // the most partial rows of one query
+  // Whether the narrow items can do the merge (MergeParams::fold_wide_rows): every query has rows,
+  // each of several has exactly one narrow item's row, and a lane's rounds of loading and folding
+  // the others (their number, twice for a narrow item of more than 8 rows: a lane holds two) are at
+  // most `most_rounds`.
+  bool narrow_rows_fold(int most_rounds) const;
 };
 
 // Whether a launch of the mma kernels should run persistent blocks (`slots` of them, those resident
@@ -91,6 +96,14 @@ bool persistent_blocks(const std::vector<WorkItem>& items, int slots);
 // 512-token leaves split in two beside a wide launch), 1.02x to 3x (cuda-flash's paths: fewer items
 // than slots, 20 tiles or more, or more than four waves).
 ItemKernel narrow_item_kernel(const std::vector<WorkItem>& items, bool alone, const ScheduleOptions& options);
+
+// Whether leaves that fold the merge (Schedule::narrow_rows_fold) lose nothing by waiting for the
+// wgmma launch before them, of `wide_blocks` blocks: those fill their SMs, so the `narrow_blocks`
+// run beside them only on the SMs they leave free, and there a folding leaf block holds its place
+// until the wgmma launch ends, where a side stream's would make way for the next. So: all the narrow
+// blocks fit on the free SMs at once, or those are few (at most one SM in 32). Beside 80 wgmma
+// blocks (52 of 132 SMs free), 2560 folding leaf blocks ran 1.19x slower (perf-notes v18).
+bool folding_leaves_wait_for_nothing(long long wide_blocks, long long narrow_blocks, int narrow_blocks_per_sm, int sms);
 
 Schedule flat_schedule(const AttentionShape& shape, const SharingTree& tree, const ScheduleOptions& options);
 Schedule segment_schedule(const AttentionShape& shape, const SharingTree& tree, const ScheduleOptions& options);

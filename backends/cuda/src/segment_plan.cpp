@@ -1,6 +1,7 @@
 // The plan of every schedule-driven backend (cuda-flash, cuda-hydragen, cuda-hydragen-cublas): the
 // schedule uploaded once, the wide items on the caller's stream beside the narrow ones on a side
-// stream, then the merge.
+// stream, then the merge; or, where the narrow items' rows can do the merge, the narrow launch after
+// the wide one as its dependent, and no merge kernel.
 #include <algorithm>
 #include <stdexcept>
 #include <string>
@@ -46,7 +47,9 @@ class SegmentPlan final : public CudaPlan {
         partial_o_(static_cast<std::size_t>(s.num_rows()) * shape.head_dim),
         partial_lse_(static_cast<std::size_t>(s.num_rows())) {
     if (!s.gemm_chunks.empty()) gemm_ = std::make_unique<GemmAttention>(shape, s);
-    run_merge_ = s.needs_merge() || gemm_ != nullptr;
+    fold_ = wide_kernel_ == ItemKernel::wgmma && gemm_ == nullptr && device_.dependent_launch &&
+            s.narrow_rows_fold(kFoldRounds) && leaves_wait_for_nothing();
+    run_merge_ = (s.needs_merge() || gemm_ != nullptr) && !fold_;
     overlap_merge_ = overlap_merge();
     if (wide_kernel_ == ItemKernel::wgmma) {
       // TMA descriptors for the segments the wide items read (one segment each in this schedule).
@@ -95,8 +98,9 @@ class SegmentPlan final : public CudaPlan {
     p.scale_log2 = shape_.scale * kLog2e;
     // The narrow items (leaves: short, latency-bound) run on a side stream beside the shared
     // segments' work, so they fill the SMs it leaves idle. The merge, after both, runs only when
-    // some query has other than one partial row written by its block.
-    const bool both = narrow_.size() > 0 && (wide_.size() > 0 || gemm_ != nullptr);
+    // some query has other than one partial row written by its block. Folding leaves run on the
+    // caller's stream as the wide launch's dependents instead: they start as its blocks leave SMs.
+    const bool both = narrow_.size() > 0 && (wide_.size() > 0 || gemm_ != nullptr) && !fold_;
     const cudaStream_t narrow_stream = both ? side_.get() : s;
     if (both) {
       CUDA_CHECK(cudaEventRecord(fork_.get(), s));
@@ -108,7 +112,8 @@ class SegmentPlan final : public CudaPlan {
     launch_segment_attention(p, wide_workers_, wide_kernel_, shape_.dtype, shape_.head_dim, s);
     p.items = narrow_.data();
     p.num_items = static_cast<int>(narrow_.size());
-    launch_segment_attention(p, narrow_workers_, narrow_kernel_, shape_.dtype, shape_.head_dim, narrow_stream);
+    p.merge.fold_wide_rows = fold_;
+    launch_segment_attention(p, narrow_workers_, narrow_kernel_, shape_.dtype, shape_.head_dim, narrow_stream, fold_);
     if (both) {
       CUDA_CHECK(cudaEventRecord(join_.get(), narrow_stream));
       CUDA_CHECK(cudaStreamWaitEvent(s, join_.get()));
@@ -128,6 +133,11 @@ class SegmentPlan final : public CudaPlan {
     }
     b.extra = DeviceArray<unsigned char>(maps.size() * sizeof(CUtensorMap));
     CUDA_CHECK(cudaMemcpyAsync(b.extra.data(), maps.data(), b.extra.bytes(), cudaMemcpyHostToDevice, s));
+  }
+
+  bool leaves_wait_for_nothing() const {
+    return folding_leaves_wait_for_nothing(static_cast<long long>(wide_.size()), launch_blocks(narrow_workers_, narrow_kernel_),
+                                           blocks_per_sm(narrow_kernel_), device_.sms);
   }
 
   // Whether the merge starts while the one attention launch before it ends (dependent_launch.cuh):
@@ -159,7 +169,8 @@ class SegmentPlan final : public CudaPlan {
   DeviceArray<float> partial_o_;    // [rows, D]
   DeviceArray<float> partial_lse_;  // [rows]
   std::unique_ptr<GemmAttention> gemm_;  // cuda-hydragen-cublas's shared segments; null otherwise
-  bool run_merge_ = false;          // some query has no partial row, several, or a cuBLAS one
+  bool fold_ = false;               // the narrow launch does the merge (MergeParams::fold_wide_rows)
+  bool run_merge_ = false;          // some query needs the merge kernel: no partial row, several, or a cuBLAS one
   bool overlap_merge_ = false;      // overlap_merge(), once per plan
   std::vector<int> map_segments_;    // segments read by wgmma items
   OwnedStream side_;                // runs the narrow items beside the wide ones

@@ -8,24 +8,25 @@ namespace hydragen::cuda::detail {
 namespace {
 
 template <typename T, int D, int ROW_WARPS, int TOKEN_WARPS, int GROUPS>
-void launch_block(const SegmentAttentionParams& params, int blocks, cudaStream_t stream) {
+void launch_block(const SegmentAttentionParams& params, int blocks, cudaStream_t stream, bool dependent) {
   constexpr int smem = MmaBlockTile<D, ROW_WARPS, GROUPS>::kSmemBytes;
   allow_smem<segment_attention_mma<T, D, ROW_WARPS, TOKEN_WARPS, GROUPS>>(smem);
-  segment_attention_mma<T, D, ROW_WARPS, TOKEN_WARPS, GROUPS><<<blocks, kMmaThreads, smem, stream>>>(params);
+  launch_kernel(segment_attention_mma<T, D, ROW_WARPS, TOKEN_WARPS, GROUPS>, dim3(blocks), dim3(kMmaThreads), smem, stream,
+                dependent, params);
 }
 
 }  // namespace
 
 void launch_mma(const SegmentAttentionParams& params, int workers, ItemKernel kernel, DType dtype, int head_dim,
-                cudaStream_t stream) {
+                cudaStream_t stream, bool dependent) {
   dispatch_16bit(dtype, head_dim, "segment attention: the mma.sync kernels take 16-bit storage", [&](auto element, auto dim) {
     using T = decltype(element);
     constexpr int D = decltype(dim)::value;
     const int blocks = launch_blocks(workers, kernel);
     switch (kernel) {
-      case ItemKernel::wide: launch_block<T, D, 4, 1, 1>(params, blocks, stream); break;
-      case ItemKernel::narrow: launch_block<T, D, 1, 4, 1>(params, blocks, stream); break;
-      case ItemKernel::warps: launch_block<T, D, 1, 1, kItemWarps>(params, blocks, stream); break;
+      case ItemKernel::wide: launch_block<T, D, 4, 1, 1>(params, blocks, stream, dependent); break;
+      case ItemKernel::narrow: launch_block<T, D, 1, 4, 1>(params, blocks, stream, dependent); break;
+      case ItemKernel::warps: launch_block<T, D, 1, 1, kItemWarps>(params, blocks, stream, dependent); break;
       default: throw std::logic_error("segment attention: not an mma.sync block shape");
     }
     check_launch("segment_attention_mma");

@@ -67,4 +67,22 @@ void allow_smem(int bytes) {
   done.fetch_or(bit, std::memory_order_release);
 }
 
+// kernel<<<grid, block, smem, stream>>>(params); `dependent`: as a programmatic dependent launch,
+// which may start while the stream's previous kernel ends (dependent_launch.cuh).
+template <typename Params>
+void launch_kernel(void (*kernel)(Params), dim3 grid, dim3 block, int smem, cudaStream_t stream, bool dependent,
+                   const Params& params) {
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = static_cast<std::size_t>(smem);
+  config.stream = stream;
+  config.attrs = &attribute;
+  config.numAttrs = dependent ? 1 : 0;
+  CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, params));
+}
+
 }  // namespace hydragen::cuda

@@ -34,12 +34,15 @@ ItemKernel wide_kernel(DType dtype, bool mma_only, const DeviceLimits& device) {
 }
 
 void launch_segment_attention(const SegmentAttentionParams& params, int workers, ItemKernel kernel, DType dtype,
-                              int head_dim, cudaStream_t stream) {
+                              int head_dim, cudaStream_t stream, bool dependent) {
   if (params.num_items == 0) return;
   const bool one_per_item = workers == params.num_items;
   if (workers < 1 || workers > params.num_items || (!one_per_item && (kernel == ItemKernel::wgmma || dtype == DType::fp32))) {
     throw std::logic_error("segment attention: " + std::to_string(workers) + " workers for " +
                            std::to_string(params.num_items) + " items");
+  }
+  if (dependent && (kernel == ItemKernel::wgmma || dtype == DType::fp32)) {
+    throw std::logic_error("segment attention: only the mma.sync kernels launch as dependents");
   }
   if (dtype == DType::fp32) {
     if (kernel != ItemKernel::narrow) throw std::logic_error("segment attention: fp32 has only narrow blocks");
@@ -47,7 +50,7 @@ void launch_segment_attention(const SegmentAttentionParams& params, int workers,
   } else if (kernel == ItemKernel::wgmma) {
     detail::launch_wgmma(params, dtype, head_dim, stream);
   } else {
-    detail::launch_mma(params, workers, kernel, dtype, head_dim, stream);
+    detail::launch_mma(params, workers, kernel, dtype, head_dim, stream, dependent);
   }
 }
 

@@ -29,9 +29,10 @@ ItemKernel wide_kernel(DType dtype, bool mma_only, const DeviceLimits& device);
 
 // The params.num_items items on `workers` workers (blocks, or warps of ItemKernel::warps): one item
 // each (workers = num_items), or, for the mma kernels, fewer persistent workers, each taking a
-// contiguous run of items.
+// contiguous run of items. `dependent` (mma kernels only): a programmatic dependent launch after the
+// wide launch whose rows it folds (MergeParams::fold_wide_rows).
 void launch_segment_attention(const SegmentAttentionParams& params, int workers, ItemKernel kernel, DType dtype,
-                              int head_dim, cudaStream_t stream);
+                              int head_dim, cudaStream_t stream, bool dependent = false);
 // `max_partials`: the most partial rows of one query (a query of more than kMergeSplitAbove gets
 // kMergeWarps warps). `overlap`: the stream's last work is the one segment-attention launch that
 // writes the partials, and the merge starts while that launch ends (dependent_launch.cuh; only where
@@ -46,7 +47,7 @@ void launch_chunk_softmax(const ChunkSoftmaxParams& params, DType dtype, cudaStr
 namespace detail {
 // One per kernel family, each in its own translation unit (attention_*.cu).
 void launch_mma(const SegmentAttentionParams& params, int workers, ItemKernel kernel, DType dtype, int head_dim,
-                cudaStream_t stream);
+                cudaStream_t stream, bool dependent);
 void launch_wgmma(const SegmentAttentionParams& params, DType dtype, int head_dim, cudaStream_t stream);
 void launch_simt(const SegmentAttentionParams& params, DType dtype, int head_dim, cudaStream_t stream);
 }  // namespace detail

@@ -12,17 +12,9 @@ void launch_merge(const MergeParams& params, int max_partials, bool overlap, DTy
     using T = decltype(element);
     constexpr int D = decltype(dim)::value;
     const bool split = max_partials > kMergeSplitAbove;
-    cudaLaunchAttribute dependent{};
-    dependent.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    dependent.val.programmaticStreamSerializationAllowed = 1;
-    cudaLaunchConfig_t config{};
-    config.gridDim = dim3(split ? params.num_queries : (params.num_queries + kMergeWarps - 1) / kMergeWarps);
-    config.blockDim = dim3(kMergeWarps * 32);
-    config.stream = stream;
-    config.attrs = &dependent;
-    config.numAttrs = overlap ? 1 : 0;
-    CUDA_CHECK(split ? cudaLaunchKernelEx(&config, merge_partials<T, D, kMergeWarps>, params)
-                     : cudaLaunchKernelEx(&config, merge_partials<T, D, 1>, params));
+    const dim3 grid(split ? params.num_queries : (params.num_queries + kMergeWarps - 1) / kMergeWarps);
+    launch_kernel(split ? merge_partials<T, D, kMergeWarps> : merge_partials<T, D, 1>, grid, dim3(kMergeWarps * 32), 0,
+                  stream, overlap, params);
     check_launch("merge_partials");
   });
 }

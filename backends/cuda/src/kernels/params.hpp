@@ -32,6 +32,11 @@ struct MergeParams {
   // merge skips that query). False when some rows come from a producer that can only write the
   // workspace (the cuBLAS products): the merge then folds every query.
   bool single_rows_direct = true;
+  // Whether the rows of this launch (narrow items, cuda-hydragen's leaves) do their queries' merge:
+  // each folds its query's other partial rows, written by the wide launch it follows as a
+  // programmatic dependent, and writes O and LSE, so that no merge kernel runs (the schedule's
+  // narrow_rows_fold says when it can, the plan whether it pays).
+  bool fold_wide_rows = false;
 };
 
 // Segment attention (cuda-flash, cuda-hydragen): every item attends its rows to a token range and

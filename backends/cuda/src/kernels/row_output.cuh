@@ -2,13 +2,20 @@
 // How a segment-attention block hands over its rows: the kernels' store step. Each row is one
 // partial result of a query (O normalized, LSE natural log) over the tokens its item saw. A query
 // with a single partial row has its O and LSE written at once (no merge kernel runs when every
-// query has one); otherwise the row goes to the fp32 workspace for the merge kernel. (The block
-// folding a query's other partials itself, to save the merge launch, measured slower: perf-notes
-// v3, v9, v10.)
+// query has one); otherwise the row goes to the fp32 workspace for the merge kernel, or, where the
+// plan says so (MergeParams::fold_wide_rows), a leaf's row folds its query's other partial rows,
+// which the wide launch before it wrote, and writes O and LSE. (The last block to finish a query
+// folding it, found by a counter, or a split block's last part, measured slower: perf-notes v6, v9,
+// v10; this fold's order is fixed in advance, its row ids are the plan's, and it waits for a kernel,
+// not for atomics.)
+#include <cmath>
 #include <type_traits>
 
+#include "dependent_launch.cuh"
 #include "element.cuh"
+#include "hydragen/merge.hpp"
 #include "params.hpp"
+#include "tile_config.hpp"
 
 namespace hydragen::cuda {
 
@@ -49,12 +56,30 @@ __device__ __forceinline__ void store_values(T* dst, const float (&o)[N], Column
   }
 }
 
+// The same, loading: N values of a row at `src` (its first column), as store_values lays them.
+template <int N, typename Columns>
+__device__ __forceinline__ void load_values(const float* src, float (&o)[N], Columns columns) {
+  if constexpr (Columns::kPairs) {
+#pragma unroll
+    for (int v = 0; v < N; v += 2) {
+      const float2 pair = *reinterpret_cast<const float2*>(src + columns(v));
+      o[v] = pair.x, o[v + 1] = pair.y;
+    }
+  } else {
+#pragma unroll
+    for (int v = 0; v < N; ++v) o[v] = src[columns(v)];
+  }
+}
+
 // Where one row of a block goes. Loaded when the block starts, so the store step does not begin
 // with a chain of dependent loads.
 struct RowOutput {
   int row = -1;  // -1: none (a lane past the item's rows)
   int query = 0;
   bool direct = false;  // the query's only partial row: written to O and LSE, not to the workspace
+  bool fold = false;    // folds the query's other rows, then written to O and LSE (fold_wide_rows)
+  int first = 0;        // the query's rows in the merge lists: merge.rows[first, first + count)
+  int count = 0;
 };
 
 __device__ __forceinline__ RowOutput row_output(const SegmentAttentionParams& p, int row) {
@@ -64,21 +89,47 @@ __device__ __forceinline__ RowOutput row_output(const SegmentAttentionParams& p,
     out.query = p.row_query[row];
     // The loads unconditionally, the plan's flag last: a branch on the flag first kept the compiler
     // from issuing both rows' loads together (a 5% slower mma.sync item, perf-notes v11).
-    const int count = p.merge.offsets[out.query + 1] - p.merge.offsets[out.query];
-    out.direct = count == 1 && p.merge.single_rows_direct;
+    out.first = p.merge.offsets[out.query];
+    out.count = p.merge.offsets[out.query + 1] - out.first;
+    out.direct = out.count == 1 && p.merge.single_rows_direct;
+    out.fold = out.count > 1 && p.merge.fold_wide_rows;
   }
   return out;
 }
 
+// A leaf row doing its query's merge: the query's other rows (at most kFoldRounds, from the wide
+// launch this one follows) folded into the lane's N values `o` and the row's `lse` by the core merge,
+// in the merge lists' order, one at a time (two at once spilled the leaf kernels' registers). The
+// row ids are the plan's: read before the wait for the wide launch's end.
+template <int D, int N, typename Columns>
+__device__ __forceinline__ void fold_wide_rows(const MergeParams& m, const RowOutput& out, float (&o)[N], float& lse,
+                                               Columns columns) {
+  int rows[kFoldRounds + 1];  // the query's rows, this one among them; out.row past its count
+#pragma unroll
+  for (int i = 0; i <= kFoldRounds; ++i) rows[i] = i < out.count ? m.rows[out.first + i] : out.row;
+  wait_for_primary();
+#pragma unroll
+  for (int i = 0; i <= kFoldRounds; ++i) {
+    if (rows[i] == out.row) continue;
+    float part[N];
+    load_values(m.partial_o + static_cast<long long>(rows[i]) * D, part, columns);
+    merge_into(o, lse, part, m.partial_lse[rows[i]], N);
+  }
+}
+
 // Hands over a row of which this lane holds the N values o[v] at columns(v), GROUP consecutive
-// lanes per row (the first writes the LSE).
-template <typename T, int D, int GROUP, int N, typename Columns>
-__device__ __forceinline__ void finish_row(const SegmentAttentionParams& p, const RowOutput& out, const float (&o)[N],
-                                           float lse, Columns columns) {
+// lanes per row (the first writes the LSE). FOLD: the kernel may run leaves that do their queries'
+// merge (the narrow mma.sync kernels; compiled out of the others, whose registers it would cost).
+template <typename T, int D, int GROUP, bool FOLD = false, int N, typename Columns>
+__device__ __forceinline__ void finish_row(const SegmentAttentionParams& p, const RowOutput& out, float (&o)[N], float lse,
+                                           Columns columns) {
   const MergeParams& m = p.merge;
   const bool leader = threadIdx.x % GROUP == 0;
   if (out.row < 0) return;
-  if (out.direct) {
+  if constexpr (FOLD) {
+    if (out.fold) fold_wide_rows<D>(m, out, o, lse, columns);
+  }
+  if (out.direct || (FOLD && out.fold)) {
     store_values(static_cast<T*>(m.o) + static_cast<long long>(out.query) * D, o, columns);
     if (leader) m.lse[out.query] = lse;
   } else {
@@ -99,12 +150,12 @@ __device__ __forceinline__ void fragment_row(const float (&acc)[D / 2], int r, f
 }
 
 // finish_row for row r of a tensor-core accumulator.
-template <typename T, int D>
+template <typename T, int D, bool FOLD = false>
 __device__ __forceinline__ void finish_row_pair(const SegmentAttentionParams& p, const float (&acc)[D / 2], int r,
                                                 const RowOutput& out, float inv, float lse, int t) {
   float o[D / 4];
   fragment_row<D>(acc, r, inv, o);
-  finish_row<T, D, 4>(p, out, o, lse, FragmentColumns{t});
+  finish_row<T, D, 4, FOLD>(p, out, o, lse, FragmentColumns{t});
 }
 
 }  // namespace hydragen::cuda

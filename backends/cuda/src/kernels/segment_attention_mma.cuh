@@ -248,7 +248,7 @@ __device__ __forceinline__ void fold_token_warps(const SegmentAttentionParams& p
     }
   }
   __syncthreads();  // the next item's second tile goes into this stage
-  finish_row<T, D, GROUP>(p, out, o, lse, StridedColumns<GROUP>{sub});
+  finish_row<T, D, GROUP, ROWS == 16>(p, out, o, lse, StridedColumns<GROUP>{sub});
 }
 
 template <typename T, int D, int ROW_WARPS, int TOKEN_WARPS, int GROUPS>
@@ -345,8 +345,9 @@ __global__ void __launch_bounds__(kMmaThreads, kMmaBlocksPerSm) segment_attentio
     float inv[2], row_lse[2];
     softmax.finish(inv, row_lse);
     if constexpr (TOKEN_WARPS == 1) {
-      finish_row_pair<T, D>(p, acc, 0, out[0], inv[0], row_lse[0], t);
-      finish_row_pair<T, D>(p, acc, 1, out[1], inv[1], row_lse[1], t);
+      // Only narrow items (one row warp) are ever leaves that fold (MergeParams::fold_wide_rows).
+      finish_row_pair<T, D, ROW_WARPS == 1>(p, acc, 0, out[0], inv[0], row_lse[0], t);
+      finish_row_pair<T, D, ROW_WARPS == 1>(p, acc, 1, out[1], inv[1], row_lse[1], t);
     } else {
       // The stage the last tile left: the other one is receiving the next item's first tile.
       fold_token_warps<T, D, Tile, ROWS, TOKEN_WARPS>(p, item, rows, acc, inv, row_lse, out[0],

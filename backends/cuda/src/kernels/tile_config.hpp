@@ -83,6 +83,12 @@ inline constexpr int kMergeWarps = 4;
 inline constexpr int kMergeSplitAbove = 8;
 inline constexpr int kMergeRound = 32;
 
+// A leaf row that does its query's merge (MergeParams::fold_wide_rows) loads and folds the wide
+// launch's rows of its query one after another, and a lane of a narrow item of more than 8 rows
+// holds two rows: at most this many such rounds per lane. Beyond, the merge kernel, a warp per query
+// all loads at once, was faster (perf-notes v18: four rows for each of two rows, 1.12x slower).
+inline constexpr int kFoldRounds = 4;
+
 // cuda-hydragen-cublas: one block of kSoftmaxThreads holds a chunk's score row in registers,
 // kSoftmaxPerThread scores each, so a GEMM chunk has at most kMaxChunkTokens tokens.
 inline constexpr int kSoftmaxThreads = 256;
