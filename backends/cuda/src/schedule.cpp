@@ -261,9 +261,10 @@ ItemKernel narrow_item_kernel(const std::vector<WorkItem>& items, bool alone, co
   return n > 0 && (short_items || queued_items || short_second_wave || one_wave_of_warps) ? ItemKernel::warps : ItemKernel::narrow;
 }
 
-bool folding_leaves_wait_for_nothing(long long wide_blocks, long long narrow_blocks, int narrow_blocks_per_sm, int sms) {
+bool folding_leaves_pay(long long wide_blocks, long long wide_tokens, long long narrow_blocks, int narrow_blocks_per_sm,
+                        int sms) {
   const long long free_sms = wide_blocks >= sms ? 0 : sms - wide_blocks;
-  return narrow_blocks <= free_sms * narrow_blocks_per_sm || 32 * free_sms <= sms;
+  return narrow_blocks <= free_sms * narrow_blocks_per_sm || free_sms * wide_tokens <= kFoldForgoneSmTokens;
 }
 
 Schedule flat_schedule(const AttentionShape& shape, const SharingTree& tree, const ScheduleOptions& options) {

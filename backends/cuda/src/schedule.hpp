@@ -97,13 +97,17 @@ bool persistent_blocks(const std::vector<WorkItem>& items, int slots);
 // than slots, 20 tiles or more, or more than four waves).
 ItemKernel narrow_item_kernel(const std::vector<WorkItem>& items, bool alone, const ScheduleOptions& options);
 
-// Whether leaves that fold the merge (Schedule::narrow_rows_fold) lose nothing by waiting for the
-// wgmma launch before them, of `wide_blocks` blocks: those fill their SMs, so the `narrow_blocks`
-// run beside them only on the SMs they leave free, and there a folding leaf block holds its place
-// until the wgmma launch ends, where a side stream's would make way for the next. So: all the narrow
-// blocks fit on the free SMs at once, or those are few (at most one SM in 32). Beside 80 wgmma
-// blocks (52 of 132 SMs free), 2560 folding leaf blocks ran 1.19x slower (perf-notes v18).
-bool folding_leaves_wait_for_nothing(long long wide_blocks, long long narrow_blocks, int narrow_blocks_per_sm, int sms);
+// Whether leaves that fold the merge (Schedule::narrow_rows_fold) gain more than they lose by
+// waiting for the wgmma launch before them, of `wide_blocks` blocks whose longest item has
+// `wide_tokens` tokens. Those blocks fill their SMs, so the `narrow_blocks` run beside them only on
+// the SMs they leave free, and there a folding leaf block holds its place until the wgmma launch
+// ends, where a side stream's would make way for the next. So: all the narrow blocks fit on the free
+// SMs at once, or the free SMs x the wgmma launch's length are at most kFoldForgoneSmTokens.
+// Measured on an H100 (perf-notes v18): 12 free SMs beside items of 2731 tokens, 0.97x; of 5419,
+// 1.07x slower; 52 free SMs beside 8192 tokens, 1.19x slower.
+inline constexpr long long kFoldForgoneSmTokens = 12 * 4096;
+bool folding_leaves_pay(long long wide_blocks, long long wide_tokens, long long narrow_blocks, int narrow_blocks_per_sm,
+                        int sms);
 
 Schedule flat_schedule(const AttentionShape& shape, const SharingTree& tree, const ScheduleOptions& options);
 Schedule segment_schedule(const AttentionShape& shape, const SharingTree& tree, const ScheduleOptions& options);

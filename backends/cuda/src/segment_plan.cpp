@@ -48,7 +48,7 @@ class SegmentPlan final : public CudaPlan {
         partial_lse_(static_cast<std::size_t>(s.num_rows())) {
     if (!s.gemm_chunks.empty()) gemm_ = std::make_unique<GemmAttention>(shape, s);
     fold_ = wide_kernel_ == ItemKernel::wgmma && gemm_ == nullptr && device_.dependent_launch &&
-            s.narrow_rows_fold(kFoldRounds) && leaves_wait_for_nothing();
+            s.narrow_rows_fold(kFoldRounds) && folding_pays(s);
     run_merge_ = (s.needs_merge() || gemm_ != nullptr) && !fold_;
     overlap_merge_ = overlap_merge();
     if (wide_kernel_ == ItemKernel::wgmma) {
@@ -135,9 +135,11 @@ class SegmentPlan final : public CudaPlan {
     CUDA_CHECK(cudaMemcpyAsync(b.extra.data(), maps.data(), b.extra.bytes(), cudaMemcpyHostToDevice, s));
   }
 
-  bool leaves_wait_for_nothing() const {
-    return folding_leaves_wait_for_nothing(static_cast<long long>(wide_.size()), launch_blocks(narrow_workers_, narrow_kernel_),
-                                           blocks_per_sm(narrow_kernel_), device_.sms);
+  bool folding_pays(const Schedule& s) const {
+    long long longest = 0;
+    for (const WorkItem& item : s.wide_items) longest = std::max<long long>(longest, item.token_end - item.token_begin);
+    return folding_leaves_pay(static_cast<long long>(s.wide_items.size()), longest, launch_blocks(narrow_workers_, narrow_kernel_),
+                              blocks_per_sm(narrow_kernel_), device_.sms);
   }
 
   // Whether the merge starts while the one attention launch before it ends (dependent_launch.cuh):
