@@ -135,6 +135,8 @@ class SegmentPlan final : public CudaPlan {
     CUDA_CHECK(cudaMemcpyAsync(b.extra.data(), maps.data(), b.extra.bytes(), cudaMemcpyHostToDevice, s));
   }
 
+  // folding_leaves_pay (schedule.hpp) for this plan's launches: the wgmma launch lasts about as long
+  // as its longest item.
   bool folding_pays(const Schedule& s) const {
     long long longest = 0;
     for (const WorkItem& item : s.wide_items) longest = std::max<long long>(longest, item.token_end - item.token_begin);
