@@ -161,9 +161,87 @@ TEST_P(CudaPlan, PlanThatDoesNotFitStatesTheBytesRequested) {
   cudaFree(probe);
 }
 
+// The kernel launches a plan's run() makes, as a captured graph holds them: name, grid and block.
+struct KernelLaunch {
+  std::string name;
+  unsigned blocks, threads;
+};
+
+std::vector<KernelLaunch> captured_launches(AttentionPlan& plan, const StagedProblem& staged) {
+  plan.run(staged.inputs(), staged.outputs());  // a first run binds the inputs: captured runs replay it
+  cudaStream_t stream = nullptr;
+  CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  cudaGraph_t graph = nullptr;
+  CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  plan.run(staged.inputs(), staged.outputs(), Stream{stream});
+  CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  std::size_t count = 0;
+  CUDA_CHECK(cudaGraphGetNodes(graph, nullptr, &count));
+  std::vector<cudaGraphNode_t> nodes(count);
+  CUDA_CHECK(cudaGraphGetNodes(graph, nodes.data(), &count));
+  std::vector<KernelLaunch> launches;
+  for (cudaGraphNode_t node : nodes) {
+    cudaGraphNodeType type{};
+    CUDA_CHECK(cudaGraphNodeGetType(node, &type));
+    if (type != cudaGraphNodeTypeKernel) continue;
+    cudaKernelNodeParams params{};
+    CUDA_CHECK(cudaGraphKernelNodeGetParams(node, &params));
+    const char* name = nullptr;
+    CUDA_CHECK(cudaFuncGetName(&name, params.func));
+    launches.push_back({name, params.gridDim.x, params.blockDim.x});
+  }
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+  return launches;
+}
+
+class LeavesOnTheirOwnSms : public DeviceTest {};
+
+// cuda-hydragen's leaves=beside: the wgmma launch in fewer blocks than the SMs, the leaves in
+// blocks of an SM's twelve warps on SMs it leaves, then the merge.
+TEST_F(LeavesOnTheirOwnSms, RunInWholeSmBlocksOnSmsTheWgmmaLaunchLeaves) {
+  const AttentionBackend& b = backend("cuda-hydragen");
+  const AttentionShape shape = make_shape(256, 1, 8, 1, 128, DType::bf16);
+  const SharingTree tree = SharingTree::prefix_suffix(4096, std::vector<int>(256, 64));
+  const StagedProblem staged(b.memory(), make_problem(shape, tree, 84), Storage::shared);
+  int device = 0, sms = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const auto plan = b.plan(shape, tree, PlanOptions::parse("form=wide:leaves=beside"));
+  const std::vector<KernelLaunch> launches = captured_launches(*plan, staged);
+  auto find = [&](const std::string& part) {
+    for (const KernelLaunch& l : launches) {
+      if (contains(l.name, part)) return l;
+    }
+    return KernelLaunch{"", 0, 0};
+  };
+  const KernelLaunch wgmma = find("segment_attention_wgmma");
+  if (wgmma.name.empty()) GTEST_SKIP() << "no wgmma launch here (an sm_90a build on compute capability 9.0 has one)";
+  const KernelLaunch leaves = find("segment_attention_mma"), merge = find("merge");
+  EXPECT_LT(wgmma.blocks, static_cast<unsigned>(sms));
+  EXPECT_GE(leaves.blocks, 1u);
+  EXPECT_LE(leaves.blocks, static_cast<unsigned>(sms) - wgmma.blocks) << "a block per SM the wgmma launch leaves, at most";
+  EXPECT_EQ(leaves.threads, 384u) << "an SM's twelve warps";
+  EXPECT_FALSE(merge.name.empty()) << "the leaves do not fold the merge beside the wgmma launch";
+  EXPECT_EQ(launches.size(), 3u);
+}
+
+TEST_F(LeavesOnTheirOwnSms, AreRefusedBesideAnotherLeafKernel) {
+  const AttentionBackend& b = backend("cuda-hydragen");
+  const AttentionShape shape = make_shape(256, 1, 8, 1, 128, DType::bf16);
+  const SharingTree tree = SharingTree::prefix_suffix(4096, std::vector<int>(256, 64));
+  int device = 0, major = 0, minor = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  if (major != 9 || minor != 0) GTEST_SKIP() << "leaves=beside applies beside the wgmma launch (compute capability 9.0)";
+  EXPECT_THAT([&] { b.plan(shape, tree, PlanOptions::parse("form=wide:leaves=beside:narrow=blocks")); },
+              ::testing::ThrowsMessage<std::invalid_argument>(HasSubstr("narrow=blocks")));
+}
+
 INSTANTIATE_TEST_SUITE_P(AllCudaBackends, CudaPlan,
                          ::testing::Values("cuda-naive", "cuda-flash", "cuda-hydragen", "cuda-hydragen:form=wide",
-                                           "cuda-hydragen-cublas"),
+                                           "cuda-hydragen:form=wide:leaves=beside", "cuda-hydragen-cublas"),
                          [](const ::testing::TestParamInfo<std::string>& param) {
                            std::string name = param.param;
                            for (char& c : name) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';

@@ -1,7 +1,8 @@
 // The plan of every schedule-driven backend (cuda-flash, cuda-hydragen, cuda-hydragen-cublas): the
 // schedule uploaded once, the wide items on the caller's stream beside the narrow ones on a side
 // stream, then the merge; or, where the narrow items' rows can do the merge, the narrow launch after
-// the wide one as its dependent, and no merge kernel.
+// the wide one as its dependent, and no merge kernel; or (cuda-hydragen's leaves=beside) the narrow
+// items first, on the SMs a wgmma launch of fewer blocks leaves, then the merge.
 #include <algorithm>
 #include <stdexcept>
 #include <string>
@@ -12,6 +13,7 @@
 #include "handles.hpp"
 #include "hydragen/cuda/check.hpp"
 #include "kernels/launch.hpp"
+#include "leaf_placement.hpp"
 #include "plans.hpp"
 #include "schedule.hpp"
 #include "tensor_maps.hpp"
@@ -27,12 +29,15 @@ constexpr long long kMaxChunkScores = 1LL << 26;
 
 class SegmentPlan final : public CudaPlan {
  public:
+  // leaf_sms > 0: the narrow items run on that many whole SMs beside the wide launch (the schedule
+  // sized the wide launch for the others; narrow_kernel is ItemKernel::sm_warps).
   SegmentPlan(const AttentionShape& shape, const SharingTree& tree, const Schedule& s, ItemKernel wide_kernel,
-              ItemKernel narrow_kernel, const DeviceLimits& device)
+              ItemKernel narrow_kernel, int leaf_sms, const DeviceLimits& device)
       : CudaPlan(shape, tree),
         device_(device),
         wide_kernel_(wide_kernel),
         narrow_kernel_(narrow_kernel),
+        leaf_sms_(leaf_sms),
         narrow_(upload(s.narrow_items)),
         wide_(upload(s.wide_items)),
         item_segments_(upload(s.item_segments)),
@@ -47,7 +52,10 @@ class SegmentPlan final : public CudaPlan {
         partial_o_(static_cast<std::size_t>(s.num_rows()) * shape.head_dim),
         partial_lse_(static_cast<std::size_t>(s.num_rows())) {
     if (!s.gemm_chunks.empty()) gemm_ = std::make_unique<GemmAttention>(shape, s);
-    fold_ = wide_kernel_ == ItemKernel::wgmma && gemm_ == nullptr && device_.dependent_launch &&
+    if ((leaf_sms_ > 0) != (narrow_kernel_ == ItemKernel::sm_warps)) {
+      throw std::logic_error("segment plan: whole-SM leaf blocks run exactly when leaves are given SMs of their own");
+    }
+    fold_ = wide_kernel_ == ItemKernel::wgmma && gemm_ == nullptr && device_.dependent_launch && leaf_sms_ == 0 &&
             s.narrow_rows_fold(kFoldRounds) && folding_pays(s);
     run_merge_ = (s.needs_merge() || gemm_ != nullptr) && !fold_;
     overlap_merge_ = overlap_merge();
@@ -100,20 +108,27 @@ class SegmentPlan final : public CudaPlan {
     // segments' work, so they fill the SMs it leaves idle. The merge, after both, runs only when
     // some query has other than one partial row written by its block. Folding leaves run on the
     // caller's stream as the wide launch's dependents instead: they start as its blocks leave SMs.
+    // Leaves on SMs of their own are launched first, so that their blocks are resident before the
+    // wide launch's take the other SMs.
     const bool both = narrow_.size() > 0 && (wide_.size() > 0 || gemm_ != nullptr) && !fold_;
     const cudaStream_t narrow_stream = both ? side_.get() : s;
     if (both) {
       CUDA_CHECK(cudaEventRecord(fork_.get(), s));
       CUDA_CHECK(cudaStreamWaitEvent(narrow_stream, fork_.get()));
     }
+    auto launch_narrow = [&] {
+      SegmentAttentionParams n = p;
+      n.items = narrow_.data();
+      n.num_items = static_cast<int>(narrow_.size());
+      n.merge.fold_wide_rows = fold_;
+      launch_segment_attention(n, narrow_workers_, narrow_kernel_, shape_.dtype, shape_.head_dim, narrow_stream, fold_);
+    };
+    if (leaf_sms_ > 0) launch_narrow();
     if (gemm_ != nullptr) gemm_->enqueue(in, m, row_limit_.data(), p.scale_log2, s);
     p.items = wide_.data();
     p.num_items = static_cast<int>(wide_.size());
     launch_segment_attention(p, wide_workers_, wide_kernel_, shape_.dtype, shape_.head_dim, s);
-    p.items = narrow_.data();
-    p.num_items = static_cast<int>(narrow_.size());
-    p.merge.fold_wide_rows = fold_;
-    launch_segment_attention(p, narrow_workers_, narrow_kernel_, shape_.dtype, shape_.head_dim, narrow_stream, fold_);
+    if (leaf_sms_ == 0) launch_narrow();
     if (both) {
       CUDA_CHECK(cudaEventRecord(join_.get(), narrow_stream));
       CUDA_CHECK(cudaStreamWaitEvent(s, join_.get()));
@@ -157,15 +172,19 @@ class SegmentPlan final : public CudaPlan {
 
   // The workers of a launch of `items` (blocks, or the warp kernel's warps): as many persistent ones
   // as are resident at once for many short items (schedule.hpp's persistent_blocks), one per item
-  // otherwise and always for wgmma and fp32.
+  // otherwise and always for wgmma and fp32; leaves on SMs of their own, a warp for each of those
+  // SMs' warps, persistent.
   int workers(const std::vector<WorkItem>& items, ItemKernel kernel) const {
-    const int n = static_cast<int>(items.size()), slots = resident_blocks(kernel, device_) * items_per_block(kernel);
+    const int n = static_cast<int>(items.size());
+    if (kernel == ItemKernel::sm_warps) return std::min(n, leaf_sms_ * kSmWarps);
+    const int slots = resident_blocks(kernel, device_) * items_per_block(kernel);
     const bool mma = kernel != ItemKernel::wgmma && shape_.dtype != DType::fp32;
     return mma && persistent_blocks(items, slots) ? std::min(n, slots) : n;
   }
 
   DeviceLimits device_;     // asked once, when the plan was made
   ItemKernel wide_kernel_, narrow_kernel_;  // run the wide and the narrow items
+  int leaf_sms_;            // SMs the narrow items have to themselves beside the wide launch; 0: none
   DeviceArray<WorkItem> narrow_, wide_;
   DeviceArray<int> item_segments_, row_query_, row_limit_, row_leaf_, merge_offsets_, merge_rows_;
   int max_partials_;                // the most partial rows of one query
@@ -188,9 +207,11 @@ struct Choice {
   ItemKernel wide;
   DeviceLimits device;
   std::string narrow = "auto";  // the narrow items' kernel: auto (narrow_item_kernel), blocks or warps
+  int leaf_sms = 0;               // > 0: the narrow items on that many SMs the wgmma launch leaves (leaves=beside)
 
   ItemKernel narrow_kernel(DType dtype) const {
     if (dtype == DType::fp32) return ItemKernel::narrow;  // fp32 has only CUDA-core blocks
+    if (leaf_sms > 0) return ItemKernel::sm_warps;
     if (narrow == "auto") {
       const bool alone = schedule.wide_items.empty() && schedule.gemm_chunks.empty();
       return narrow_item_kernel(schedule.narrow_items, alone, ScheduleOptions::for_device(device.sms, wide));
@@ -200,7 +221,7 @@ struct Choice {
 };
 
 std::unique_ptr<AttentionPlan> plan_of(const AttentionShape& shape, const SharingTree& tree, const Choice& c) {
-  return std::make_unique<SegmentPlan>(shape, tree, c.schedule, c.wide, c.narrow_kernel(shape.dtype), c.device);
+  return std::make_unique<SegmentPlan>(shape, tree, c.schedule, c.wide, c.narrow_kernel(shape.dtype), c.leaf_sms, c.device);
 }
 
 std::size_t bytes_of(const AttentionShape& shape, const SharingTree& tree, const Choice& c) {
@@ -221,8 +242,24 @@ Choice hydragen_choice(const AttentionShape& shape, const SharingTree& tree, con
   ScheduleOptions o = ScheduleOptions::for_device(device.sms, wide);
   const std::string& form = options.at("form");
   if (form == "narrow") o.max_rows = kNarrowRows;
-  return {form == "auto" ? hydragen_schedule(shape, tree, o) : segment_schedule(shape, tree, o), wide, device,
-          options.at("narrow")};
+  Choice c{form == "auto" ? hydragen_schedule(shape, tree, o) : segment_schedule(shape, tree, o), wide, device,
+           options.at("narrow")};
+  // Leaves beside the wgmma launch (leaf_placement.hpp), where the schedule has both and `leaves`
+  // does not keep them after; with narrow=blocks or warps they stay after unless asked.
+  const std::string& leaves = options.at("leaves");
+  if (leaves == "after" || wide != ItemKernel::wgmma || c.schedule.wide_items.empty() || c.schedule.narrow_items.empty()) {
+    return c;
+  }
+  if (c.narrow != "auto") {
+    if (leaves == "auto") return c;
+    throw std::invalid_argument("cuda-hydragen: leaves=beside runs the leaves a warp each on SMs of their own; narrow=" +
+                                c.narrow + " asks for another kernel");
+  }
+  LeafPlacement placement = place_leaves(shape, tree, o, c.schedule, leaves == "beside");
+  if (!placement.beside) return c;
+  c.schedule = std::move(placement.schedule);
+  c.leaf_sms = placement.leaf_sms;
+  return c;
 }
 
 Choice cublas_choice(const AttentionShape& shape, const SharingTree& tree) {
@@ -257,12 +294,18 @@ std::vector<PlanOption> hydragen_options() {
            "auto: one launch of 16-row blocks where that puts at most one block on each SM, else wide; wide: the "
            "shared segments in wide blocks beside 16-row leaf blocks; narrow: every segment in 16-row blocks"},
           {"kernel", {"auto", "mma"}, "the wide blocks' kernel: auto is wgmma on sm_90a and mma.sync elsewhere; mma is mma.sync everywhere"},
-          narrow_option()};
+          narrow_option(),
+          {"leaves",
+           {"auto", "after", "beside"},
+           "where a wgmma launch and leaves both run: after, the leaves on the SMs the wgmma launch frees; beside, the "
+           "wgmma launch split into fewer parts and the leaves, a warp each, on the other SMs from the start; auto: "
+           "beside where leaf_placement.hpp's cost model predicts it faster"}};
 }
 
 std::vector<PlanOptions> hydragen_variants() {
   return {PlanOptions{}, PlanOptions::parse("form=wide"), PlanOptions::parse("form=narrow"),
-          PlanOptions::parse("form=narrow:narrow=warps"), PlanOptions::parse("form=wide:kernel=mma")};
+          PlanOptions::parse("form=narrow:narrow=warps"), PlanOptions::parse("form=wide:kernel=mma"),
+          PlanOptions::parse("form=wide:leaves=beside")};
 }
 
 std::unique_ptr<AttentionPlan> make_hydragen_plan(const AttentionShape& shape, const SharingTree& tree,

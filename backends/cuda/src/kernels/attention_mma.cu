@@ -1,4 +1,5 @@
-// The mma.sync segment-attention kernels: wide (4 row warps), narrow (4 token warps) and warp (a warp per item) blocks.
+// The mma.sync segment-attention kernels: wide (4 row warps), narrow (4 token warps) and warp (a warp per item,
+// four or an SM's twelve to a block) blocks.
 #include "dispatch.cuh"
 #include "launch.hpp"
 #include "segment_attention_mma.cuh"
@@ -11,8 +12,8 @@ template <typename T, int D, int ROW_WARPS, int TOKEN_WARPS, int GROUPS>
 void launch_block(const SegmentAttentionParams& params, int blocks, cudaStream_t stream, bool dependent) {
   constexpr int smem = MmaBlockTile<D, ROW_WARPS, GROUPS>::kSmemBytes;
   allow_smem<segment_attention_mma<T, D, ROW_WARPS, TOKEN_WARPS, GROUPS>>(smem);
-  launch_kernel(segment_attention_mma<T, D, ROW_WARPS, TOKEN_WARPS, GROUPS>, dim3(blocks), dim3(kMmaThreads), smem, stream,
-                dependent, params);
+  launch_kernel(segment_attention_mma<T, D, ROW_WARPS, TOKEN_WARPS, GROUPS>, dim3(blocks),
+                dim3(MmaBlockShape<ROW_WARPS, TOKEN_WARPS, GROUPS>::kThreads), smem, stream, dependent, params);
 }
 
 }  // namespace
@@ -27,6 +28,7 @@ void launch_mma(const SegmentAttentionParams& params, int workers, ItemKernel ke
       case ItemKernel::wide: launch_block<T, D, 4, 1, 1>(params, blocks, stream, dependent); break;
       case ItemKernel::narrow: launch_block<T, D, 1, 4, 1>(params, blocks, stream, dependent); break;
       case ItemKernel::warps: launch_block<T, D, 1, 1, kItemWarps>(params, blocks, stream, dependent); break;
+      case ItemKernel::sm_warps: launch_block<T, D, 1, 1, kSmWarps>(params, blocks, stream, dependent); break;
       default: throw std::logic_error("segment attention: not an mma.sync block shape");
     }
     check_launch("segment_attention_mma");

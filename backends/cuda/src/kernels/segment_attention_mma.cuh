@@ -6,7 +6,8 @@
 // stacked query rows of a shared segment): 4 row warps x 1 token warp. Narrow items (<= 16 rows, one
 // sequence's decode): 1 row warp x 4 token warps, so a block still has four warps to hide latency
 // while it streams a long path; or, for short ones, four one-warp workers (ItemKernel::warps), so
-// that four items' latencies overlap instead of four warps waiting on each other at every tile.
+// that four items' latencies overlap instead of four warps waiting on each other at every tile;
+// or twelve such warps, a whole SM's (ItemKernel::sm_warps), for leaves on SMs of their own.
 //
 // The kernel's steps, each a function below:
 //   scheduler  worker_items: the worker's run of items (one, or many for persistent workers)
@@ -82,7 +83,7 @@ __device__ __forceinline__ void prefetch_item_tables(const SegmentAttentionParam
 // The threads of one worker wait for each other: the block's, or the warp's.
 template <int THREADS>
 __device__ __forceinline__ void worker_sync() {
-  static_assert(THREADS == kMmaThreads || THREADS == 32, "a worker is the block or one of its warps");
+  static_assert(THREADS == kMmaThreads || THREADS == 32, "a worker is a four-warp block or one warp");
   if constexpr (THREADS == kMmaThreads) {
     __syncthreads();
   } else {
@@ -252,11 +253,12 @@ __device__ __forceinline__ void fold_token_warps(const SegmentAttentionParams& p
 }
 
 template <typename T, int D, int ROW_WARPS, int TOKEN_WARPS, int GROUPS>
-__global__ void __launch_bounds__(kMmaThreads, kMmaBlocksPerSm) segment_attention_mma(const SegmentAttentionParams p) {
-  static_assert(ROW_WARPS * TOKEN_WARPS * GROUPS * 32 == kMmaThreads, "four warps");
+__global__ void __launch_bounds__(MmaBlockShape<ROW_WARPS, TOKEN_WARPS, GROUPS>::kThreads,
+                                  MmaBlockShape<ROW_WARPS, TOKEN_WARPS, GROUPS>::kBlocksPerSm)
+    segment_attention_mma(const SegmentAttentionParams p) {
   static_assert(GROUPS == 1 || TOKEN_WARPS == 1, "the fold of token warps is block-wide");
   using Tile = MmaBlockTile<D, ROW_WARPS, GROUPS>;
-  constexpr int KT = Tile::kTokens, ROWS = 16 * ROW_WARPS, THREADS = kMmaThreads / GROUPS;
+  constexpr int KT = Tile::kTokens, ROWS = 16 * ROW_WARPS, THREADS = 32 * ROW_WARPS * TOKEN_WARPS;  // THREADS: a worker's
   constexpr int NT = KT / 8 / TOKEN_WARPS;  // 8-token fragments of a tile per warp
   extern __shared__ __align__(16) unsigned char smem_raw[];
   // This thread's worker (the block, or one of its warps) and its place in it. A constant 0 for a

@@ -9,6 +9,8 @@ namespace hydragen::cuda {
 enum class ItemKernel {
   narrow,  // <= 16 rows: 1 row warp x 4 token warps (mma.sync; CUDA cores for fp32)
   warps,   // <= 16 rows: a warp per item, four items to a block (mma.sync, 16-bit storage)
+  sm_warps,  // <= 16 rows: a warp per item, an SM's twelve warps to a block, one block per SM: leaves
+             // on SMs of their own beside a wgmma launch, which keeps the others whole
   wide,    // <= 64 rows: 4 row warps (mma.sync, sm_80+)
   wgmma,   // <= 128 rows: 2 consumer warpgroups + 1 producer (wgmma and TMA, sm_90a)
 };
@@ -28,18 +30,31 @@ inline constexpr int kMmaBlocksPerSm = 3;
 // latencies (its tables, Q, the first tile) runs four at a time per block, where a narrow block's
 // four token warps wait on each other at every tile (perf-notes v15).
 inline constexpr int kItemWarps = 4;
+// Items per block of the whole-SM warp kernel: the warps of kMmaBlocksPerSm warp blocks in one block,
+// so that the block scheduler cannot spread them over SMs a wgmma block needs whole (a wgmma block's
+// registers leave no room beside it).
+inline constexpr int kSmWarps = kItemWarps * kMmaBlocksPerSm;
+
+// Threads of an mma.sync block of ROW_WARPS x TOKEN_WARPS warps per worker and GROUPS workers:
+// kMmaThreads, or an SM's worth (ItemKernel::sm_warps), and the blocks each SM holds at once.
+template <int ROW_WARPS, int TOKEN_WARPS, int GROUPS>
+struct MmaBlockShape {
+  static constexpr int kThreads = 32 * ROW_WARPS * TOKEN_WARPS * GROUPS;
+  static constexpr int kBlocksPerSm = kMmaThreads * kMmaBlocksPerSm / kThreads;
+  static_assert(kThreads == kMmaThreads || kThreads == kMmaThreads * kMmaBlocksPerSm, "four warps, or an SM's twelve");
+};
 
 // A tile's rows. Narrow blocks stream K/V: D values with no padding, their 16-byte chunks swizzled,
 // the tiles 128-byte aligned, so that cp.async fetches each 128-byte line from L2 once; padded rows
 // fetched 1.5x the bytes and left cuda-flash over shared storage L2-bound (perf-notes v13). Wide
 // blocks are bound by the tensor cores: padded rows (D + 8), whose affine addresses need fewer
 // registers (with the swizzle's per-lane offsets they spilled more and ran 5-10% slower).
-// GROUPS: independent groups of warps in a block (the warp kernel's four), each with its own two
-// stages of kMmaTokens / GROUPS tokens.
+// GROUPS: independent groups of warps in a block (the warp kernels' one-warp workers), each with its
+// own two stages of a quarter of a block's tokens.
 template <int D, bool SWIZZLED, int GROUPS>
 struct MmaTile {
   static constexpr bool kSwizzled = SWIZZLED;
-  static constexpr int kTokens = kMmaTokens / GROUPS;
+  static constexpr int kTokens = GROUPS == 1 ? kMmaTokens : kMmaTokens / kItemWarps;
   static constexpr int kRowElements = SWIZZLED ? D : D + 8;  // +16 bytes keeps ldmatrix conflict-free
   static constexpr int kChunks = D / 8;                      // 16-byte chunks per row
   static constexpr int kStageBytes = 2 * kTokens * kRowElements * 2;  // a K and a V tile of 16-bit values
@@ -99,10 +114,14 @@ constexpr int max_rows(ItemKernel kernel) {
   return kernel == ItemKernel::wide ? kWideRows : kernel == ItemKernel::wgmma ? kWgmmaRows : kNarrowRows;
 }
 
-constexpr int blocks_per_sm(ItemKernel kernel) { return kernel == ItemKernel::wgmma ? 1 : kMmaBlocksPerSm; }
+constexpr int blocks_per_sm(ItemKernel kernel) {
+  return kernel == ItemKernel::wgmma || kernel == ItemKernel::sm_warps ? 1 : kMmaBlocksPerSm;
+}
 
 // Items a block runs at once: its workers (worker_items in segment_attention_mma.cuh).
-constexpr int items_per_block(ItemKernel kernel) { return kernel == ItemKernel::warps ? kItemWarps : 1; }
+constexpr int items_per_block(ItemKernel kernel) {
+  return kernel == ItemKernel::warps ? kItemWarps : kernel == ItemKernel::sm_warps ? kSmWarps : 1;
+}
 
 // The blocks a launch of `workers` workers takes.
 constexpr int launch_blocks(int workers, ItemKernel kernel) {
