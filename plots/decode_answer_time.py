@@ -79,11 +79,7 @@ def main():
     fig, ax = common.plt.subplots(layout="constrained", figsize=(7.5, 5.2))
     oom = decode.draw_lines(ax, drawn)
     foot = decode.draw_oom(ax, [(oom, False)])
-    values = [ms for points in drawn.values() for ms, status in points.values() if status == "ok"]
-    if not values:
-        raise common.InputError("no ok rows to draw: every point ran out of memory or failed")
-    ax.set_yscale("log")
-    decode.log_limits(ax, values, foot)
+    decode.log_y_axis(ax, (drawn,), foot)
     common.log_y(ax)
     ax.set_xscale("log", base=2)
     decode.size_axis(ax, [b for points in drawn.values() for b in points])

@@ -206,6 +206,16 @@ def mark_oom(ax, xs, color, row, thin=False):
                 clip_on=False, alpha=0.8 if thin else 1)
 
 
+def log_y_axis(ax, sources, foot_rows):
+    """A log y axis over the ok values of `sources` (each {line: {x: (y, status)}}), with room at the foot
+    for `foot_rows` rows of "x" marks; refused when nothing ran."""
+    values = [y for source in sources for points in source.values() for y, status in points.values() if status == "ok"]
+    if not values:
+        raise common.InputError("no ok rows to draw: every point ran out of memory or failed")
+    ax.set_yscale("log")
+    log_limits(ax, values, foot_rows)
+
+
 def log_limits(ax, values, foot_rows):
     """Log y limits with the data in the upper part when `foot_rows` rows of "x" marks need the foot."""
     lo, hi = min(values), max(values) * 1.4
@@ -351,12 +361,7 @@ def main():
     if paper:
         ooms.append((draw_lines(ax, paper, paper=True), True))
     foot = draw_oom(ax, ooms)
-    values = [y for source in (ours, paper or {}) for points in source.values()
-              for y, status in points.values() if status == "ok"]
-    if not values:
-        raise common.InputError("no ok rows to draw: every point ran out of memory or failed")
-    ax.set_yscale("log")
-    log_limits(ax, values, foot)
+    log_y_axis(ax, (ours, paper or {}), foot)
     xs = [v for source in (ours, paper or {}) for points in source.values() for v in points]
     size_axis(ax, xs)
     ax.set_ylabel("generated tokens/s")

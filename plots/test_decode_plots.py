@@ -1,6 +1,7 @@
-"""Tests of the hydragen-decode figures (decode_throughput.py, decode_answer_time.py): each script end to end
-on testdata/decode.csv, the paper overlay, the bad-input exits, the ratios and the "N questions in the time
-flash takes for 64" interpolation. Run with the Debian python3 (it has matplotlib and numpy), from the
+"""Tests of the hydragen-decode figures (decode_throughput.py, decode_answer_time.py, decode_fig6.py,
+decode_tp.py): each script end to end on testdata/decode.csv (decode_fig6.csv, decode-tp.csv), the paper
+overlay, the bad-input exits, the ratios, the "N questions in the time flash takes for 64" interpolation and
+the TP speedups. Run with the Debian python3 (it has matplotlib and numpy), from the
 repository root:
 
     /usr/bin/python3 -m unittest discover -s plots -p 'test_*.py'
@@ -29,6 +30,11 @@ DECODE = os.path.join(HERE, "testdata", "decode.csv")
 # descriptions shared or copied; the copied form out of memory at 16 problems) from a made-up step-time
 # model, in hydragen-decode's format with its groups columns.
 FIG6 = os.path.join(HERE, "testdata", "decode_fig6.csv")
+# SYNTHETIC too: made-up round step times for decode_tp.py, hydragen and paged at TP 1 and TP 2 (gpus = tp)
+# over P = 1024, 2048, 4096 at B = 64 (codellama-13b, 10 layers), paged TP 1 out of memory at P = 4096;
+# chosen so that the speedups and all-reduce shares print exactly (hydragen TP 2: 10 / 6.25 = 1.60x to
+# 16 / 9 = 1.78x, all-reduces 0.5 / 6.25 = 8% to 0.9 / 9 = 10%).
+DECODE_TP = os.path.join(HERE, "testdata", "decode-tp.csv")
 # The whole transcription of the paper's Tables 1-6 lives outside this repository; used when present.
 FULL_PAPER = "/work/shared/paper_data/hydragen_e2e_tables.csv"
 # An excerpt of the paper's Table 3 (CodeLlama-13B, 128 tokens, 8x A100-40GB), as transcribed in
@@ -103,10 +109,10 @@ class Scripts(unittest.TestCase):
         self.assertFalse(os.path.exists(out))
         return done.stderr
 
-    def derived(self, name, change):
-        """A copy of testdata/decode.csv with change(row) applied to every row (a dict of strings)."""
+    def derived(self, name, change, source=DECODE):
+        """A copy of `source` with change(row) applied to every row (a dict of strings)."""
         path = os.path.join(self.dir.name, name)
-        with open(DECODE, newline="") as src, open(path, "w", newline="") as dst:
+        with open(source, newline="") as src, open(path, "w", newline="") as dst:
             rows = list(csv.DictReader(src))
             writer = csv.DictWriter(dst, list(rows[0]))
             writer.writeheader()
@@ -144,6 +150,24 @@ class Scripts(unittest.TestCase):
         with open(FIG6) as src, open(paged_copies, "w") as dst:
             dst.write(src.read().replace(",paged,cuda-flash,128,2400,0,1x", ",paged,cuda-flash,128,2400,0,copy:1x"))
         self.assertIn("mode paged and groups copy:1x300-800", self.assert_bad_input("decode_fig6.py", paged_copies))
+
+    def test_tp_scaling(self):
+        self.assert_png("decode_tp.py", files=(DECODE_TP,))  # x = P inferred: one B
+        out = os.path.join(self.dir.name, "tp.png")
+        done = plot("decode_tp.py", DECODE_TP, "--out", out)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertEqual(done.stdout.splitlines(), [
+            "hydragen TP 2: 1.60x-1.78x over TP 1, all-reduces 8.0%-10.0% of the step",
+            # P = 4096 has no speedup (TP 1 out of memory) but a share: 1.05 / 35 = 3%.
+            "paged TP 2: 1.82x-1.89x over TP 1, all-reduces 3.0%-5.0% of the step"])
+
+    def test_tp_refusals(self):
+        error = self.assert_bad_input("decode_tp.py", DECODE_TP, "--where", "tp=1")
+        self.assertIn("needs rows at two or more tp values", error)
+        models = self.derived("tp-models.csv", lambda r: r.update(model="codellama-7b") if r["tp"] == "2" else None,
+                              source=DECODE_TP)
+        self.assertIn("--where model=", self.assert_bad_input("decode_tp.py", models))
+        self.assertIn("nothing varies", self.assert_bad_input("decode_tp.py", DECODE_TP, "--where", "P=1024"))
 
     def test_paper_overlay(self):
         self.assert_png("decode_throughput.py", *FIG3A, "--paper", self.paper)
