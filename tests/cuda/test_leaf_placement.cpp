@@ -64,6 +64,15 @@ TEST(LeafPlacement, KeepsTheLeavesAfterWhereFewerPrefixPartsWouldOutlastThem) {
   }
 }
 
+TEST(LeafPlacement, KeepsLeavesLongerThanTheMeasuredOnesAfterUnlessForced) {
+  const Point p{1024, 8192, 512, 8, 1, 128, "512-token leaves: predicted faster beside, never measured there"};
+  const LeafPlacement l = placement_at(p, false);
+  SCOPED_TRACE(describe(p, l));
+  EXPECT_LT(l.beside_ns, kBesideMargin * l.after_ns);
+  EXPECT_FALSE(l.beside);
+  EXPECT_TRUE(placement_at(p, true).beside);
+}
+
 TEST(LeafPlacement, ForcedTakesTheBestBesideLayoutWhereOneExists) {
   const Point gqa{256, 8192, 64, 32, 8, 128, "GQA 4, 64 row blocks: one part each leaves 68 SMs"};
   const LeafPlacement l = placement_at(gqa, true);

@@ -28,8 +28,10 @@ LeafPlacement place_leaves(const AttentionShape& shape, const SharingTree& tree,
   best.schedule = after;
   if (after.wide_items.empty() || after.narrow_items.empty()) return best;
   const double token_bytes = 2.0 * shape.head_dim * static_cast<double>(dtype_size(shape.dtype));  // K and V
-  double leaf_bytes = 0;  // each leaf item reads its tokens of its KV head once
-  for (const WorkItem& item : after.narrow_items) leaf_bytes += (item.token_end - item.token_begin) * token_bytes;
+  double leaf_tokens = 0;  // each leaf item reads its tokens of its KV head once
+  for (const WorkItem& item : after.narrow_items) leaf_tokens += item.token_end - item.token_begin;
+  const double leaf_bytes = leaf_tokens * token_bytes;
+  const bool measured_leaves = leaf_tokens <= kBesideMaxLeafTokens * static_cast<double>(after.narrow_items.size());
   double shared_bytes = 0;  // the wgmma items' row blocks share a (segment, KV head) through L2: once from DRAM
   std::set<std::pair<int, int>> read;
   for (const WorkItem& item : after.wide_items) {
@@ -58,7 +60,7 @@ LeafPlacement place_leaves(const AttentionShape& shape, const SharingTree& tree,
     const double ns = std::max({prefix_ns, leaves_ns, (shared_bytes + leaf_bytes) / dram_bytes_per_ns}) + kMergeNs;
     if (best.beside_ns == 0 || ns < best.beside_ns) {
       best.beside_ns = ns;
-      if (force || ns < kBesideMargin * best.after_ns) {
+      if (force || (measured_leaves && ns < kBesideMargin * best.after_ns)) {
         best.beside = true;
         best.leaf_sms = leaf_sms;
         best.schedule = std::move(s);

@@ -19,6 +19,11 @@ inline constexpr double kWgmmaSmFlopsPerNs = 5300;  // a wgmma block's steady ra
 inline constexpr double kLeafSmBytesPerNs = 50;     // an SM of twelve leaf warps streaming K/V (47-52 GB/s)
 inline constexpr double kLeafDramBytesPerNs = 2600;  // the DRAM rate K/V reads reach (leaves on many SMs)
 inline constexpr double kMergeNs = 6000;            // the merge kernel after a launch that filled the GPU
+// Beside was measured with leaves of 16 to 128 tokens (64 and 128 in the attention A/B, the
+// decoder's buckets of 16); auto keeps longer ones (on average) after, where four-warp blocks may
+// run them (a warp per item was up to 1.16x slower from 20 tiles, perf-notes v15), until beside is
+// measured there.
+inline constexpr double kBesideMaxLeafTokens = 128;
 // Beside must be predicted this much faster than after: the model's error on the points it was
 // fitted to was up to 15% (after) and 8% (beside).
 inline constexpr double kBesideMargin = 0.85;
@@ -31,7 +36,8 @@ struct LeafPlacement {
 };
 
 // The model's choice for cuda-hydragen's segment schedule `after` (made with `options`, wide items on
-// wgmma): beside where it is predicted kBesideMargin faster, or always (`force`) where some beside
+// wgmma): beside where it is predicted kBesideMargin faster and the leaf items average at most
+// kBesideMaxLeafTokens, or always (`force`) where some beside
 // layout exists: a wide target R x p (R row blocks of the shared segments, p parts each) whose wgmma
 // blocks leave at least one SM. The best beside layout is the one of least predicted time.
 LeafPlacement place_leaves(const AttentionShape& shape, const SharingTree& tree, const ScheduleOptions& options,
