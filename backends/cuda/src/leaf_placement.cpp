@@ -55,7 +55,8 @@ LeafPlacement place_leaves(const AttentionShape& shape, const SharingTree& tree,
     const int free_sms = options.sms - static_cast<int>(s.wide_items.size());
     if (free_sms < 1) continue;
     const double prefix_ns = wide_ns(s, shape, options.sms);
-    const int leaf_sms = std::clamp(static_cast<int>(std::ceil(leaf_bytes / (prefix_ns * kLeafSmBytesPerNs))), 1, free_sms);
+    const double needed = std::ceil(leaf_bytes / (prefix_ns * kLeafSmBytesPerNs));
+    const int leaf_sms = std::max(1, static_cast<int>(std::min(needed, static_cast<double>(free_sms))));
     const double leaves_ns = leaf_bytes / std::min(leaf_sms * kLeafSmBytesPerNs, dram_bytes_per_ns);
     const double ns = std::max({prefix_ns, leaves_ns, (shared_bytes + leaf_bytes) / dram_bytes_per_ns}) + kMergeNs;
     if (best.beside_ns == 0 || ns < best.beside_ns) {
