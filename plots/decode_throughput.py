@@ -180,6 +180,12 @@ def title_head(setting):
     return f"{setting['model']} ({setting['layers']} layers), {shard_text(setting['tp'], setting['gpus'])}, {setting['device']}"
 
 
+def fixed_text(setting, other, fixed):
+    """A decode figure's second title line up to its subject: 'B = 1024, 128 generated tokens per sequence'."""
+    question = f", {setting['question_len']}-token question each" if setting["question_len"] else ""
+    return f"{other} = {fixed}{question}, {setting['gen_tokens']} generated tokens per sequence"
+
+
 def note_errors(script, rows):
     """Rows that failed otherwise than out of memory are left out of the figure and named on stderr."""
     failed = [r for r in rows if r["status"] == "error"]
@@ -393,10 +399,8 @@ def main():
         handles.append(common.oom_handle())
         labels.append("out of memory (not run), in the mode's color")
     common.legend_below(fig, handles, labels, ncol=2)
-    question = f", {setting['question_len']}-token question each" if setting["question_len"] else ""
-    common.save(fig, args.out,
-                f"{title_head(setting)}\n{other} = {fixed}{question}, {setting['gen_tokens']} generated tokens per "
-                f"sequence: decode throughput by {'batch size' if x == 'B' else 'prefix length'}")
+    common.save(fig, args.out, f"{title_head(setting)}\n{fixed_text(setting, other, fixed)}: decode throughput by "
+                               f"{'batch size' if x == 'B' else 'prefix length'}")
 
 
 if __name__ == "__main__":

@@ -184,11 +184,8 @@ def main():
         handles.append(common.oom_handle())
         labels.append("out of memory (not run), in the mode's color, TP at the right")
     common.legend_below(fig, handles, labels, ncol=3)
-    question = f", {setting['question_len']}-token question each" if setting["question_len"] else ""
-    common.save(fig, args.out,
-                f"{setting['model']} ({setting['layers']} layers), {setting['device']}\n"
-                f"{other} = {fixed}{question}, {setting['gen_tokens']} generated tokens per sequence: "
-                f"decode step time at TP {', '.join(map(str, tps))}")
+    common.save(fig, args.out, f"{setting['model']} ({setting['layers']} layers), {setting['device']}\n"
+                               f"{decode.fixed_text(setting, other, fixed)}: decode step time at TP {', '.join(map(str, tps))}")
     for mode, n in speedups:
         print(summary(mode, n, speedups[(mode, n)], shares[(mode, n)]))
 

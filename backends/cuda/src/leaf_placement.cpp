@@ -13,11 +13,9 @@ namespace {
 
 // The wgmma launch's compute time: its longest item, once per wave of one block per SM.
 double wide_ns(const Schedule& s, const AttentionShape& shape, int sms) {
-  long long longest = 0;
-  for (const WorkItem& item : s.wide_items) longest = std::max<long long>(longest, item.token_end - item.token_begin);
   const long long waves = (static_cast<long long>(s.wide_items.size()) + sms - 1) / sms;
   const double flops_per_token = 4.0 * kWgmmaRows * shape.head_dim;  // S = Q K^T and O += P V
-  return static_cast<double>(waves * longest) * flops_per_token / kWgmmaSmFlopsPerNs;
+  return static_cast<double>(waves * longest_tokens(s.wide_items)) * flops_per_token / kWgmmaSmFlopsPerNs;
 }
 
 }  // namespace
@@ -25,11 +23,9 @@ double wide_ns(const Schedule& s, const AttentionShape& shape, int sms) {
 LeafPlacement place_leaves(const AttentionShape& shape, const SharingTree& tree, const ScheduleOptions& options,
                            const Schedule& after, bool force) {
   LeafPlacement best;
-  best.schedule = after;
   if (after.wide_items.empty() || after.narrow_items.empty()) return best;
   const double token_bytes = 2.0 * shape.head_dim * static_cast<double>(dtype_size(shape.dtype));  // K and V
-  double leaf_tokens = 0;  // each leaf item reads its tokens of its KV head once
-  for (const WorkItem& item : after.narrow_items) leaf_tokens += item.token_end - item.token_begin;
+  const double leaf_tokens = static_cast<double>(total_tokens(after.narrow_items));  // each read once, its KV head's
   const double leaf_bytes = leaf_tokens * token_bytes;
   const bool measured_leaves = leaf_tokens <= kBesideMaxLeafTokens * static_cast<double>(after.narrow_items.size());
   double shared_bytes = 0;  // the wgmma items' row blocks share a (segment, KV head) through L2: once from DRAM

@@ -29,7 +29,7 @@ inline constexpr double kBesideMaxLeafTokens = 128;
 inline constexpr double kBesideMargin = 0.85;
 
 struct LeafPlacement {
-  Schedule schedule;                   // `after`, or the beside layout's (its wgmma blocks fewer than the SMs)
+  Schedule schedule;                   // beside: its schedule (wgmma blocks fewer than the SMs); empty otherwise
   bool beside = false;                 // the leaves on SMs the wgmma blocks leave (ItemKernel::sm_warps)
   int leaf_sms = 0;                    // beside: how many of those SMs the leaves take
   double after_ns = 0, beside_ns = 0;  // the model's times; beside_ns: the best beside layout's, 0 where none exists

@@ -241,18 +241,26 @@ bool Schedule::narrow_rows_fold(int most_rounds) const {
   return !narrow_items.empty() && !wide_items.empty();
 }
 
+long long total_tokens(const std::vector<WorkItem>& items) {
+  long long tokens = 0;
+  for (const WorkItem& item : items) tokens += item.token_end - item.token_begin;
+  return tokens;
+}
+
+long long longest_tokens(const std::vector<WorkItem>& items) {
+  long long longest = 0;
+  for (const WorkItem& item : items) longest = std::max<long long>(longest, item.token_end - item.token_begin);
+  return longest;
+}
+
 bool persistent_blocks(const std::vector<WorkItem>& items, int slots) {
   // Many items per slot, two 64-token tiles per item on average.
   if (static_cast<long long>(items.size()) < 8LL * slots) return false;
-  long long tokens = 0;
-  for (const WorkItem& item : items) tokens += item.token_end - item.token_begin;
-  return tokens <= 2LL * kMmaTokens * static_cast<long long>(items.size());
+  return total_tokens(items) <= 2LL * kMmaTokens * static_cast<long long>(items.size());
 }
 
 ItemKernel narrow_item_kernel(const std::vector<WorkItem>& items, bool alone, const ScheduleOptions& options) {
-  const long long n = static_cast<long long>(items.size()), slots = options.narrow_slots;
-  long long tokens = 0;
-  for (const WorkItem& item : items) tokens += item.token_end - item.token_begin;
+  const long long n = static_cast<long long>(items.size()), slots = options.narrow_slots, tokens = total_tokens(items);
   auto tiles_at_most = [&](long long tiles) { return tokens <= tiles * kMmaTokens * n; };
   const bool short_items = tiles_at_most(1) && n >= options.sms;
   const bool queued_items = tiles_at_most(3) && n > slots;

@@ -71,6 +71,10 @@ struct Schedule {
   bool narrow_rows_fold(int most_rounds) const;
 };
 
+// The items' tokens, summed; the most tokens of one item (0 for none).
+long long total_tokens(const std::vector<WorkItem>& items);
+long long longest_tokens(const std::vector<WorkItem>& items);
+
 // Whether a launch of the mma kernels should run persistent blocks (`slots` of them, those resident
 // at once) over `items` rather than a block per item: only for many short items, where a block per
 // one-tile item is a chain of dependent latencies; over a few waves of items, or long ones, the

@@ -153,9 +153,8 @@ class SegmentPlan final : public CudaPlan {
   // folding_leaves_pay (schedule.hpp) for this plan's launches: the wgmma launch lasts about as long
   // as its longest item.
   bool folding_pays(const Schedule& s) const {
-    long long longest = 0;
-    for (const WorkItem& item : s.wide_items) longest = std::max<long long>(longest, item.token_end - item.token_begin);
-    return folding_leaves_pay(static_cast<long long>(s.wide_items.size()), longest, launch_blocks(narrow_workers_, narrow_kernel_),
+    return folding_leaves_pay(static_cast<long long>(s.wide_items.size()), longest_tokens(s.wide_items),
+                              launch_blocks(narrow_workers_, narrow_kernel_),
                               blocks_per_sm(narrow_kernel_), device_.sms);
   }
 

@@ -27,7 +27,7 @@ bool has_kernels(DType dtype, int head_dim);
 // asked for, else the mma.sync wide kernel; narrow for fp32, which has only CUDA-core blocks.
 ItemKernel wide_kernel(DType dtype, bool mma_only, const DeviceLimits& device);
 
-// The params.num_items items on `workers` workers (blocks, or warps of ItemKernel::warps): one item
+// The params.num_items items on `workers` workers (blocks, or the warps of the warp kernels): one item
 // each (workers = num_items), or, for the mma kernels, fewer persistent workers, each taking a
 // contiguous run of items. `dependent` (mma kernels only): a programmatic dependent launch after the
 // wide launch whose rows it folds (MergeParams::fold_wide_rows).
