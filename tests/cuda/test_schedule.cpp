@@ -682,6 +682,50 @@ TEST(SegmentSchedule, SplitABlockIntoAtMostKMaxSplitsParts) {
   for (const WorkItem& it : over_prefix) EXPECT_EQ(it.token_end - it.token_begin, 16384 / kMaxSplits);
 }
 
+TEST(SegmentSchedule, DealsTheWideItemsToPersistentWorkersInTheOrderOfTheirParts) {
+  // B = 256, g = 8: 16 row blocks over the prefix, five parts each, dealt to 30 workers: workers
+  // 0..9 take three parts, the others two, and each worker's k-th part is a part of about the
+  // same index as every other worker's k-th (perf-notes v20: blocks reading a segment at once read
+  // about the same tokens).
+  const SharingTree tree = SharingTree::prefix_suffix(16384, std::vector<int>(256, 64));
+  const AttentionShape shape = make_shape(256, 1, 8, 1, 128, DType::bf16);
+  ScheduleOptions options = options_of(396, kWgmmaRows, 80);
+  const Schedule one_each = segment_schedule(shape, tree, options);
+  options.wide_workers = 30;
+  const Schedule s = segment_schedule(shape, tree, options);
+  EXPECT_TRUE(check_schedule(Kind::segment, shape, tree, options, s));
+  ASSERT_EQ(s.wide_items.size(), 80u);
+  ASSERT_EQ(s.wide_worker_items.size(), 31u);
+  EXPECT_TRUE(one_each.wide_worker_items.empty()) << "a block per item unless workers are asked for";
+  auto key = [](const WorkItem& it) { return std::tuple(it.kv_head, it.first_row, it.token_begin, it.token_end); };
+  std::vector<std::tuple<int, int, int, int>> dealt, cut;
+  for (const WorkItem& it : s.wide_items) dealt.push_back(key(it));
+  for (const WorkItem& it : one_each.wide_items) cut.push_back(key(it));
+  std::sort(dealt.begin(), dealt.end());
+  std::sort(cut.begin(), cut.end());
+  EXPECT_EQ(dealt, cut) << "the same items, only dealt";
+  for (int w = 0; w < 30; ++w) {
+    const int first = s.wide_worker_items[w], count = s.wide_worker_items[w + 1] - first;
+    EXPECT_EQ(count, w < 20 ? 3 : 2) << "worker " << w;
+    for (int k = 0; k < count; ++k) {
+      const int part = s.wide_items[first + k].token_begin / (16384 / 5);
+      EXPECT_EQ(part, (k * 30 + w) / 16) << "worker " << w << "'s part " << k;
+    }
+  }
+  EXPECT_EQ(s.wide_worker_items.front(), 0);
+  EXPECT_EQ(s.wide_worker_items.back(), 80);
+}
+
+TEST(SegmentSchedule, DealsToNoMoreWorkersThanItems) {
+  const SharingTree tree = SharingTree::prefix_suffix(1024, std::vector<int>(256, 64));
+  const AttentionShape shape = make_shape(256, 1, 8, 1, 128, DType::bf16);
+  ScheduleOptions options = options_of(396, kWgmmaRows, 16);
+  options.wide_workers = 100;
+  const Schedule s = segment_schedule(shape, tree, options);
+  ASSERT_EQ(s.wide_items.size(), 16u);
+  EXPECT_EQ(s.wide_worker_items.size(), 17u) << "one item each";
+}
+
 TEST(SegmentSchedule, SplitsWideBlocksByTheirShareOfTheTokensNotByTheirCount) {
   // B = 64, q_len = 4, g = 8 (speculative decoding): 2048 stacked rows over the prefix make 16
   // wgmma blocks, and each leaf's 32 rows a one-tile wide block of its own. Counted as equals, the
@@ -952,6 +996,9 @@ TEST(ScheduleOptions, AScheduleRefusesOptionsNotTakenFromADevice) {
   const SharingTree tree = SharingTree::prefix_suffix(64, {3, 5});
   const AttentionShape shape = make_shape(2, 1, 8, 1, 64, DType::bf16);
   ScheduleOptions unset;
+  EXPECT_THROW(segment_schedule(shape, tree, unset), std::invalid_argument);
+  unset = kH100Mma;
+  unset.wide_workers = -1;
   EXPECT_THROW(segment_schedule(shape, tree, unset), std::invalid_argument);
   unset = kH100Mma;
   unset.sms = 0;

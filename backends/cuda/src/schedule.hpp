@@ -31,12 +31,16 @@ struct ScheduleOptions {
   int narrow_slots = 0;        // narrow blocks resident at once on the device (narrow_parts in schedule.cpp)
   int max_rows = 0;            // largest row block: kNarrowRows (no wide kernel), kWideRows or kWgmmaRows
   int wide_target_blocks = 0;  // blocks the wide launch should reach
+  // > 0 (wgmma items only): the wide items (cut for wide_target_blocks as before) run on that many
+  // persistent blocks, dealt to them round-robin in the order of their parts, so that any number of
+  // SMs can be left to the leaves; 0: a block per wide item.
+  int wide_workers = 0;
 
   // Narrow blocks: a wave of the resident ones. Wide: one wave of wgmma blocks (one per SM; each
   // split adds a partial per row to the merge and a pipeline fill), three of the latency-bound
-  // mma.sync ones (perf-notes v3, v4).
+  // mma.sync ones (perf-notes v3, v4); no persistent wide blocks.
   static ScheduleOptions for_device(int sms, ItemKernel wide);
-  void validate() const;  // throws std::invalid_argument naming a field that is not positive
+  void validate() const;  // throws std::invalid_argument naming a field that is not positive (wide_workers: negative)
 };
 
 // One chunk of a shared segment for cuda-hydragen-cublas: the tokens [token_begin, token_end) of
@@ -53,6 +57,9 @@ struct GemmChunk {
 struct Schedule {
   std::vector<WorkItem> narrow_items;  // num_rows <= kNarrowRows
   std::vector<WorkItem> wide_items;    // kNarrowRows < num_rows <= max_rows
+  // [wide workers + 1] with ScheduleOptions::wide_workers: persistent block w runs the wide items
+  // [wide_worker_items[w], wide_worker_items[w + 1]); empty: a block per wide item.
+  std::vector<int> wide_worker_items;
   std::vector<int> item_segments;
   std::vector<GemmChunk> gemm_chunks;  // gemm_schedule only
   std::vector<int> gather_query;       // [gathered rows] the query row each gathered row copies (gemm_schedule)
@@ -70,6 +77,11 @@ struct Schedule {
   // most `most_rounds`.
   bool narrow_rows_fold(int most_rounds) const;
 };
+
+// The parts a block of `tokens` tokens is split into when `parts` are asked for: at most
+// kMaxSplits, none shorter than kMinSplitTokens, at least one. A wide block asks for its share of
+// wide_target_blocks by tokens (tokens x target / all wide blocks' tokens, rounded down).
+long long split_count(long long tokens, long long parts);
 
 // The items' tokens, summed; the most tokens of one item (0 for none).
 long long total_tokens(const std::vector<WorkItem>& items);

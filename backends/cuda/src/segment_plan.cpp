@@ -40,6 +40,7 @@ class SegmentPlan final : public CudaPlan {
         leaf_sms_(leaf_sms),
         narrow_(upload(s.narrow_items)),
         wide_(upload(s.wide_items)),
+        wide_worker_items_(upload(s.wide_worker_items)),
         item_segments_(upload(s.item_segments)),
         row_query_(upload(s.row_query)),
         row_limit_(upload(s.row_limit)),
@@ -48,10 +49,14 @@ class SegmentPlan final : public CudaPlan {
         merge_rows_(upload(s.merge_rows)),
         max_partials_(s.max_partials()),
         narrow_workers_(workers(s.narrow_items, narrow_kernel)),
-        wide_workers_(workers(s.wide_items, wide_kernel)),
+        wide_workers_(s.wide_worker_items.empty() ? workers(s.wide_items, wide_kernel)
+                                                  : static_cast<int>(s.wide_worker_items.size()) - 1),
         partial_o_(static_cast<std::size_t>(s.num_rows()) * shape.head_dim),
         partial_lse_(static_cast<std::size_t>(s.num_rows())) {
     if (!s.gemm_chunks.empty()) gemm_ = std::make_unique<GemmAttention>(shape, s);
+    if (!s.wide_worker_items.empty() && wide_kernel_ != ItemKernel::wgmma) {
+      throw std::logic_error("segment plan: only wgmma blocks run a schedule's runs of wide items");
+    }
     if ((leaf_sms_ > 0) != (narrow_kernel_ == ItemKernel::sm_warps)) {
       throw std::logic_error("segment plan: whole-SM leaf blocks run exactly when leaves are given SMs of their own");
     }
@@ -75,7 +80,8 @@ class SegmentPlan final : public CudaPlan {
                                   ItemKernel wide_kernel) {
     const std::size_t rows = static_cast<std::size_t>(s.num_rows());
     std::size_t bytes = CudaPlan::device_bytes(tree) + (s.narrow_items.size() + s.wide_items.size()) * sizeof(WorkItem) +
-                        (s.item_segments.size() + 3 * rows + s.merge_offsets.size() + s.merge_rows.size()) * sizeof(int) +
+                        (s.wide_worker_items.size() + s.item_segments.size() + 3 * rows + s.merge_offsets.size() +
+                         s.merge_rows.size()) * sizeof(int) +
                         rows * (static_cast<std::size_t>(shape.head_dim) + 1) * sizeof(float);
     if (!s.gemm_chunks.empty()) bytes += GemmAttention::device_bytes(shape, s);
     if (wide_kernel == ItemKernel::wgmma) bytes += 2 * static_cast<std::size_t>(tree.num_segments()) * sizeof(CUtensorMap);
@@ -120,6 +126,7 @@ class SegmentPlan final : public CudaPlan {
       SegmentAttentionParams n = p;
       n.items = narrow_.data();
       n.num_items = static_cast<int>(narrow_.size());
+      n.worker_items = nullptr;
       n.merge.fold_wide_rows = fold_;
       launch_segment_attention(n, narrow_workers_, narrow_kernel_, shape_.dtype, shape_.head_dim, narrow_stream, fold_);
     };
@@ -127,6 +134,7 @@ class SegmentPlan final : public CudaPlan {
     if (gemm_ != nullptr) gemm_->enqueue(in, m, row_limit_.data(), p.scale_log2, s);
     p.items = wide_.data();
     p.num_items = static_cast<int>(wide_.size());
+    p.worker_items = wide_worker_items_.size() > 0 ? wide_worker_items_.data() : nullptr;
     launch_segment_attention(p, wide_workers_, wide_kernel_, shape_.dtype, shape_.head_dim, s);
     if (leaf_sms_ == 0) launch_narrow();
     if (both) {
@@ -171,8 +179,8 @@ class SegmentPlan final : public CudaPlan {
 
   // The workers of a launch of `items` (blocks, or the warp kernel's warps): as many persistent ones
   // as are resident at once for many short items (schedule.hpp's persistent_blocks), one per item
-  // otherwise and always for wgmma and fp32; leaves on SMs of their own, a warp for each of those
-  // SMs' warps, persistent.
+  // otherwise and always for fp32 and for wgmma (unless the schedule gives its blocks runs of items);
+  // leaves on SMs of their own, a warp for each of those SMs' warps, persistent.
   int workers(const std::vector<WorkItem>& items, ItemKernel kernel) const {
     const int n = static_cast<int>(items.size());
     if (kernel == ItemKernel::sm_warps) return std::min(n, leaf_sms_ * kSmWarps);
@@ -185,6 +193,7 @@ class SegmentPlan final : public CudaPlan {
   ItemKernel wide_kernel_, narrow_kernel_;  // run the wide and the narrow items
   int leaf_sms_;            // SMs the narrow items have to themselves beside the wide launch; 0: none
   DeviceArray<WorkItem> narrow_, wide_;
+  DeviceArray<int> wide_worker_items_;  // [wide_workers_ + 1] persistent wgmma blocks' runs; empty: a block per item
   DeviceArray<int> item_segments_, row_query_, row_limit_, row_leaf_, merge_offsets_, merge_rows_;
   int max_partials_;                // the most partial rows of one query
   int narrow_workers_, wide_workers_;  // of each launch: one per item, or fewer persistent ones

@@ -37,7 +37,10 @@ void launch_segment_attention(const SegmentAttentionParams& params, int workers,
                               int head_dim, cudaStream_t stream, bool dependent) {
   if (params.num_items == 0) return;
   const bool one_per_item = workers == params.num_items;
-  if (workers < 1 || workers > params.num_items || (!one_per_item && (kernel == ItemKernel::wgmma || dtype == DType::fp32))) {
+  // Persistent wgmma blocks take their runs from params.worker_items; the mma kernels share the
+  // items out evenly by count; fp32's blocks take one item each.
+  const bool runs_given = kernel == ItemKernel::wgmma && params.worker_items != nullptr;
+  if (workers < 1 || workers > params.num_items || (!one_per_item && (dtype == DType::fp32 || (kernel == ItemKernel::wgmma && !runs_given)))) {
     throw std::logic_error("segment attention: " + std::to_string(workers) + " workers for " +
                            std::to_string(params.num_items) + " items");
   }
@@ -48,7 +51,7 @@ void launch_segment_attention(const SegmentAttentionParams& params, int workers,
     if (kernel != ItemKernel::narrow) throw std::logic_error("segment attention: fp32 has only narrow blocks");
     detail::launch_simt(params, dtype, head_dim, stream);
   } else if (kernel == ItemKernel::wgmma) {
-    detail::launch_wgmma(params, dtype, head_dim, stream);
+    detail::launch_wgmma(params, workers, dtype, head_dim, stream);
   } else {
     detail::launch_mma(params, workers, kernel, dtype, head_dim, stream, dependent);
   }

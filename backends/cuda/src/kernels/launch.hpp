@@ -28,8 +28,8 @@ bool has_kernels(DType dtype, int head_dim);
 ItemKernel wide_kernel(DType dtype, bool mma_only, const DeviceLimits& device);
 
 // The params.num_items items on `workers` workers (blocks, or the warps of the warp kernels): one item
-// each (workers = num_items), or, for the mma kernels, fewer persistent workers, each taking a
-// contiguous run of items. `dependent` (mma kernels only): a programmatic dependent launch after the
+// each (workers = num_items), or fewer persistent workers, each taking a contiguous run of items: an
+// even share of them for the mma kernels, params.worker_items' runs for wgmma. `dependent` (mma kernels only): a programmatic dependent launch after the
 // wide launch whose rows it folds (MergeParams::fold_wide_rows).
 void launch_segment_attention(const SegmentAttentionParams& params, int workers, ItemKernel kernel, DType dtype,
                               int head_dim, cudaStream_t stream, bool dependent = false);
@@ -48,7 +48,7 @@ namespace detail {
 // One per kernel family, each in its own translation unit (attention_*.cu).
 void launch_mma(const SegmentAttentionParams& params, int workers, ItemKernel kernel, DType dtype, int head_dim,
                 cudaStream_t stream, bool dependent);
-void launch_wgmma(const SegmentAttentionParams& params, DType dtype, int head_dim, cudaStream_t stream);
+void launch_wgmma(const SegmentAttentionParams& params, int blocks, DType dtype, int head_dim, cudaStream_t stream);
 void launch_simt(const SegmentAttentionParams& params, DType dtype, int head_dim, cudaStream_t stream);
 }  // namespace detail
 

@@ -63,17 +63,19 @@ __device__ __forceinline__ WgmmaBarrier turn_of(int wg) {
   return static_cast<WgmmaBarrier>(static_cast<int>(WgmmaBarrier::turn0) + wg);
 }
 
-// Load step (the producer's one thread): every K and V tile of the item. Use u of a stage waits for
-// the consumers' release of use u - 1 (parity of u - 1; a fresh barrier passes parity 1 at once).
+// Load step (the producer's one thread): every K and V tile of the item, the block's tiles
+// [used, used + tiles) (a persistent block's items continue the stages' uses). Use u of a stage
+// waits for the consumers' release of use u - 1 (parity of u - 1; a fresh barrier passes parity 1 at
+// once).
 template <int D>
-__device__ __forceinline__ void produce_kv_tiles(const SegmentAttentionParams& p, const WorkItem& item, int tiles,
-                                                 WgmmaSharedStorage<D>& smem) {
+__device__ __forceinline__ void produce_kv_tiles(const SegmentAttentionParams& p, const WorkItem& item, int used,
+                                                 int tiles, WgmmaSharedStorage<D>& smem) {
   using Tile = WgmmaTile<D>;
   const unsigned char* const maps =
       static_cast<const unsigned char*>(p.kv_maps) + 2 * kTensorMapBytes * p.item_segments[item.first_segment];
   for (int it = 0; it < tiles; ++it) {
-    const int stage = it & 1;
-    const unsigned free_parity = ((it >> 1) & 1) ^ 1;
+    const int stage = (used + it) & 1;
+    const unsigned free_parity = (((used + it) >> 1) & 1) ^ 1;
     const int p0 = item.token_begin + it * Tile::kTokens;
     mbarrier_wait(smem_address(&smem.empty_k[stage]), free_parity);
     mbarrier_arrive_expect(smem_address(&smem.full_k[stage]), Tile::kKvBytes);
@@ -106,13 +108,14 @@ __device__ __forceinline__ void load_q(const SegmentAttentionParams& p, const Wo
   cp_async_commit();
 }
 
-// Compute step (one consumer warpgroup `wg`): every tile of the item into O and the softmax state.
-// Step i issues S_i (i < tiles) and P_{i-1} V_{i-1} (i > 0). The first and last steps are separate
-// instantiations, so no wgmma or wait sits under a runtime condition: ptxas serializes the wgmmas
-// (C7514) when it cannot prove an accumulator is complete where it is read (perf-notes v6).
+// Compute step (one consumer warpgroup `wg`): every tile of the item into O and the softmax state,
+// the block's tiles [used, used + tiles) as produce_kv_tiles loads them. Step i issues S_i
+// (i < tiles) and P_{i-1} V_{i-1} (i > 0). The first and last steps are separate instantiations,
+// so no wgmma or wait sits under a runtime condition: ptxas serializes the wgmmas (C7514) when it
+// cannot prove an accumulator is complete where it is read (perf-notes v6).
 template <typename T, int D>
-__device__ __forceinline__ void consume_kv_tiles(WgmmaSharedStorage<D>& smem, const WorkItem& item, int tiles, int wg,
-                                                 const int (&limit)[2], float scale_log2,
+__device__ __forceinline__ void consume_kv_tiles(WgmmaSharedStorage<D>& smem, const WorkItem& item, int used, int tiles,
+                                                 int wg, const int (&limit)[2], float scale_log2,
                                                  RowPairSoftmax<WgmmaTile<D>::kTokens / 8, D / 8>& softmax,
                                                  float (&o)[D / 2]) {
   using Tile = WgmmaTile<D>;
@@ -123,8 +126,9 @@ __device__ __forceinline__ void consume_kv_tiles(WgmmaSharedStorage<D>& smem, co
   unsigned pa[KT / 16][4];  // P of the previous tile as A fragments: live until its product lands
   auto step = [&](int i, auto issue_s, auto issue_pv) {
     constexpr bool has_s = decltype(issue_s)::value, has_pv = decltype(issue_pv)::value;
-    if constexpr (has_s) mbarrier_wait(smem_address(&smem.full_k[i & 1]), (i >> 1) & 1);
-    if constexpr (has_pv) mbarrier_wait(smem_address(&smem.full_v[(i - 1) & 1]), ((i - 1) >> 1) & 1);
+    const int u = used + i;  // the block's use of the stages for tile i
+    if constexpr (has_s) mbarrier_wait(smem_address(&smem.full_k[u & 1]), (u >> 1) & 1);
+    if constexpr (has_pv) mbarrier_wait(smem_address(&smem.full_v[(u - 1) & 1]), ((u - 1) >> 1) & 1);
     consumer_sync<D>(turn_of(wg));
     wgmma_fence();
     if constexpr (has_s) {
@@ -132,7 +136,7 @@ __device__ __forceinline__ void consume_kv_tiles(WgmmaSharedStorage<D>& smem, co
       for (int ks = 0; ks < D / 16; ++ks) {     // 16 columns at a time: chunk pairs of a swizzled row
         const unsigned column = (ks % 4) * 32;  // the hardware applies the swizzle to the address
         wgmma_ss<T, KT>(s, wgmma_descriptor(q_wg + ks / 4 * ROWS * Tile::kRowBytes + column, 16, 1024),
-                        wgmma_descriptor(smem_address(smem.k[i & 1]) + ks / 4 * KT * Tile::kRowBytes + column, 16, 1024),
+                        wgmma_descriptor(smem_address(smem.k[u & 1]) + ks / 4 * KT * Tile::kRowBytes + column, 16, 1024),
                         ks > 0);
       }
       wgmma_commit();
@@ -141,7 +145,7 @@ __device__ __forceinline__ void consume_kv_tiles(WgmmaSharedStorage<D>& smem, co
 #pragma unroll
       for (int kc = 0; kc < KT / 16; ++kc) {  // 16 tokens at a time
         wgmma_rs<T, D>(o, pa[kc],
-                       wgmma_descriptor(smem_address(smem.v[(i - 1) & 1]) + kc * 16 * Tile::kRowBytes,
+                       wgmma_descriptor(smem_address(smem.v[(u - 1) & 1]) + kc * 16 * Tile::kRowBytes,
                                         KT * Tile::kRowBytes, 1024),
                        1);
       }
@@ -154,7 +158,7 @@ __device__ __forceinline__ void consume_kv_tiles(WgmmaSharedStorage<D>& smem, co
       wgmma_wait<has_pv ? 1 : 0>();
       wgmma_hold(s);
       __syncwarp();
-      if (lane == 0) mbarrier_arrive(smem_address(&smem.empty_k[i & 1]));
+      if (lane == 0) mbarrier_arrive(smem_address(&smem.empty_k[u & 1]));
       const int p0 = item.token_begin + i * KT;
       softmax.update(s, p0 + 2 * t, limit, scale_log2, p0 + KT > min(limit[0], limit[1]), alpha);
     }
@@ -163,7 +167,7 @@ __device__ __forceinline__ void consume_kv_tiles(WgmmaSharedStorage<D>& smem, co
       wgmma_hold(o);
       wgmma_hold(pa);
       __syncwarp();
-      if (lane == 0) mbarrier_arrive(smem_address(&smem.empty_v[(i - 1) & 1]));
+      if (lane == 0) mbarrier_arrive(smem_address(&smem.empty_v[(u - 1) & 1]));
     }
     if constexpr (has_s) {
       if constexpr (has_pv) softmax.rescale(o, alpha);  // O holds P V up to tile i - 1 now (zero before)
@@ -178,6 +182,44 @@ __device__ __forceinline__ void consume_kv_tiles(WgmmaSharedStorage<D>& smem, co
   step(tiles, no{}, yes{});
 }
 
+// Tiles of an item.
+template <int D>
+__device__ __forceinline__ int item_tiles(const WorkItem& item) {
+  return (item.token_end - item.token_begin + WgmmaTile<D>::kTokens - 1) / WgmmaTile<D>::kTokens;
+}
+
+// One item, for the consumer warpgroup `wg`: load Q, every tile, store the rows.
+template <typename T, int D>
+__device__ __forceinline__ void consume_item(const SegmentAttentionParams& p, const WorkItem& item, int used, int wg,
+                                             WgmmaSharedStorage<D>& smem) {
+  using Tile = WgmmaTile<D>;
+  load_q<T, D>(p, item, smem);
+  // This lane's rows within the block, and the positions of the token list each sees.
+  const int warp = threadIdx.x / 32 % 4, g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
+  const int r0 = wg * 64 + warp * 16 + g, r1 = r0 + 8;
+  const bool has0 = r0 < item.num_rows, has1 = r1 < item.num_rows;
+  const int limit[2] = {has0 ? min(visible_limit(p, item.first_row + r0), item.token_end) : 0,
+                        has1 ? min(visible_limit(p, item.first_row + r1), item.token_end) : 0};
+  const RowOutput out0 = row_output(p, has0 ? item.first_row + r0 : -1);
+  const RowOutput out1 = row_output(p, has1 ? item.first_row + r1 : -1);
+  cp_async_wait<0>();
+  fence_proxy_async();
+  consumer_sync<D>(WgmmaBarrier::q_ready);
+  if (wg == 1) consumer_arrive<D>(WgmmaBarrier::turn0);  // warpgroup 0 goes first
+
+  RowPairSoftmax<Tile::kTokens / 8, D / 8> softmax;
+  float o[D / 2] = {};  // O: 8-column fragments, wgmma accumulator layout
+  consume_kv_tiles<T, D>(smem, item, used, item_tiles<D>(item), wg, limit, p.scale_log2, softmax, o);
+
+  float inv[2], lse[2];
+  softmax.finish(inv, lse);
+  finish_row_pair<T, D>(p, o, 0, out0, inv[0], lse[0], t);
+  finish_row_pair<T, D>(p, o, 1, out1, inv[1], lse[1], t);
+}
+
+// A block per item, or a persistent block over its run of items (p.worker_items): the producer
+// streams the run's tiles without a break, so the next item's first tiles load while the consumers
+// store the last item's rows.
 template <typename T, int D>
 __global__ void __launch_bounds__(WgmmaTile<D>::kThreads, 1) segment_attention_wgmma(const SegmentAttentionParams p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -186,8 +228,9 @@ __global__ void __launch_bounds__(WgmmaTile<D>::kThreads, 1) segment_attention_w
   extern __shared__ unsigned char smem_raw[];
   auto& smem = *reinterpret_cast<WgmmaSharedStorage<D>*>(align_shared<1024>(smem_raw));
 
-  const WorkItem item = p.items[blockIdx.x];
-  const int tiles = (item.token_end - item.token_begin + Tile::kTokens - 1) / Tile::kTokens;
+  const bool persistent = p.worker_items != nullptr;
+  const int first = persistent ? p.worker_items[blockIdx.x] : blockIdx.x;
+  const int last = persistent ? p.worker_items[blockIdx.x + 1] : blockIdx.x + 1;
   if (threadIdx.x == 0) {
     for (int stage = 0; stage < Tile::kStages; ++stage) {
       mbarrier_init(smem_address(&smem.full_k[stage]), 1);
@@ -205,33 +248,24 @@ __global__ void __launch_bounds__(WgmmaTile<D>::kThreads, 1) segment_attention_w
   const int wg = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x / 128), 0);
   if (wg == 2) {
     setmaxnreg_dec<Tile::kProducerRegisters>();
-    if (threadIdx.x == Tile::kConsumerThreads) produce_kv_tiles<D>(p, item, tiles, smem);
+    if (threadIdx.x == Tile::kConsumerThreads) {
+      for (int i = first, used = 0; i < last; ++i) {
+        const WorkItem item = p.items[i];
+        produce_kv_tiles<D>(p, item, used, item_tiles<D>(item), smem);
+        used += item_tiles<D>(item);
+      }
+    }
     return;
   }
 
   setmaxnreg_inc<Tile::kConsumerRegisters>();
-  load_q<T, D>(p, item, smem);
-  // This lane's rows within the block, and the positions of the token list each sees.
-  const int warp = threadIdx.x / 32 % 4, g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
-  const int r0 = wg * 64 + warp * 16 + g, r1 = r0 + 8;
-  const bool has0 = r0 < item.num_rows, has1 = r1 < item.num_rows;
-  const int limit[2] = {has0 ? min(visible_limit(p, item.first_row + r0), item.token_end) : 0,
-                        has1 ? min(visible_limit(p, item.first_row + r1), item.token_end) : 0};
-  const RowOutput out0 = row_output(p, has0 ? item.first_row + r0 : -1);
-  const RowOutput out1 = row_output(p, has1 ? item.first_row + r1 : -1);
-  cp_async_wait<0>();
-  fence_proxy_async();
-  consumer_sync<D>(WgmmaBarrier::q_ready);
-  if (wg == 1) consumer_arrive<D>(WgmmaBarrier::turn0);  // warpgroup 0 goes first
-
-  RowPairSoftmax<Tile::kTokens / 8, D / 8> softmax;
-  float o[D / 2] = {};  // O: 8-column fragments, wgmma accumulator layout
-  consume_kv_tiles<T, D>(smem, item, tiles, wg, limit, p.scale_log2, softmax, o);
-
-  float inv[2], lse[2];
-  softmax.finish(inv, lse);
-  finish_row_pair<T, D>(p, o, 0, out0, inv[0], lse[0], t);
-  finish_row_pair<T, D>(p, o, 1, out1, inv[1], lse[1], t);
+  for (int i = first, used = 0; i < last; ++i) {
+    const WorkItem item = p.items[i];
+    // Both warpgroups' products that read the last item's Q have landed before it is overwritten.
+    if (i > first) consumer_sync<D>(WgmmaBarrier::q_ready);
+    consume_item<T, D>(p, item, used, wg, smem);
+    used += item_tiles<D>(item);
+  }
 #else
   __trap();  // built without sm_90a: the host never selects this kernel (wide_kernel)
 #endif
