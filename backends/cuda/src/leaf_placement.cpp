@@ -13,13 +13,15 @@ namespace hydragen::cuda {
 
 namespace {
 
-// FLOPs of a wgmma block per token of its item: S = Q K^T and O += P V over its 128 rows, full or not.
-double wgmma_flops_per_token(const AttentionShape& shape) { return 4.0 * kWgmmaRows * shape.head_dim; }
+// A wgmma block's time over `tokens` tokens: S = Q K^T and O += P V over its 128 rows, full or not.
+double wgmma_ns(long long tokens, const AttentionShape& shape) {
+  return static_cast<double>(tokens) * 4.0 * kWgmmaRows * shape.head_dim / kWgmmaSmFlopsPerNs;
+}
 
 // The wgmma launch's compute time: its longest item, once per wave of one block per SM.
 double wide_ns(const Schedule& s, const AttentionShape& shape, int sms) {
   const long long waves = (static_cast<long long>(s.wide_items.size()) + sms - 1) / sms;
-  return static_cast<double>(waves * longest_tokens(s.wide_items)) * wgmma_flops_per_token(shape) / kWgmmaSmFlopsPerNs;
+  return wgmma_ns(waves * longest_tokens(s.wide_items), shape);
 }
 
 }  // namespace
@@ -60,11 +62,11 @@ LeafPlacement place_leaves(const AttentionShape& shape, const SharingTree& tree,
     // The parts segment_schedule cuts for a target of row_blocks x parts: their count and longest.
     long long n = 0, longest = 0;
     for (long long tokens : row_block_tokens) {
-      const long long splits = split_count(tokens, tokens * row_blocks * parts / wide_tokens);
+      const long long splits = wide_split_count(tokens, row_blocks * parts, wide_tokens);
       n += splits;
       longest = std::max(longest, (tokens + splits - 1) / splits);
     }
-    const double part_ns = static_cast<double>(longest) * wgmma_flops_per_token(shape) / kWgmmaSmFlopsPerNs;
+    const double part_ns = wgmma_ns(longest, shape);
     for (long long m = std::max<long long>(1, (n + options.sms - 2) / (options.sms - 1)); m <= kMaxPartsPerWorker; ++m) {
       const long long workers = (n + m - 1) / m;
       const double prefix_ns = static_cast<double>(m) * part_ns + static_cast<double>(m - 1) * kPartSwitchNs;

@@ -192,8 +192,8 @@ Schedule build(const AttentionShape& shape, const std::vector<Group>& groups, co
   std::vector<long long> wide_part;  // each wide item's part of its block
   for (const Block& b : blocks) {
     const Group& grp = *b.group;
-    const long long splits =
-        split_count(grp.tokens, b.count > kNarrowRows ? grp.tokens * options.wide_target_blocks / wide_tokens : narrow_split);
+    const long long splits = b.count > kNarrowRows ? wide_split_count(grp.tokens, options.wide_target_blocks, wide_tokens)
+                                                   : split_count(grp.tokens, narrow_split);
     for (long long part = 0; part < splits; ++part) {
       add_item(b, grp.tokens * part / splits, grp.tokens * (part + 1) / splits);
       if (b.count > kNarrowRows) wide_part.push_back(part);
@@ -275,6 +275,10 @@ bool Schedule::narrow_rows_fold(int most_rounds) const {
 
 long long split_count(long long tokens, long long parts) {
   return std::clamp<long long>(std::min({parts, tokens / kMinSplitTokens, static_cast<long long>(kMaxSplits)}), 1, tokens);
+}
+
+long long wide_split_count(long long tokens, long long target_blocks, long long wide_tokens) {
+  return split_count(tokens, tokens * target_blocks / wide_tokens);
 }
 
 long long total_tokens(const std::vector<WorkItem>& items) {

@@ -79,9 +79,11 @@ struct Schedule {
 };
 
 // The parts a block of `tokens` tokens is split into when `parts` are asked for: at most
-// kMaxSplits, none shorter than kMinSplitTokens, at least one. A wide block asks for its share of
-// wide_target_blocks by tokens (tokens x target / all wide blocks' tokens, rounded down).
+// kMaxSplits, none shorter than kMinSplitTokens, at least one.
 long long split_count(long long tokens, long long parts);
+// A wide block's: its share of `target_blocks` by tokens (tokens x target / the `wide_tokens` of all
+// the launch's wide blocks, rounded down), split_count'ed.
+long long wide_split_count(long long tokens, long long target_blocks, long long wide_tokens);
 
 // The items' tokens, summed; the most tokens of one item (0 for none).
 long long total_tokens(const std::vector<WorkItem>& items);
