@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <numeric>
+#include <queue>
 #include <set>
 #include <vector>
 #include <utility>
@@ -18,10 +20,28 @@ double wgmma_ns(long long tokens, const AttentionShape& shape) {
   return static_cast<double>(tokens) * 4.0 * kWgmmaRows * shape.head_dim / kWgmmaSmFlopsPerNs;
 }
 
-// The wgmma launch's compute time: its longest item, once per wave of one block per SM.
-double wide_ns(const Schedule& s, const AttentionShape& shape, int sms) {
-  const long long waves = (static_cast<long long>(s.wide_items.size()) + sms - 1) / sms;
-  return wgmma_ns(waves * longest_tokens(s.wide_items), shape);
+// The wgmma launch of a block per item: the blocks start in item order, each on the first SM free
+// (one block per SM), as the hardware's block scheduler places them. Its end, and the SM time it
+// leaves idle before that end (where leaf blocks run). A tree's wide items differ in length (a long
+// prefix's parts beside short groups'), so "waves x longest item" overstated it by up to 2x
+// (perf-notes v21).
+struct WideLaunch {
+  double end_ns = 0, idle_sm_ns = 0;
+};
+WideLaunch wide_launch(const Schedule& s, const AttentionShape& shape, int sms) {
+  std::priority_queue<double, std::vector<double>, std::greater<>> free_at;  // each SM's end, earliest first
+  for (int i = 0; i < sms; ++i) free_at.push(0);
+  WideLaunch launch;
+  for (const WorkItem& item : s.wide_items) {
+    const double end = free_at.top() + wgmma_ns(item.token_end - item.token_begin, shape);
+    free_at.pop();
+    free_at.push(end);
+    launch.end_ns = std::max(launch.end_ns, end);
+  }
+  double busy = 0;
+  for (; !free_at.empty(); free_at.pop()) busy += free_at.top();
+  launch.idle_sm_ns = sms * launch.end_ns - busy;
+  return launch;
 }
 
 }  // namespace
@@ -48,9 +68,9 @@ LeafPlacement place_leaves(const AttentionShape& shape, const SharingTree& tree,
   // SMs it leaves meanwhile, then the rest of them on every SM; the whole bounded by both launches'
   // DRAM reads.
   const double dram_bytes_per_ns = kLeafDramBytesPerNs;
-  const double wide = std::max(wide_ns(after, shape, options.sms), shared_bytes / dram_bytes_per_ns);
-  const long long left = options.sms - std::min<long long>(options.sms, static_cast<long long>(after.wide_items.size()));
-  const double rest = std::max(0.0, leaf_bytes - static_cast<double>(left) * kLeafSmBytesPerNs * wide);
+  const WideLaunch launch = wide_launch(after, shape, options.sms);
+  const double wide = std::max(launch.end_ns, shared_bytes / dram_bytes_per_ns);
+  const double rest = std::max(0.0, leaf_bytes - launch.idle_sm_ns * kLeafSmBytesPerNs);
   best.after_ns = std::max(wide + rest / std::min(options.sms * kLeafSmBytesPerNs, dram_bytes_per_ns),
                            (shared_bytes + leaf_bytes) / dram_bytes_per_ns) + kFixedNs;
   // Beside: p parts per row block, dealt m to each of W persistent wgmma blocks; the leaves on as
