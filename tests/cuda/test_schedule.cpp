@@ -965,16 +965,50 @@ TEST(HydragenSchedule, LetsTheLeavesFoldTheMergeWhereEachQueryHasOneLeafRowAndFe
 }
 
 // Folding leaves wait at their end for the wgmma launch: only where they all fit beside it at once,
-// or the SMs it leaves free are few or soon busy again (the H100's cases of perf-notes v18).
+// or it leaves little SM time idle (the H100's cases of perf-notes v18, v21). Equal items leave the
+// SMs without a block idle for the whole launch.
 TEST(FoldingLeaves, PayWhereTheyAllFitBesideTheWgmmaLaunchOrItLeavesLittleRoomBesideIt) {
-  EXPECT_TRUE(folding_leaves_pay(32, 256, 128, 3, 132)) << "(128, 1024, 64): 100 SMs free hold all 128";
-  EXPECT_TRUE(folding_leaves_pay(128, 4096, 512, 3, 132)) << "GQA (256, 8192, 64): 4 SMs free";
-  EXPECT_TRUE(folding_leaves_pay(264, 256, 256, 3, 132)) << "two waves of wgmma blocks";
-  EXPECT_TRUE(folding_leaves_pay(120, 2731, 640, 3, 132)) << "MHA 40 heads (64, 8192, 64): 12 SMs free, a short launch";
-  EXPECT_TRUE(folding_leaves_pay(120, 341, 1280, 3, 132)) << "Fig. 3b's shard at P = 1024";
-  EXPECT_FALSE(folding_leaves_pay(120, 5419, 1280, 3, 132)) << "Fig. 3b's shard at P = 16256: 12 SMs free, a long launch";
-  EXPECT_FALSE(folding_leaves_pay(80, 8192, 2560, 3, 132)) << "MHA 40 heads (256, 8192, 64): 52 SMs free";
-  EXPECT_FALSE(folding_leaves_pay(128, 16384, 256, 3, 132)) << "(1024, 16384, 64): 4 SMs free through 16384 tokens";
+  EXPECT_TRUE(folding_leaves_pay(32, 100 * 256, 128, 3, 132)) << "(128, 1024, 64): 100 SMs free hold all 128";
+  EXPECT_TRUE(folding_leaves_pay(128, 4 * 4096, 512, 3, 132)) << "GQA (256, 8192, 64): 4 SMs free";
+  EXPECT_TRUE(folding_leaves_pay(264, 0, 256, 3, 132)) << "two full waves of wgmma blocks";
+  EXPECT_TRUE(folding_leaves_pay(120, 12 * 2731, 640, 3, 132)) << "MHA 40 heads (64, 8192, 64): 12 SMs free, a short launch";
+  EXPECT_TRUE(folding_leaves_pay(120, 12 * 341, 1280, 3, 132)) << "Fig. 3b's shard at P = 1024";
+  EXPECT_FALSE(folding_leaves_pay(120, 12 * 5419, 1280, 3, 132)) << "Fig. 3b's shard at P = 16256: 12 SMs free, a long launch";
+  EXPECT_FALSE(folding_leaves_pay(80, 52 * 8192, 2560, 3, 132)) << "MHA 40 heads (256, 8192, 64): 52 SMs free";
+  EXPECT_FALSE(folding_leaves_pay(128, 4 * 16384, 256, 3, 132)) << "(1024, 16384, 64): 4 SMs free through 16384 tokens";
+}
+
+std::vector<WorkItem> items_of(const std::vector<std::pair<int, int>>& count_tokens) {
+  std::vector<WorkItem> items;
+  for (auto [count, tokens] : count_tokens) {
+    for (int i = 0; i < count; ++i) {
+      WorkItem item{};
+      item.token_end = tokens;
+      items.push_back(item);
+    }
+  }
+  return items;
+}
+
+TEST(ListSchedule, EndsWithTheLongestItemAndCountsTheRoomTheShortOnesLeave) {
+  // Equal items: whole waves, and the SMs without a block idle throughout.
+  const ListSchedule one_wave = list_schedule(items_of({{128, 4096}}), 132);
+  EXPECT_EQ(one_wave.end_tokens, 4096);
+  EXPECT_EQ(one_wave.idle_sm_tokens, 4 * 4096);
+  const ListSchedule waves = list_schedule(items_of({{200, 1000}}), 132);
+  EXPECT_EQ(waves.end_tokens, 2000);
+  EXPECT_EQ(waves.idle_sm_tokens, 64 * 1000) << "the second wave's 68 blocks leave 64 SMs";
+  // The two-level tree 16x1024 at B = 1024: 64 prefix row blocks of 4096 tokens, 64 group row blocks
+  // of 1024; the groups' SMs idle three quarters of the launch, where folding leaves cannot run
+  // (1.04x slower than the merge kernel on the H100, perf-notes v21).
+  const ListSchedule tree = list_schedule(items_of({{64, 4096}, {64, 1024}}), 132);
+  EXPECT_EQ(tree.end_tokens, 4096);
+  EXPECT_EQ(tree.idle_sm_tokens, 64 * 3072 + 4 * 4096);
+  EXPECT_FALSE(folding_leaves_pay(128, tree.idle_sm_tokens, 256, 3, 132));
+  // Blocks go to the first SM free, in item order: the short items fill in behind the long ones.
+  const ListSchedule filled = list_schedule(items_of({{2, 4096}, {8, 1024}}), 4);
+  EXPECT_EQ(filled.end_tokens, 4096);
+  EXPECT_EQ(filled.idle_sm_tokens, 0);
 }
 
 // ---- the device's numbers and cuda-hydragen-cublas's chunks ---------------------------------------

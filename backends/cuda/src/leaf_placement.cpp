@@ -2,9 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
 #include <numeric>
-#include <queue>
 #include <set>
 #include <vector>
 #include <utility>
@@ -18,30 +16,6 @@ namespace {
 // A wgmma block's time over `tokens` tokens: S = Q K^T and O += P V over its 128 rows, full or not.
 double wgmma_ns(long long tokens, const AttentionShape& shape) {
   return static_cast<double>(tokens) * 4.0 * kWgmmaRows * shape.head_dim / kWgmmaSmFlopsPerNs;
-}
-
-// The wgmma launch of a block per item: the blocks start in item order, each on the first SM free
-// (one block per SM), as the hardware's block scheduler places them. Its end, and the SM time it
-// leaves idle before that end (where leaf blocks run). A tree's wide items differ in length (a long
-// prefix's parts beside short groups'), so "waves x longest item" overstated it by up to 2x
-// (perf-notes v21).
-struct WideLaunch {
-  double end_ns = 0, idle_sm_ns = 0;
-};
-WideLaunch wide_launch(const Schedule& s, const AttentionShape& shape, int sms) {
-  std::priority_queue<double, std::vector<double>, std::greater<>> free_at;  // each SM's end, earliest first
-  for (int i = 0; i < sms; ++i) free_at.push(0);
-  WideLaunch launch;
-  for (const WorkItem& item : s.wide_items) {
-    const double end = free_at.top() + wgmma_ns(item.token_end - item.token_begin, shape);
-    free_at.pop();
-    free_at.push(end);
-    launch.end_ns = std::max(launch.end_ns, end);
-  }
-  double busy = 0;
-  for (; !free_at.empty(); free_at.pop()) busy += free_at.top();
-  launch.idle_sm_ns = sms * launch.end_ns - busy;
-  return launch;
 }
 
 }  // namespace
@@ -68,9 +42,9 @@ LeafPlacement place_leaves(const AttentionShape& shape, const SharingTree& tree,
   // SMs it leaves meanwhile, then the rest of them on every SM; the whole bounded by both launches'
   // DRAM reads.
   const double dram_bytes_per_ns = kLeafDramBytesPerNs;
-  const WideLaunch launch = wide_launch(after, shape, options.sms);
-  const double wide = std::max(launch.end_ns, shared_bytes / dram_bytes_per_ns);
-  const double rest = std::max(0.0, leaf_bytes - launch.idle_sm_ns * kLeafSmBytesPerNs);
+  const ListSchedule launch = list_schedule(after.wide_items, options.sms);  // in tokens of one block
+  const double wide = std::max(wgmma_ns(launch.end_tokens, shape), shared_bytes / dram_bytes_per_ns);
+  const double rest = std::max(0.0, leaf_bytes - wgmma_ns(launch.idle_sm_tokens, shape) * kLeafSmBytesPerNs);
   best.after_ns = std::max(wide + rest / std::min(options.sms * kLeafSmBytesPerNs, dram_bytes_per_ns),
                            (shared_bytes + leaf_bytes) / dram_bytes_per_ns) + kFixedNs;
   // Beside: p parts per row block, dealt m to each of W persistent wgmma blocks; the leaves on as

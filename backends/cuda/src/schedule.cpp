@@ -1,6 +1,8 @@
 #include "schedule.hpp"
 
 #include <algorithm>
+#include <functional>
+#include <queue>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -293,6 +295,20 @@ long long longest_tokens(const std::vector<WorkItem>& items) {
   return longest;
 }
 
+ListSchedule list_schedule(const std::vector<WorkItem>& items, int sms) {
+  std::priority_queue<long long, std::vector<long long>, std::greater<>> free_at;  // each SM's end, earliest first
+  for (int i = 0; i < sms; ++i) free_at.push(0);
+  ListSchedule launch;
+  for (const WorkItem& item : items) {
+    const long long end = free_at.top() + (item.token_end - item.token_begin);
+    free_at.pop();
+    free_at.push(end);
+    launch.end_tokens = std::max(launch.end_tokens, end);
+  }
+  launch.idle_sm_tokens = static_cast<long long>(sms) * launch.end_tokens - total_tokens(items);
+  return launch;
+}
+
 bool persistent_blocks(const std::vector<WorkItem>& items, int slots) {
   // Many items per slot, two 64-token tiles per item on average.
   if (static_cast<long long>(items.size()) < 8LL * slots) return false;
@@ -309,10 +325,10 @@ ItemKernel narrow_item_kernel(const std::vector<WorkItem>& items, bool alone, co
   return n > 0 && (short_items || queued_items || short_second_wave || one_wave_of_warps) ? ItemKernel::warps : ItemKernel::narrow;
 }
 
-bool folding_leaves_pay(long long wide_blocks, long long wide_tokens, long long narrow_blocks, int narrow_blocks_per_sm,
+bool folding_leaves_pay(long long wide_blocks, long long idle_sm_tokens, long long narrow_blocks, int narrow_blocks_per_sm,
                         int sms) {
   const long long free_sms = wide_blocks >= sms ? 0 : sms - wide_blocks;
-  return narrow_blocks <= free_sms * narrow_blocks_per_sm || free_sms * wide_tokens <= kFoldForgoneSmTokens;
+  return narrow_blocks <= free_sms * narrow_blocks_per_sm || idle_sm_tokens <= kFoldForgoneSmTokens;
 }
 
 Schedule flat_schedule(const AttentionShape& shape, const SharingTree& tree, const ScheduleOptions& options) {

@@ -89,6 +89,16 @@ long long wide_split_count(long long tokens, long long target_blocks, long long 
 long long total_tokens(const std::vector<WorkItem>& items);
 long long longest_tokens(const std::vector<WorkItem>& items);
 
+// A launch of a block per item as the block scheduler runs it, one block per SM: the blocks in item
+// order, each on the first SM free, an item's time its tokens. Its length, and the SM time it leaves
+// idle before its end (where another launch's blocks run), in tokens. A tree's wide items differ in
+// length (a long prefix's parts beside short groups'), so neither "waves x longest item" nor the SMs
+// without a block say how long it runs or what room it leaves (perf-notes v21).
+struct ListSchedule {
+  long long end_tokens = 0, idle_sm_tokens = 0;
+};
+ListSchedule list_schedule(const std::vector<WorkItem>& items, int sms);
+
 // Whether a launch of the mma kernels should run persistent blocks (`slots` of them, those resident
 // at once) over `items` rather than a block per item: only for many short items, where a block per
 // one-tile item is a chain of dependent latencies; over a few waves of items, or long ones, the
@@ -116,15 +126,16 @@ bool persistent_blocks(const std::vector<WorkItem>& items, int slots);
 ItemKernel narrow_item_kernel(const std::vector<WorkItem>& items, bool alone, const ScheduleOptions& options);
 
 // Whether leaves that fold the merge (Schedule::narrow_rows_fold) gain more than they lose by
-// waiting for the wgmma launch before them, of `wide_blocks` blocks whose longest item has
-// `wide_tokens` tokens. Those blocks fill their SMs, so the `narrow_blocks` run beside them only on
-// the SMs they leave free, and there a folding leaf block holds its place until the wgmma launch
-// ends, where a side stream's would make way for the next. So: all the narrow blocks fit on the free
-// SMs at once, or the free SMs x the wgmma launch's length are at most kFoldForgoneSmTokens.
+// waiting for the wgmma launch before them, of `wide_blocks` blocks that leave `idle_sm_tokens` of
+// SM time idle (list_schedule). Those blocks fill their SMs, so the `narrow_blocks` run beside them
+// only on the SMs they leave free, and there a folding leaf block holds its place until the wgmma
+// launch ends, where a side stream's would make way for the next. So: all the narrow blocks fit on
+// the SMs without a wgmma block at once, or the idle SM time is at most kFoldForgoneSmTokens.
 // Measured on an H100 (perf-notes v18): 12 free SMs beside items of 2731 tokens, 0.97x; of 5419,
-// 1.07x slower; 52 free SMs beside 8192 tokens, 1.19x slower.
+// 1.07x slower; 52 free SMs beside 8192 tokens, 1.19x slower. v21: the two-level trees at B = 1024,
+// whose group items end long before the prefix's (212992 idle SM tokens), 1.04x to 1.06x slower.
 inline constexpr long long kFoldForgoneSmTokens = 12 * 4096;
-bool folding_leaves_pay(long long wide_blocks, long long wide_tokens, long long narrow_blocks, int narrow_blocks_per_sm,
+bool folding_leaves_pay(long long wide_blocks, long long idle_sm_tokens, long long narrow_blocks, int narrow_blocks_per_sm,
                         int sms);
 
 Schedule flat_schedule(const AttentionShape& shape, const SharingTree& tree, const ScheduleOptions& options);

@@ -158,10 +158,10 @@ class SegmentPlan final : public CudaPlan {
     CUDA_CHECK(cudaMemcpyAsync(b.extra.data(), maps.data(), b.extra.bytes(), cudaMemcpyHostToDevice, s));
   }
 
-  // folding_leaves_pay (schedule.hpp) for this plan's launches: the wgmma launch lasts about as long
-  // as its longest item.
+  // folding_leaves_pay (schedule.hpp) for this plan's launches.
   bool folding_pays(const Schedule& s) const {
-    return folding_leaves_pay(static_cast<long long>(s.wide_items.size()), longest_tokens(s.wide_items),
+    return folding_leaves_pay(static_cast<long long>(s.wide_items.size()),
+                              list_schedule(s.wide_items, device_.sms).idle_sm_tokens,
                               launch_blocks(narrow_workers_, narrow_kernel_),
                               blocks_per_sm(narrow_kernel_), device_.sms);
   }
