@@ -289,12 +289,6 @@ long long total_tokens(const std::vector<WorkItem>& items) {
   return tokens;
 }
 
-long long longest_tokens(const std::vector<WorkItem>& items) {
-  long long longest = 0;
-  for (const WorkItem& item : items) longest = std::max<long long>(longest, item.token_end - item.token_begin);
-  return longest;
-}
-
 ListSchedule list_schedule(const std::vector<WorkItem>& items, int sms) {
   std::priority_queue<long long, std::vector<long long>, std::greater<>> free_at;  // each SM's end, earliest first
   for (int i = 0; i < sms; ++i) free_at.push(0);

@@ -85,9 +85,8 @@ long long split_count(long long tokens, long long parts);
 // the launch's wide blocks, rounded down), split_count'ed.
 long long wide_split_count(long long tokens, long long target_blocks, long long wide_tokens);
 
-// The items' tokens, summed; the most tokens of one item (0 for none).
+// The items' tokens, summed.
 long long total_tokens(const std::vector<WorkItem>& items);
-long long longest_tokens(const std::vector<WorkItem>& items);
 
 // A launch of a block per item as the block scheduler runs it, one block per SM: the blocks in item
 // order, each on the first SM free, an item's time its tokens. Its length, and the SM time it leaves
