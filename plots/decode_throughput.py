@@ -158,6 +158,15 @@ def ceiling_prefixes(rows, x, fixed):
     return set().union(*({fixed} if fixed in ps else ps for ps in by_b.values()))
 
 
+def ceiling_note(rows, x, fixed):
+    """The ceiling's legend note where its rows were run at other P than the plot's: " (run at P=...,
+    stands for every P)", else ""."""
+    measured = sorted(ceiling_prefixes(rows, x, fixed))
+    if x == "P" or measured != [fixed]:
+        return f" (run at P={', '.join(map(str, measured))}, stands for every P)"
+    return ""
+
+
 def ratios(drawn, pairs=RATIOS):
     """{(numerator, denominator): {x: numerator value / denominator value}} where both modes ran (ok)."""
     out = {}
@@ -384,9 +393,7 @@ def main():
                                   marker="" if mode == CEILING else "o"))
             backend = f" ({backends[mode]})" if mode in backends and mode != CEILING else ""
             if mode == CEILING and mode in ours:
-                measured = sorted(ceiling_prefixes(rows, x, fixed))
-                if x == "P" or measured != [fixed]:
-                    backend = f" (run at P={', '.join(map(str, measured))}, stands for every P)"
+                backend = ceiling_note(rows, x, fixed)
             if mode in ours:
                 labels.append(f"{mode}{backend}" + (f"; paper: {PAPER_NAMES[mode]}" if paper and mode in paper else ""))
             else:

@@ -168,11 +168,7 @@ def main():
     for mode in decode.MODES:
         if any((mode, tp) in steps for tp in tps):
             handles.append(Line2D([], [], color=decode.COLORS[mode], lw=2.2))
-            labels.append(mode + (f" ({backends[mode]})" if mode != decode.CEILING else ""))
-            if mode == decode.CEILING:
-                measured = sorted(decode.ceiling_prefixes(rows, x, fixed))
-                if x == "P" or measured != [fixed]:
-                    labels[-1] += f" (run at P={', '.join(map(str, measured))}, stands for every P)"
+            labels.append(mode + (f" ({backends[mode]})" if mode != decode.CEILING else decode.ceiling_note(rows, x, fixed)))
     for k, tp in enumerate(tps):
         handles.append(Line2D([], [], color="grey", lw=2, ls=STYLES[k], marker=MARKERS[k], ms=5))
         labels.append(decode.shard_text(tp, gpus[tp]))

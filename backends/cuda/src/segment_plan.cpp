@@ -306,8 +306,8 @@ std::vector<PlanOption> hydragen_options() {
           {"leaves",
            {"auto", "after", "beside"},
            "where a wgmma launch and leaves both run: after, the leaves on the SMs the wgmma launch frees; beside, the "
-           "wgmma launch split into fewer parts and the leaves, a warp each, on the other SMs from the start; auto: "
-           "beside where leaf_placement.hpp's cost model predicts it faster"}};
+           "shared segments' parts on fewer persistent wgmma blocks and the leaves, a warp each, on the other SMs from "
+           "the start; auto: beside where leaf_placement.hpp's cost model predicts it faster"}};
 }
 
 std::vector<PlanOptions> hydragen_variants() {
