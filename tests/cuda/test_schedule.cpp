@@ -65,6 +65,13 @@ ScheduleOptions options_of(int narrow_slots, int max_rows, int wide_target_block
 
 const ScheduleOptions kH100Mma = ScheduleOptions::for_device(132, ItemKernel::wide);
 
+// Options whose segment_schedule gives every segment items of its own, however few its readers:
+// the tests of segment items on trees small enough to be read flat otherwise.
+ScheduleOptions segments_apart(ScheduleOptions o) {
+  o.inline_narrow_segments = false;
+  return o;
+}
+
 long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
 
 template <typename T>
@@ -133,10 +140,17 @@ struct Run {
   std::vector<std::vector<Run>> attended(queries);  // what each query attends
   // A row block: its KV head, token list and (flat) sequence, and the query of its first row. Each
   // of its split parts is an item with rows of its own; the parts must tile the token list.
-  using ListKey = std::tuple<int, std::vector<int>, int>;  // kv_head, segments, sequence (flat) or -1
+  using ListKey = std::tuple<int, std::vector<int>, int>;  // kv_head, segments, sequence (a path item) or -1
   std::map<ListKey, std::map<int, std::vector<std::pair<int, int>>>> blocks;  // -> first query -> parts
   std::map<ListKey, std::map<int, int>> block_rows;                            // -> first query -> rows
 
+  // flat_schedule reads every segment in each reader's own item (a piece of its path);
+  // segment_schedule only those whose readers' stacked rows fit one narrow block (where
+  // inline_narrow_segments says so), every other one in items of its own.
+  auto per_sequence = [&](int segment) {
+    return kind == Kind::flat || (kind == Kind::segment && options.inline_narrow_segments &&
+                                  static_cast<long long>(tree.seqs_below(segment).size()) * shape.q_len * g <= kNarrowRows);
+  };
   int item_number = 0;
   for (bool wide : {false, true}) {
     const std::vector<WorkItem>& items = wide ? s.wide_items : s.narrow_items;
@@ -167,14 +181,15 @@ struct Run {
       if (!(0 <= it.token_begin && it.token_begin < it.token_end && it.token_end <= list_tokens)) {
         return fail() << name << ": token range is empty or outside its " << list_tokens << "-token list " << list_text(list);
       }
-      if (kind != Kind::flat && it.num_segments != 1) return fail() << name << ": a segment item covers one segment";
+      const bool path_item = per_sequence(list.front());
+      if (!path_item && it.num_segments != 1) return fail() << name << ": a segment item covers one segment";
       if (kind == Kind::gemm && tree.seqs_below(list.front()).size() > 1) {
         return fail() << name << ": segment " << list.front() << " is shared, so it belongs to GEMM chunks";
       }
 
       const int first_seq = s.row_query[it.first_row] / shape.q_heads / shape.q_len;
-      if (kind == Kind::flat) {
-        // cuda-flash reads a sequence's own path: the list is a contiguous piece of that path.
+      if (path_item) {
+        // A sequence's own path: the list is a contiguous piece of it.
         const std::vector<int>& path = tree.path(first_seq);
         const auto at = std::find(path.begin(), path.end(), list.front());
         if (at == path.end() || path.end() - at < it.num_segments || !std::equal(list.begin(), list.end(), at)) {
@@ -192,7 +207,7 @@ struct Run {
         if (h / g != it.kv_head) {
           return fail() << name << ": row " << r << " is " << query_text(shape, q) << " whose KV head is " << h / g;
         }
-        if (kind == Kind::flat && q / shape.q_heads / shape.q_len != first_seq) {
+        if (path_item && q / shape.q_heads / shape.q_len != first_seq) {
           return fail() << name << ": row " << r << " is " << query_text(shape, q) << ", not of sequence " << first_seq;
         }
         const int limit = s.row_limit[r];
@@ -210,7 +225,7 @@ struct Run {
         }
       }
 
-      const ListKey key{it.kv_head, list, kind == Kind::flat ? first_seq : -1};
+      const ListKey key{it.kv_head, list, path_item ? first_seq : -1};
       const int block = s.row_query[it.first_row];
       blocks[key][block].push_back({it.token_begin, it.token_end});
       auto [entry, fresh] = block_rows[key].emplace(block, it.num_rows);
@@ -278,8 +293,7 @@ struct Run {
   // kMaxSplits).
   for (const auto& [key, by_block] : blocks) {
     const auto& [kv_head, list, seq] = key;
-    const long long list_rows =
-        static_cast<long long>(kind == Kind::flat ? 1 : tree.seqs_below(list.front()).size()) * shape.q_len * g;
+    const long long list_rows = static_cast<long long>(seq >= 0 ? 1 : tree.seqs_below(list.front()).size()) * shape.q_len * g;
     long long list_tokens = 0;
     for (int segment : list) list_tokens += tree.length(segment);
     long long rows_seen = 0;
@@ -401,11 +415,16 @@ const ScheduleOptions kOptions[] = {options_of(1, kNarrowRows, 1),     options_o
 // Every schedule under every option set; returns how many schedules were replayed.
 long long check_all_options(const AttentionShape& shape, const SharingTree& tree, long long chunk_scores = kTestChunkScores) {
   long long replayed = 0;
-  for (const ScheduleOptions& options : kOptions) {
+  for (const ScheduleOptions& each : kOptions) {
     for (Kind kind : kKinds) {
-      const Schedule s = make_schedule(kind, shape, tree, options, chunk_scores);
-      EXPECT_TRUE(check_schedule(kind, shape, tree, options, s, chunk_scores));
-      ++replayed;
+      for (bool inline_narrow : {true, false}) {
+        if (!inline_narrow && kind != Kind::segment) continue;  // only segment_schedule reads it
+        ScheduleOptions options = each;
+        options.inline_narrow_segments = inline_narrow;
+        const Schedule s = make_schedule(kind, shape, tree, options, chunk_scores);
+        EXPECT_TRUE(check_schedule(kind, shape, tree, options, s, chunk_scores));
+        ++replayed;
+      }
     }
   }
   return replayed;
@@ -523,8 +542,9 @@ TEST(BothSchedules, HideTheCausalTailOfTheLeafAndNothingElse) {
   const AttentionShape shape = make_shape(1, 4, 1, 1, 64, DType::bf16);
   for (Kind kind : {Kind::flat, Kind::segment}) {
     SCOPED_TRACE(kind_name(kind));
-    const Schedule s = make_schedule(kind, shape, tree, options_of(1, kWideRows, 1));
-    EXPECT_TRUE(check_schedule(kind, shape, tree, options_of(1, kWideRows, 1), s));
+    const ScheduleOptions options = segments_apart(options_of(1, kWideRows, 1));
+    const Schedule s = make_schedule(kind, shape, tree, options);
+    EXPECT_TRUE(check_schedule(kind, shape, tree, options, s));
     ASSERT_EQ(s.num_rows(), kind == Kind::flat ? 4 : 8);
     // flat: one list prefix + leaf (8 tokens); segment: the prefix's 4 rows, then the leaf's 4 rows.
     const std::vector<int> want = kind == Kind::flat ? std::vector<int>{5, 6, 7, 8} : std::vector<int>{5, 5, 5, 5, 0, 1, 2, 3};
@@ -550,8 +570,10 @@ TEST(BothSchedules, LeaveAQueryWhosePathIsEmptyToTheMerge) {
 TEST(BothSchedules, SkipTheMergeWhenEveryQueryHasOneRow) {
   const SharingTree tree = SharingTree::prefix_suffix(300, {40, 40});
   const AttentionShape shape = make_shape(2, 1, 8, 1, 64, DType::bf16);
-  EXPECT_FALSE(flat_schedule(shape, tree, options_of(1, kNarrowRows, 1)).needs_merge()) << "one item per sequence";
-  EXPECT_TRUE(segment_schedule(shape, tree, options_of(1, kNarrowRows, 1)).needs_merge()) << "prefix and suffix partials";
+  const ScheduleOptions options = options_of(1, kNarrowRows, 1);
+  EXPECT_FALSE(flat_schedule(shape, tree, options).needs_merge()) << "one item per sequence";
+  EXPECT_FALSE(segment_schedule(shape, tree, options).needs_merge()) << "2 x 8 rows over the prefix: read in each item";
+  EXPECT_TRUE(segment_schedule(shape, tree, segments_apart(options)).needs_merge()) << "prefix and suffix partials";
 }
 
 TEST(BothSchedules, RefuseALeafTooShortForTheCausalQueries) {
@@ -592,7 +614,7 @@ TEST(FlatSchedule, CutsAPathDeeperThanKMaxItemSegmentsIntoSeveralItems) {
   }
 }
 
-TEST(SegmentSchedule, HandlesAPathDeeperThanKMaxItemSegmentsOneSegmentPerItem) {
+TEST(SegmentSchedule, HandlesAPathDeeperThanKMaxItemSegments) {
   const SharingTree tree = deep_chain();
   for (int q_len : {1, 4}) check_all_options(make_shape(2, q_len, 4, 4, 64, DType::bf16), tree);
 }
@@ -748,7 +770,7 @@ TEST(BothSchedules, SplitALongSegmentIntoPartsOfAtLeastKMinSplitTokensWhenTheGri
   const AttentionShape shape = make_shape(2, 1, 8, 1, 128, DType::bf16);
   for (Kind kind : {Kind::flat, Kind::segment}) {
     SCOPED_TRACE(kind_name(kind));
-    const ScheduleOptions options = options_of(528, kWideRows, 528);
+    const ScheduleOptions options = segments_apart(options_of(528, kWideRows, 528));
     const Schedule s = make_schedule(kind, shape, tree, options);
     EXPECT_TRUE(check_schedule(kind, shape, tree, options, s));
     const std::vector<WorkItem> over_prefix = items_over(s, 0);
@@ -772,7 +794,7 @@ TEST(BothSchedules, DoNotSplitWithOneSlotAndATargetOfOneBlock) {
   const SharingTree tree = SharingTree::prefix_suffix(8192, {64, 64});
   const AttentionShape shape = make_shape(2, 1, 8, 1, 128, DType::bf16);
   for (Kind kind : {Kind::flat, Kind::segment}) {
-    const Schedule s = make_schedule(kind, shape, tree, options_of(1, kWideRows, 1));
+    const Schedule s = make_schedule(kind, shape, tree, segments_apart(options_of(1, kWideRows, 1)));
     EXPECT_EQ(items_over(s, 0).size(), kind == Kind::flat ? 2u : 1u) << kind_name(kind);
   }
 }
@@ -800,7 +822,7 @@ TEST(SegmentSchedule, ReadsASharedPrefixOncePerRowBlockOfStackedQueriesNotOncePe
                        Row{1024, 1, 8, 1, kWideRows}, Row{3, 1, 4, 4, kWideRows}, Row{1024, 1, 8, 1, kWgmmaRows}}) {
     const SharingTree tree = SharingTree::prefix_suffix(prefix, std::vector<int>(c.batch, 17));
     const AttentionShape shape = make_shape(c.batch, c.q_len, c.q_heads, c.kv_heads, 64, DType::bf16);
-    const ScheduleOptions options = options_of(1, c.max_rows, 1);
+    const ScheduleOptions options = segments_apart(options_of(1, c.max_rows, 1));  // B = 3 at g = 1: 3 rows
     const long long rows = static_cast<long long>(c.batch) * c.q_len * shape.group_size();
     SCOPED_TRACE(shape.describe() + ", max_rows " + std::to_string(c.max_rows));
     const Schedule hydragen = segment_schedule(shape, tree, options);
@@ -815,6 +837,42 @@ TEST(SegmentSchedule, ReadsASharedPrefixOncePerRowBlockOfStackedQueriesNotOncePe
     const Schedule flash = flat_schedule(shape, tree, options);
     EXPECT_EQ(tokens_read(flash, 0, tree),
               static_cast<long long>(prefix) * c.kv_heads * c.batch * ceil_div(static_cast<long long>(c.q_len) * shape.group_size(), c.max_rows));
+  }
+}
+
+TEST(SegmentSchedule, ReadsASegmentOfTooFewReadersForA16RowBlockWithinEachReadersItem) {
+  // A 1000-token prefix read by 6 sequences; below it a pair (segment 1) and a group of four
+  // (segment 2), 256 tokens each, then a 64-token leaf each.
+  const SharingTree tree = SharingTree::from_parents({-1, 0, 0, 1, 1, 2, 2, 2, 2}, {1000, 256, 256, 64, 64, 64, 64, 64, 64},
+                                                     {3, 4, 5, 6, 7, 8});
+  const ScheduleOptions options = options_of(1, kWideRows, 1);
+  auto segments_of = [](const Schedule& s, int segment) {
+    std::vector<int> counts;
+    for (const WorkItem& it : items_over(s, segment)) counts.push_back(it.num_segments);
+    return counts;
+  };
+  {
+    // Hq / Hkv = 8: the pair's 16 rows fit one narrow block, the four's 32 and the prefix's 48 do not.
+    const AttentionShape shape = make_shape(6, 1, 8, 1, 64, DType::bf16);
+    const Schedule s = segment_schedule(shape, tree, options);
+    EXPECT_TRUE(check_schedule(Kind::segment, shape, tree, options, s));
+    EXPECT_EQ(segments_of(s, 0), std::vector<int>{1});
+    EXPECT_EQ(segments_of(s, 1), (std::vector<int>{2, 2})) << "the pair's segment, then each one's leaf";
+    EXPECT_EQ(segments_of(s, 2), std::vector<int>{1});
+    EXPECT_EQ(tokens_read(s, 1, tree), 2 * 256);
+    const Schedule apart = segment_schedule(shape, tree, segments_apart(options));
+    EXPECT_TRUE(check_schedule(Kind::segment, shape, tree, segments_apart(options), apart));
+    EXPECT_EQ(segments_of(apart, 1), std::vector<int>{1});
+    EXPECT_EQ(tokens_read(apart, 1, tree), 256);
+  }
+  {
+    // One row per sequence: even the prefix's 6 fit a block, so every sequence reads its whole path
+    // in one item, as flat_schedule does, and no query needs the merge.
+    const AttentionShape shape = make_shape(6, 1, 1, 1, 64, DType::bf16);
+    const Schedule s = segment_schedule(shape, tree, options);
+    EXPECT_TRUE(check_schedule(Kind::segment, shape, tree, options, s));
+    EXPECT_EQ(segments_of(s, 0), std::vector<int>(6, 3));
+    EXPECT_FALSE(s.needs_merge());
   }
 }
 
@@ -833,7 +891,7 @@ TEST(SegmentSchedule, StacksRowsSequenceBySequenceQueryByQueryHeadByHeadInABlock
   // Rows of a segment's block: sequence-major, then query index, then query head within the KV head.
   const SharingTree tree = SharingTree::prefix_suffix(40, {3, 5});
   const AttentionShape shape = make_shape(2, 2, 4, 2, 64, DType::bf16);
-  const Schedule s = segment_schedule(shape, tree, options_of(1, kWideRows, 1));
+  const Schedule s = segment_schedule(shape, tree, segments_apart(options_of(1, kWideRows, 1)));
   const std::vector<WorkItem> over_prefix = items_over(s, 0);
   ASSERT_EQ(over_prefix.size(), 2u);  // one per KV head, 8 rows each
   for (const WorkItem& it : over_prefix) {

@@ -213,13 +213,47 @@ Schedule build(const AttentionShape& shape, const std::vector<Group>& groups, co
   return s;
 }
 
-// One group per segment: its tokens, the sequences below it, and whether it is their leaf.
-std::vector<Group> segment_groups(const SharingTree& tree) {
+// Sequence seq's path from position `first` to its leaf, laid end to end: one group, or several
+// where it is deeper than kMaxItemSegments (only the last holds the leaf).
+void add_path_groups(const SharingTree& tree, int seq, std::size_t first, std::vector<Group>& groups) {
+  const std::vector<int>& path = tree.path(seq);
+  for (; first < path.size(); first += kMaxItemSegments) {
+    const std::size_t last = std::min(path.size(), first + kMaxItemSegments);
+    Group grp{{path.begin() + static_cast<long>(first), path.begin() + static_cast<long>(last)}, {seq}, 0, last == path.size(), false};
+    for (int segment : grp.segments) grp.tokens += tree.length(segment);
+    groups.push_back(std::move(grp));
+  }
+}
+
+// A group per segment (its tokens, the sequences below it, whether it is their leaf); with
+// `inline_narrow`, below the first segment of a path whose readers' stacked rows fit one narrow block,
+// a group per sequence over the rest of its path instead (ScheduleOptions::inline_narrow_segments).
+std::vector<Group> segment_groups(const AttentionShape& shape, const SharingTree& tree, bool inline_narrow) {
+  const long long rows_per_seq = query_index(shape).rows_per_seq();
+  auto inlined = [&](int segment) {
+    return inline_narrow && static_cast<long long>(tree.seqs_below(segment).size()) * rows_per_seq <= kNarrowRows;
+  };
   std::vector<Group> groups;
   for (int segment = 0; segment < tree.num_segments(); ++segment) {
-    groups.push_back({{segment}, tree.seqs_below(segment), tree.length(segment), tree.is_leaf(segment), false});
+    if (!inlined(segment)) groups.push_back({{segment}, tree.seqs_below(segment), tree.length(segment), tree.is_leaf(segment), false});
+  }
+  // A segment's readers include its children's, so below an inlined segment every one is inlined.
+  for (int seq = 0; seq < tree.num_seqs(); ++seq) {
+    const std::vector<int>& path = tree.path(seq);
+    add_path_groups(tree, seq, static_cast<std::size_t>(std::find_if(path.begin(), path.end(), inlined) - path.begin()), groups);
   }
   return groups;
+}
+
+// Narrow blocks the groups make: a block per 16 rows of each group and KV head, before splits.
+long long narrow_block_count(const AttentionShape& shape, const std::vector<Group>& groups) {
+  const long long rows_per_seq = query_index(shape).rows_per_seq();
+  long long blocks = 0;
+  for (const Group& grp : groups) {
+    if (grp.tokens == 0) continue;
+    blocks += shape.kv_heads * ((static_cast<long long>(grp.seqs.size()) * rows_per_seq + kNarrowRows - 1) / kNarrowRows);
+  }
+  return blocks;
 }
 
 }  // namespace
@@ -328,47 +362,34 @@ bool folding_leaves_pay(long long wide_blocks, long long idle_sm_tokens, long lo
 Schedule flat_schedule(const AttentionShape& shape, const SharingTree& tree, const ScheduleOptions& options) {
   validate_problem(shape, tree);
   std::vector<Group> groups;
-  for (int seq = 0; seq < tree.num_seqs(); ++seq) {
-    const std::vector<int>& path = tree.path(seq);
-    // Paths deeper than kMaxItemSegments become several groups; only the last holds the leaf.
-    for (std::size_t first = 0; first < path.size(); first += kMaxItemSegments) {
-      const std::size_t last = std::min(path.size(), first + kMaxItemSegments);
-      Group grp{{path.begin() + static_cast<long>(first), path.begin() + static_cast<long>(last)}, {seq}, 0, last == path.size(), false};
-      for (int segment : grp.segments) grp.tokens += tree.length(segment);
-      groups.push_back(std::move(grp));
-    }
-  }
+  for (int seq = 0; seq < tree.num_seqs(); ++seq) add_path_groups(tree, seq, 0, groups);
   return build(shape, groups, options);
 }
 
 Schedule segment_schedule(const AttentionShape& shape, const SharingTree& tree, const ScheduleOptions& options) {
   validate_problem(shape, tree);
-  return build(shape, segment_groups(tree), options);
+  return build(shape, segment_groups(shape, tree, options.inline_narrow_segments), options);
 }
 
 Schedule gemm_schedule(const AttentionShape& shape, const SharingTree& tree, const ScheduleOptions& options,
                        long long max_chunk_scores) {
   validate_problem(shape, tree);
-  std::vector<Group> groups = segment_groups(tree);
+  std::vector<Group> groups = segment_groups(shape, tree, false);
   for (Group& grp : groups) grp.gemm = grp.seqs.size() > 1;
   return build(shape, groups, options, max_chunk_scores);
 }
 
 Schedule hydragen_schedule(const AttentionShape& shape, const SharingTree& tree, const ScheduleOptions& options) {
-  Schedule wide = segment_schedule(shape, tree, options);
+  validate_problem(shape, tree);
+  const std::vector<Group> groups = segment_groups(shape, tree, options.inline_narrow_segments);
+  Schedule wide = build(shape, groups, options);
   if (wide.wide_items.empty() || wide.narrow_items.empty()) return wide;  // one launch already
-  // The narrow form has at least a block per 16 rows of each segment and KV head: past the SM
-  // count, a large problem need not build it to know.
-  long long narrow_blocks = 0;
-  for (int segment = 0; segment < tree.num_segments(); ++segment) {
-    if (tree.length(segment) == 0) continue;
-    const long long rows = static_cast<long long>(tree.seqs_below(segment).size()) * shape.q_len * shape.group_size();
-    narrow_blocks += shape.kv_heads * ((rows + kNarrowRows - 1) / kNarrowRows);
-  }
-  if (narrow_blocks > options.sms) return wide;
+  // The narrow form has at least a block per 16 rows of each group and KV head: past the SM count, a
+  // large problem need not build it to know.
+  if (narrow_block_count(shape, groups) > options.sms) return wide;
   ScheduleOptions narrow_options = options;
   narrow_options.max_rows = kNarrowRows;
-  Schedule narrow = segment_schedule(shape, tree, narrow_options);
+  Schedule narrow = build(shape, groups, narrow_options);
   if (static_cast<long long>(narrow.narrow_items.size()) <= options.sms) return narrow;
   return wide;
 }

@@ -5,7 +5,8 @@
 //   shared segment is read once per sequence (cuda-flash).
 // segment_schedule: one item per (segment, KV head, row block) over one segment, the rows being the
 //   stacked queries of every sequence below it (indexing.hpp): a shared segment is read once per row
-//   block of 64 or 128 queries (cuda-hydragen).
+//   block of 64 or 128 queries (cuda-hydragen); a segment of too few readers to fill a 16-row block
+//   is read within each reader's item instead (ScheduleOptions::inline_narrow_segments).
 // gemm_schedule: segment_schedule's items for the segments of one sequence, and for each shared
 //   segment GEMM chunks, all its stacked rows against a range of its tokens (cuda-hydragen-cublas).
 // Each splits an item's tokens (split-KV) while its launch (narrow or wide items) would under-fill
@@ -35,6 +36,14 @@ struct ScheduleOptions {
   // persistent blocks, dealt to them round-robin in the order of their parts, so that any number of
   // SMs can be left to the leaves; 0: a block per wide item.
   int wide_workers = 0;
+  // segment_schedule (cuda-hydragen): a segment whose readers' stacked rows fit one narrow block
+  // (at most kNarrowRows: two sequences at Hq / Hkv = 8) is read in each reader's own item, over its
+  // path from there to the leaf as flat_schedule reads it, not in items of its own. Batching such
+  // readers saves no tile, only the re-reads of its K/V, which their items, side by side, find in L2;
+  // it costs each reader a partial more and the merge. Measured on an H100 (perf-notes v22): 512
+  // pairs sharing 256 or 512 of 1088 tokens ran 1.045x to 1.067x slower as segments of their own than
+  // cuda-flash over the same pages. false: every segment in items of its own.
+  bool inline_narrow_segments = true;
 
   // Narrow blocks: a wave of the resident ones. Wide: one wave of wgmma blocks (one per SM; each
   // split adds a partial per row to the merge and a pipeline fill), three of the latency-bound

@@ -250,6 +250,7 @@ Choice hydragen_choice(const AttentionShape& shape, const SharingTree& tree, con
   ScheduleOptions o = ScheduleOptions::for_device(device.sms, wide);
   const std::string& form = options.at("form");
   if (form == "narrow") o.max_rows = kNarrowRows;
+  o.inline_narrow_segments = options.at("inline") == "auto";
   Choice c{form == "auto" ? hydragen_schedule(shape, tree, o) : segment_schedule(shape, tree, o), wide, device,
            options.at("narrow")};
   // Leaves beside the wgmma launch (leaf_placement.hpp), where the schedule has both and `leaves`
@@ -303,6 +304,10 @@ std::vector<PlanOption> hydragen_options() {
            "shared segments in wide blocks beside 16-row leaf blocks; narrow: every segment in 16-row blocks"},
           {"kernel", {"auto", "mma"}, "the wide blocks' kernel: auto is wgmma on sm_90a and mma.sync elsewhere; mma is mma.sync everywhere"},
           narrow_option(),
+          {"inline",
+           {"auto", "never"},
+           "auto: a segment whose readers' queries fit one 16-row block is read within each reader's own item, its path "
+           "from there to the leaf (schedule.hpp's inline_narrow_segments); never: every segment in items of its own"},
           {"leaves",
            {"auto", "after", "beside"},
            "where a wgmma launch and leaves both run: after, the leaves on the SMs the wgmma launch frees; beside, the "
@@ -313,7 +318,7 @@ std::vector<PlanOption> hydragen_options() {
 std::vector<PlanOptions> hydragen_variants() {
   return {PlanOptions{}, PlanOptions::parse("form=wide"), PlanOptions::parse("form=narrow"),
           PlanOptions::parse("form=narrow:narrow=warps"), PlanOptions::parse("form=wide:kernel=mma"),
-          PlanOptions::parse("form=wide:leaves=beside")};
+          PlanOptions::parse("form=wide:leaves=beside"), PlanOptions::parse("inline=never")};
 }
 
 std::unique_ptr<AttentionPlan> make_hydragen_plan(const AttentionShape& shape, const SharingTree& tree,
