@@ -145,12 +145,19 @@ struct Run {
   std::map<ListKey, std::map<int, int>> block_rows;                            // -> first query -> rows
 
   // flat_schedule reads every segment in each reader's own item (a piece of its path);
-  // segment_schedule only those whose readers' stacked rows fit one narrow block (where
-  // inline_narrow_segments says so), every other one in items of its own.
-  auto per_sequence = [&](int segment) {
-    return kind == Kind::flat || (kind == Kind::segment && options.inline_narrow_segments &&
-                                  static_cast<long long>(tree.seqs_below(segment).size()) * shape.q_len * g <= kNarrowRows);
+  // segment_schedule only those whose readers' stacked rows fit one narrow block, where
+  // inline_narrow_segments says so and the paths below them, times the KV heads, are at least a
+  // quarter of the SMs; every other one in items of its own.
+  auto fits_a_block = [&](int segment) {
+    return static_cast<long long>(tree.seqs_below(segment).size()) * shape.q_len * g <= kNarrowRows;
   };
+  long long narrow_paths = 0;
+  for (int seq = 0; seq < tree.num_seqs(); ++seq) {
+    const std::vector<int>& path = tree.path(seq);
+    narrow_paths += std::any_of(path.begin(), path.end(), fits_a_block);
+  }
+  const bool inlining = kind == Kind::segment && options.inline_narrow_segments && 4 * narrow_paths * shape.kv_heads >= options.sms;
+  auto per_sequence = [&](int segment) { return kind == Kind::flat || (inlining && fits_a_block(segment)); };
   int item_number = 0;
   for (bool wide : {false, true}) {
     const std::vector<WorkItem>& items = wide ? s.wide_items : s.narrow_items;
@@ -570,7 +577,7 @@ TEST(BothSchedules, LeaveAQueryWhosePathIsEmptyToTheMerge) {
 TEST(BothSchedules, SkipTheMergeWhenEveryQueryHasOneRow) {
   const SharingTree tree = SharingTree::prefix_suffix(300, {40, 40});
   const AttentionShape shape = make_shape(2, 1, 8, 1, 64, DType::bf16);
-  const ScheduleOptions options = options_of(1, kNarrowRows, 1);
+  const ScheduleOptions options = options_of(1, kNarrowRows, 1, 8);  // 2 paths x 1 KV head: a quarter of 8 SMs
   EXPECT_FALSE(flat_schedule(shape, tree, options).needs_merge()) << "one item per sequence";
   EXPECT_FALSE(segment_schedule(shape, tree, options).needs_merge()) << "2 x 8 rows over the prefix: read in each item";
   EXPECT_TRUE(segment_schedule(shape, tree, segments_apart(options)).needs_merge()) << "prefix and suffix partials";
@@ -845,7 +852,7 @@ TEST(SegmentSchedule, ReadsASegmentOfTooFewReadersForA16RowBlockWithinEachReader
   // (segment 2), 256 tokens each, then a 64-token leaf each.
   const SharingTree tree = SharingTree::from_parents({-1, 0, 0, 1, 1, 2, 2, 2, 2}, {1000, 256, 256, 64, 64, 64, 64, 64, 64},
                                                      {3, 4, 5, 6, 7, 8});
-  const ScheduleOptions options = options_of(1, kWideRows, 1);
+  const ScheduleOptions options = options_of(1, kWideRows, 1, 8);
   auto segments_of = [](const Schedule& s, int segment) {
     std::vector<int> counts;
     for (const WorkItem& it : items_over(s, segment)) counts.push_back(it.num_segments);
@@ -864,6 +871,12 @@ TEST(SegmentSchedule, ReadsASegmentOfTooFewReadersForA16RowBlockWithinEachReader
     EXPECT_TRUE(check_schedule(Kind::segment, shape, tree, segments_apart(options), apart));
     EXPECT_EQ(segments_of(apart, 1), std::vector<int>{1});
     EXPECT_EQ(tokens_read(apart, 1, tree), 256);
+    // Six paths (every leaf fits a block) x 1 KV head are under a quarter of 25 SMs: on so idle a GPU
+    // a path's split parts would run a tile longer than the segments' own, so they stay apart.
+    const ScheduleOptions idle = options_of(1, kWideRows, 1, 25);
+    const Schedule few = segment_schedule(shape, tree, idle);
+    EXPECT_TRUE(check_schedule(Kind::segment, shape, tree, idle, few));
+    EXPECT_EQ(segments_of(few, 1), std::vector<int>{1});
   }
   {
     // One row per sequence: even the prefix's 6 fit a block, so every sequence reads its whole path

@@ -227,20 +227,28 @@ void add_path_groups(const SharingTree& tree, int seq, std::size_t first, std::v
 
 // A group per segment (its tokens, the sequences below it, whether it is their leaf); with
 // `inline_narrow`, below the first segment of a path whose readers' stacked rows fit one narrow block,
-// a group per sequence over the rest of its path instead (ScheduleOptions::inline_narrow_segments).
-std::vector<Group> segment_groups(const AttentionShape& shape, const SharingTree& tree, bool inline_narrow) {
+// a group per sequence over the rest of its path instead, where such paths, times the KV heads, are
+// at least a quarter of the SMs (ScheduleOptions::inline_narrow_segments).
+std::vector<Group> segment_groups(const AttentionShape& shape, const SharingTree& tree, bool inline_narrow, int sms) {
   const long long rows_per_seq = query_index(shape).rows_per_seq();
-  auto inlined = [&](int segment) {
-    return inline_narrow && static_cast<long long>(tree.seqs_below(segment).size()) * rows_per_seq <= kNarrowRows;
-  };
-  std::vector<Group> groups;
-  for (int segment = 0; segment < tree.num_segments(); ++segment) {
-    if (!inlined(segment)) groups.push_back({{segment}, tree.seqs_below(segment), tree.length(segment), tree.is_leaf(segment), false});
-  }
-  // A segment's readers include its children's, so below an inlined segment every one is inlined.
+  auto narrow = [&](int segment) { return static_cast<long long>(tree.seqs_below(segment).size()) * rows_per_seq <= kNarrowRows; };
+  // A segment's readers include its children's, so below a narrow segment every one is narrow.
+  std::vector<std::size_t> first(static_cast<std::size_t>(tree.num_seqs()));  // of each path's narrow segments
+  long long paths = 0;
   for (int seq = 0; seq < tree.num_seqs(); ++seq) {
     const std::vector<int>& path = tree.path(seq);
-    add_path_groups(tree, seq, static_cast<std::size_t>(std::find_if(path.begin(), path.end(), inlined) - path.begin()), groups);
+    first[seq] = static_cast<std::size_t>(std::find_if(path.begin(), path.end(), narrow) - path.begin());
+    paths += first[seq] < path.size();
+  }
+  const bool inlined = inline_narrow && 4 * paths * shape.kv_heads >= sms;
+  std::vector<Group> groups;
+  for (int segment = 0; segment < tree.num_segments(); ++segment) {
+    if (!(inlined && narrow(segment))) {
+      groups.push_back({{segment}, tree.seqs_below(segment), tree.length(segment), tree.is_leaf(segment), false});
+    }
+  }
+  if (inlined) {
+    for (int seq = 0; seq < tree.num_seqs(); ++seq) add_path_groups(tree, seq, first[seq], groups);
   }
   return groups;
 }
@@ -368,20 +376,20 @@ Schedule flat_schedule(const AttentionShape& shape, const SharingTree& tree, con
 
 Schedule segment_schedule(const AttentionShape& shape, const SharingTree& tree, const ScheduleOptions& options) {
   validate_problem(shape, tree);
-  return build(shape, segment_groups(shape, tree, options.inline_narrow_segments), options);
+  return build(shape, segment_groups(shape, tree, options.inline_narrow_segments, options.sms), options);
 }
 
 Schedule gemm_schedule(const AttentionShape& shape, const SharingTree& tree, const ScheduleOptions& options,
                        long long max_chunk_scores) {
   validate_problem(shape, tree);
-  std::vector<Group> groups = segment_groups(shape, tree, false);
+  std::vector<Group> groups = segment_groups(shape, tree, false, options.sms);
   for (Group& grp : groups) grp.gemm = grp.seqs.size() > 1;
   return build(shape, groups, options, max_chunk_scores);
 }
 
 Schedule hydragen_schedule(const AttentionShape& shape, const SharingTree& tree, const ScheduleOptions& options) {
   validate_problem(shape, tree);
-  const std::vector<Group> groups = segment_groups(shape, tree, options.inline_narrow_segments);
+  const std::vector<Group> groups = segment_groups(shape, tree, options.inline_narrow_segments, options.sms);
   Schedule wide = build(shape, groups, options);
   if (wide.wide_items.empty() || wide.narrow_items.empty()) return wide;  // one launch already
   // The narrow form has at least a block per 16 rows of each group and KV head: past the SM count, a

@@ -38,11 +38,15 @@ struct ScheduleOptions {
   int wide_workers = 0;
   // segment_schedule (cuda-hydragen): a segment whose readers' stacked rows fit one narrow block
   // (at most kNarrowRows: two sequences at Hq / Hkv = 8) is read in each reader's own item, over its
-  // path from there to the leaf as flat_schedule reads it, not in items of its own. Batching such
-  // readers saves no tile, only the re-reads of its K/V, which their items, side by side, find in L2;
-  // it costs each reader a partial more and the merge. Measured on an H100 (perf-notes v22): 512
-  // pairs sharing 256 or 512 of 1088 tokens ran 1.045x to 1.067x slower as segments of their own than
-  // cuda-flash over the same pages. false: every segment in items of its own.
+  // path from there to the leaf as flat_schedule reads it, not in items of its own, where such paths
+  // times the KV heads are at least a quarter of the SMs. Batching so few readers saves no tile, only
+  // the re-reads of its K/V, which their items, side by side, find in L2; it costs each reader a
+  // partial more and the merge. On a nearly idle GPU, though, a path's split parts, cut where its
+  // tokens fall rather than at tiles, run a tile longer than a segment's own parts: there the
+  // segments stay apart. Measured on an H100 (perf-notes v22): 512 pairs sharing 256 or 512 of 1088
+  // tokens 0.938x and 0.957x; at Hq = Hkv = 5, B = 8 and 16 0.67x to 0.96x, B = 4 0.98x and 1.06x, B = 1
+  // and 2 up to 1.22x slower; B = 1 and 2 at Hq / Hkv = 8 up to 1.16x slower. false: every segment in
+  // items of its own.
   bool inline_narrow_segments = true;
 
   // Narrow blocks: a wave of the resident ones. Wide: one wave of wgmma blocks (one per SM; each
