@@ -139,9 +139,9 @@ TEST(DetectSharing, ARunTooShortToPayIsCopiedIntoEachSequenceInstead) {
 TEST(DetectSharing, TheCostModelsRuleSharesLongRunsOnly) {
   const AttentionShape shape = make_shape(2, 1, 8, 1, 128, DType::bf16);
   const long long need = min_shared_tokens(shape, 2);
-  // On the H100 (docs/results/h100-v16-2026-11-25/detect.csv: cuda-hydragen over a shared run against
-  // the run copied into each sequence), sharing lost by 1% at 128 tokens between two sequences and 64
-  // among 1024, and won by 5% at 256 and 128.
+  // On the H100 (docs/results/h100-v16-2026-11-25/, detect-shared.csv and detect-flat.csv:
+  // cuda-hydragen over a shared run against the run copied into each sequence), sharing lost by 1% at
+  // 128 tokens between two sequences and 64 among 1024, and won by 5% at 256 and 128.
   EXPECT_GT(need, 128);
   EXPECT_LT(need, 256);
   EXPECT_GT(min_shared_tokens(shape, 1024), 64);
