@@ -307,7 +307,8 @@ std::vector<PlanOption> hydragen_options() {
           {"inline",
            {"auto", "never"},
            "auto: a segment whose readers' queries fit one 16-row block is read within each reader's own item, its path "
-           "from there to the leaf (schedule.hpp's inline_narrow_segments); never: every segment in items of its own"},
+           "from there to the leaf, where the batch has enough such paths to keep a quarter of the SMs busy (schedule.hpp's "
+           "inline_narrow_segments); never: every segment in items of its own"},
           {"leaves",
            {"auto", "after", "beside"},
            "where a wgmma launch and leaves both run: after, the leaves on the SMs the wgmma launch frees; beside, the "
