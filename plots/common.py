@@ -16,7 +16,7 @@ from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.transforms import blended_transform_factory  # noqa: E402
 
 INTS = ("B", "P", "S", "q_len", "Hq", "Hkv", "D")
-FLOATS = ("median_ms", "min_ms", "max_ms", "tflops", "gbps", "floor_ms", "time_over_floor")
+FLOATS = ("median_ms", "min_ms", "max_ms", "tflops", "gbps", "floor_ms", "time_over_floor", "nominal_share")
 # Two rows describe the same problem when all of these agree; only then is a speedup defined.
 SHAPE = ("device", "dtype", "B", "P", "S", "q_len", "Hq", "Hkv", "D", "tree")
 # What every figure holds fixed; its title names them.

@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "hydragen/cost_model.hpp"
+#include "hydragen/nominal_peaks.hpp"
 
 namespace hydragen {
 namespace {
@@ -128,6 +129,19 @@ TEST(Roofline, RejectsPeaksThatAreNotPositive) {
                 ThrowsMessage<std::invalid_argument>(HasSubstr("peaks must be positive")))
         << p.flops_per_s << " " << p.bytes_per_s;
   }
+}
+
+TEST(NominalPeaks, TheH100sDatasheetForSixteenBitStorage) {
+  const auto h100 = nominal_peaks("NVIDIA H100 80GB HBM3", DType::bf16);
+  ASSERT_TRUE(h100.has_value());
+  EXPECT_DOUBLE_EQ(h100->flops_per_s, 989.4e12);
+  EXPECT_DOUBLE_EQ(h100->bytes_per_s, 3.35e12);
+  EXPECT_EQ(nominal_peaks("NVIDIA H100 80GB HBM3", DType::fp16)->flops_per_s, h100->flops_per_s);
+}
+
+TEST(NominalPeaks, NoneForAnUnknownDeviceOrCudaCoreDtypes) {
+  EXPECT_FALSE(nominal_peaks("NVIDIA Made-Up GPU 9000", DType::bf16).has_value());
+  EXPECT_FALSE(nominal_peaks("NVIDIA H100 80GB HBM3", DType::fp32).has_value());
 }
 
 }  // namespace

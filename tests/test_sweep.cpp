@@ -19,7 +19,7 @@ using ::testing::HasSubstr;
 
 const char* const kHeader =
     "device,commit,backend,storage,dtype,B,P,S,q_len,Hq,Hkv,D,tree,median_ms,min_ms,max_ms,tflops,gbps,floor_ms,"
-    "time_over_floor,status,detail\n";
+    "time_over_floor,nominal_share,status,detail\n";
 
 Row measured_row() {
   Row r{"NVIDIA H100 80GB HBM3", "abc1234", make_point("cuda-flash:redundant", ShapePoint{DType::bf16, 1024, 16384, 64}), {}};
@@ -43,7 +43,15 @@ TEST(SweepCsv, AMeasuredRowCarriesRatesAndTimeOverFloor) {
   write_csv_row(out, measured_row());
   EXPECT_EQ(out.str(),
             "\"NVIDIA H100 80GB HBM3\",abc1234,cuda-flash,redundant,bf16,1024,16384,64,1,8,1,128,prefix,2,1.5,2.5,2000,3000,"
-            "0.5,4.000,ok,\"\"\n");
+            "0.5,4.000,,ok,\"\"\n");
+}
+
+TEST(SweepCsv, TheNominalShareIsTheNominalFloorOverTheTime) {
+  Row r = measured_row();
+  r.m.nominal_ms = 0.4;  // the physical limit's time: the 2 ms run reaches a fifth of it
+  std::ostringstream out;
+  write_csv_row(out, r);
+  EXPECT_THAT(out.str(), HasSubstr(",0.5,4.000,0.200,ok,"));
 }
 
 TEST(SweepCsv, TheTreeColumnNamesLevelsOfGroups) {
@@ -62,7 +70,7 @@ TEST(SweepCsv, AnOomRowLeavesEveryMeasurementEmptyAndQuotesTheDetail) {
   std::ostringstream out;
   write_csv_row(out, r);
   EXPECT_EQ(out.str(),
-            "\"NVIDIA H100 80GB HBM3\",abc1234,cuda-flash,redundant,bf16,1024,16384,64,1,8,1,128,prefix,,,,,,,,oom,"
+            "\"NVIDIA H100 80GB HBM3\",abc1234,cuda-flash,redundant,bf16,1024,16384,64,1,8,1,128,prefix,,,,,,,,,oom,"
             "\"cuda memory: out of memory allocating 8 bytes (\"\"free\"\", 0)\"\n");
 }
 
@@ -71,7 +79,7 @@ TEST(SweepCsv, NoFloorWithoutPeaks) {
   r.m.floor_ms = 0;
   std::ostringstream out;
   write_csv_row(out, r);
-  EXPECT_THAT(out.str(), HasSubstr(",2000,3000,,,ok,"));
+  EXPECT_THAT(out.str(), HasSubstr(",2000,3000,,,,ok,"));
 }
 
 TEST(SweepJson, SameFieldsWithNumbersAndNulls) {
@@ -82,7 +90,7 @@ TEST(SweepJson, SameFieldsWithNumbersAndNulls) {
   Row oom = measured_row();
   oom.m.status = "oom";
   EXPECT_TRUE(to_json(oom)["median_ms"].is_null());
-  EXPECT_EQ(ok.size(), 22u);
+  EXPECT_EQ(ok.size(), 23u);
 }
 
 TEST(SweepPresets, PaperFig4IsFourBatchPrefixPairsBySuffix0To512) {

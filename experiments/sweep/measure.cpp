@@ -8,6 +8,7 @@
 #include "hydragen/cpu/peaks.hpp"
 #include "hydragen/errors.hpp"
 #include "hydragen/memory_need.hpp"
+#include "hydragen/nominal_peaks.hpp"
 #ifdef HYDRAGEN_WITH_CUDA
 #include "hydragen/cuda/device.hpp"
 #include "hydragen/cuda/memory.hpp"
@@ -84,6 +85,9 @@ Measurement measure_one(const Point& point, const ProblemSpec& problem, StageCac
   m.bytes = cost.floor_bytes;
   const Peaks& peaks = on_gpu(b) ? machine.gpu_peaks : machine.host_peaks;
   if (peaks.flops_per_s > 0 && peaks.bytes_per_s > 0) m.floor_ms = roofline_seconds(m.flops, m.bytes, peaks) * 1e3;
+  if (const auto nominal = on_gpu(b) ? nominal_peaks(machine.gpu, problem.shape.dtype) : std::nullopt) {
+    m.nominal_ms = roofline_seconds(m.flops, m.bytes, *nominal) * 1e3;
+  }
   if (const std::string why = b.memory().unavailable_reason(); !why.empty()) {
     m.status = "unsupported";
     m.detail = why;

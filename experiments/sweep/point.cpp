@@ -52,6 +52,7 @@ std::vector<std::pair<const char*, std::string>> fields(const Row& r) {
           {"gbps", ok ? number(m.bytes / (m.median_ms * 1e-3) * 1e-9) : ""},
           {"floor_ms", floored ? number(m.floor_ms) : ""},
           {"time_over_floor", floored ? number(m.median_ms / m.floor_ms, "%.3f") : ""},
+          {"nominal_share", ok && m.nominal_ms > 0 ? number(m.nominal_ms / m.median_ms, "%.3f") : ""},
           {"status", m.status},
           {"detail", m.detail}};
 }

@@ -39,7 +39,8 @@ struct Measurement {
   std::string detail;         // why, when not ok
   double median_ms = 0, min_ms = 0, max_ms = 0;
   double flops = 0, bytes = 0;  // the cost model's FLOPs and floor bytes of the point
-  double floor_ms = 0;          // max(FLOPs / peak, bytes / peak); 0 when no peaks are known
+  double floor_ms = 0;          // max(FLOPs / peak, bytes / peak), the measured peaks: the attainable floor; 0 when none
+  double nominal_ms = 0;        // the same at the device's nominal peaks (the physical limit); 0 when not in the table
 };
 
 // Column names and values, in the schema's order; empty strings where a value does not apply.
