@@ -12,6 +12,13 @@ the prefix's pages once, then each sequence's suffix pages.
   flashinfer-paged-tc  the same page tables through FlashInfer's tensor-core kernels: the decode wrapper
                        with use_tensor_cores=True at q_len 1 (what serving systems pick for GQA), the
                        paged prefill wrapper (causal) at q_len > 1.
+  flashinfer-prefix-fa3, flashinfer-prefix-fa2
+                       Hydragen's step written with FlashInfer, as its user would: one prefill of the B q_len
+                       stacked queries over the prefix (single_prefill_with_kv_cache, not causal, LSE
+                       returned; backend fa3 = FlashAttention-3's Hopper kernels, or fa2). At S = 0 that is
+                       the whole step; at S > 0 the suffix pages go through the decode wrapper (tensor cores
+                       where Hq / Hkv >= 4) or, at q_len > 1, the paged prefill wrapper (causal), and
+                       merge_state combines the two. One CUDA graph.
 
 plan() runs once per point, outside the timed region (a decode step plans once for all layers).
 """
@@ -56,6 +63,13 @@ def paged_tables(torch, pt, ps, n_p, n_s, device):
     indices = torch.cat([torch.arange(n_p, **i32).expand(pt.B, n_p), own], 1)
     indptr = torch.arange(pt.B + 1, **i32) * (n_p + n_s)
     return indptr, indices.reshape(-1).contiguous(), torch.full((pt.B,), last_page_len(pt, ps), **i32)
+
+
+def suffix_tables(torch, pt, ps, n_p, n_s, device):
+    """Each sequence's own pages only (paged_cache's layout, S > 0): (indptr [B+1], indices, last page lengths [B])."""
+    i32 = dict(dtype=torch.int32, device=device)
+    indptr = torch.arange(pt.B + 1, **i32) * n_s
+    return indptr, n_p + torch.arange(pt.B * n_s, **i32), torch.full((pt.B,), last_page_len(pt, ps), **i32)
 
 
 class FlashInferMethod:
@@ -110,14 +124,19 @@ class FlashInferPaged(FlashInferMethod):
 
     def prepare(self, x, pt):
         cache, ps, n_p, n_s = paged_cache(self.torch, x, pt)
-        indptr, indices, last = paged_tables(self.torch, pt, ps, n_p, n_s, cache.device)
+        tables = paged_tables(self.torch, pt, ps, n_p, n_s, cache.device)
+        return self.paged_attention(x, pt, cache, ps, tables, self.tensor_cores)
+
+    def paged_attention(self, x, pt, cache, ps, tables, tensor_cores):
+        """run() -> (O [B, q_len, Hq, D], LSE [B, q_len, Hq]) of every sequence over its page table: the decode
+        wrapper at q_len 1, the causal paged prefill wrapper (tensor cores only) at q_len > 1."""
+        indptr, indices, last = tables
         rows = pt.B * pt.q_len
         q = x["q"].view(rows, pt.Hq, pt.D)
         if pt.q_len == 1:
-            wrapper = self.fi.BatchDecodeWithPagedKVCacheWrapper(self.workspace, "NHD",
-                                                                 use_tensor_cores=self.tensor_cores)
+            wrapper = self.fi.BatchDecodeWithPagedKVCacheWrapper(self.workspace, "NHD", use_tensor_cores=tensor_cores)
             wrapper.plan(indptr, indices, last, pt.Hq, pt.Hkv, pt.D, ps, **self.common(pt))
-        elif not self.tensor_cores:
+        elif not tensor_cores:
             raise Unsupported("FlashInfer's decode kernel takes one query per sequence (flashinfer-paged-tc runs "
                               "several)")
         else:
@@ -136,4 +155,43 @@ class FlashInferPagedTensorCores(FlashInferPaged):
     name, tensor_cores = "flashinfer-paged-tc", True
 
 
-METHODS = (FlashInferCascade, FlashInferPaged, FlashInferPagedTensorCores)
+class FlashInferPrefix(FlashInferPaged):
+    """The prefill over the shared prefix, then (S > 0) the suffix pages and merge_state (the module's docstring)."""
+    backend = None
+
+    def prepare(self, x, pt):
+        fi, torch = self.fi, self.torch
+        rows = pt.B * pt.q_len
+        q = x["q"].view(rows, pt.Hq, pt.D)  # every query of the batch, stacked: one request over the prefix
+
+        def prefix():  # (O [rows, Hq, D], LSE [rows, Hq], log2)
+            return fi.single_prefill_with_kv_cache(q, x["pk"], x["pv"], causal=False, sm_scale=1.0 / math.sqrt(pt.D),
+                                                   backend=self.backend, return_lse=True)
+
+        if pt.S == 0:
+            def run():
+                o, lse = prefix()
+                return o.view(pt.B, pt.q_len, pt.Hq, pt.D), lse.view(pt.B, pt.q_len, pt.Hq)
+            return run
+        cache, ps, n_p, n_s = paged_cache(torch, x, pt)
+        suffix = self.paged_attention(x, pt, cache, ps, suffix_tables(torch, pt, ps, n_p, n_s, cache.device),
+                                      tensor_cores=pt.q_len > 1 or pt.Hq // pt.Hkv >= 4)
+
+        def run():
+            o1, lse1 = prefix()
+            o2, lse2 = suffix()
+            o, lse = fi.merge_state(o1, lse1, o2.view(rows, pt.Hq, pt.D), lse2.view(rows, pt.Hq))
+            return o.view(pt.B, pt.q_len, pt.Hq, pt.D), lse.view(pt.B, pt.q_len, pt.Hq)
+
+        return run
+
+
+class FlashInferPrefixFa3(FlashInferPrefix):
+    name, backend = "flashinfer-prefix-fa3", "fa3"
+
+
+class FlashInferPrefixFa2(FlashInferPrefix):
+    name, backend = "flashinfer-prefix-fa2", "fa2"
+
+
+METHODS = (FlashInferCascade, FlashInferPaged, FlashInferPagedTensorCores, FlashInferPrefixFa3, FlashInferPrefixFa2)

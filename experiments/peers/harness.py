@@ -1,4 +1,4 @@
-"""The measuring protocol the peers share with hydragen-sweep: presets, inputs, the fp32 check, CUDA-graph
+"""The measuring protocol the peers share with hydragen-sweep: presets, inputs, the check (npy_check.py), CUDA-graph
 timing with L2 flushed, the cost model and the sweep's CSV schema. The methods live beside this file
 (torch_methods.py, flashinfer_methods.py); peers.py is the command line.
 
@@ -13,13 +13,25 @@ import sys
 import time
 from collections import namedtuple
 
-CHECK_SEQS = 16  # sequences checked against the fp32 reference, spread over the batch
-CHECK_TOL = 2e-2  # relative L2 error of O (max abs of LSE); bf16 points measure about 2e-3
+import npy_check
+
 WARMUP = 3
 
 Point = namedtuple("Point", "B P S q_len Hq Hkv D")
 CSV_HEADER = ("device,commit,backend,storage,dtype,B,P,S,q_len,Hq,Hkv,D,tree,median_ms,min_ms,max_ms,tflops,gbps,"
-              "floor_ms,time_over_floor,status,detail\n")
+              "floor_ms,time_over_floor,nominal_share,status,detail\n")
+NOMINAL_PEAKS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "core", "nominal-peaks.csv")
+
+
+def nominal_peaks(device):
+    """(FLOP/s, bytes/s) of the device's datasheet for 16-bit storage (core/nominal-peaks.csv, the table
+    hydragen-sweep compiles in), or None for a device it does not name."""
+    import csv
+    with open(NOMINAL_PEAKS, newline="") as f:
+        for row in csv.DictReader(f):
+            if row["device"] == device:
+                return float(row["tensor_tflops"]) * 1e12, float(row["dram_tbps"]) * 1e12
+    return None
 
 
 def product(batch, prefix, suffix, q_len, heads):
@@ -94,9 +106,10 @@ def cost(pt, elem=2):
 class Harness:
     """The protocol on one GPU; built once torch is imported and a GPU is known to be present."""
 
-    def __init__(self, torch, dtype, replays, seed, verify=True):
+    def __init__(self, torch, dtype, replays, seed, checker=None, check_seqs=0):
         self.torch = torch
-        self.verify = verify  # check each point against the fp32 reference before timing it
+        self.checker = checker  # an npy_check.NpyCheck: each method's output judged before it is timed; None: not
+        self.check_seqs = check_seqs  # sequences checked per point, spread over the batch; 0: all
         self.dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
         self.replays, self.seed = replays, seed
         props = torch.cuda.get_device_properties(0)
@@ -136,7 +149,7 @@ class Harness:
         torch.cuda.empty_cache()
         return 2.0 * n**3 / (gemm_ms * 1e-3), 2.0 * n_bytes / (copy_ms * 1e-3)
 
-    # -- inputs and reference ----------------------------------------------------------------------
+    # -- inputs ----------------------------------------------------------------------
 
     def make_inputs(self, pt):
         """Q [B, q_len, Hq, D]; prefix K/V [P, Hkv, D]; suffix K/V [B, S, Hkv, D]; N(0,1) in the dtype."""
@@ -148,49 +161,6 @@ class Harness:
 
         return dict(q=randn(pt.B, pt.q_len, pt.Hq, pt.D), pk=randn(pt.P, pt.Hkv, pt.D), pv=randn(pt.P, pt.Hkv, pt.D),
                     sk=randn(pt.B, pt.S, pt.Hkv, pt.D), sv=randn(pt.B, pt.S, pt.Hkv, pt.D))
-
-    @staticmethod
-    def check_indices(B):
-        n = min(B, CHECK_SEQS)
-        return sorted({round(i * (B - 1) / max(n - 1, 1)) for i in range(n)})
-
-    def reference(self, x, pt, seqs):
-        """fp32 softmax(q K^T scale) V and LSE of each checked sequence: [n, q_len * Hq, D], [n, q_len * Hq].
-        Query qi sees the prefix and all but the last q_len - 1 - qi suffix tokens (DESIGN.md section 2)."""
-        torch = self.torch
-        g = pt.Hq // pt.Hkv
-        outs, lses = [], []
-        for b in seqs:
-            k = torch.cat([x["pk"], x["sk"][b]]).float()  # [P+S, Hkv, D]
-            v = torch.cat([x["pv"], x["sv"][b]]).float()
-            out_b, lse_b = [], []
-            for qi in range(pt.q_len):
-                seen = pt.P + pt.S - (pt.q_len - 1 - qi)
-                scores = torch.einsum("hgd,lhd->hgl", x["q"][b, qi].float().view(pt.Hkv, g, pt.D), k[:seen])
-                scores /= math.sqrt(pt.D)
-                out_b.append(torch.einsum("hgl,lhd->hgd", torch.softmax(scores, -1), v[:seen]).reshape(-1, pt.D))
-                lse_b.append(torch.logsumexp(scores, -1).reshape(-1))
-            outs.append(torch.cat(out_b))
-            lses.append(torch.cat(lse_b))
-        return torch.stack(outs), torch.stack(lses)
-
-    def check(self, out, lse, ref, seqs):
-        """'' when within tolerance, else why. out [B, q_len, Hq, D] (any view of it); lse [B, q_len, Hq] or None."""
-        torch = self.torch
-        idx = torch.tensor(seqs, device="cuda")
-        ref_out, ref_lse = ref
-        B = out.shape[0]
-        got = out.reshape(B, -1, out.shape[-1]).index_select(0, idx).float()
-        err = (got - ref_out).norm().item() / ref_out.norm().item()
-        why = []
-        if not err <= CHECK_TOL:  # also catches NaN
-            why.append(f"O rel L2 error {err:.3g} > {CHECK_TOL:g}, max abs error {(got - ref_out).abs().max().item():.3g}")
-        if lse is not None:
-            got_lse = lse.reshape(B, -1).index_select(0, idx).float()
-            lse_err = (got_lse - ref_lse).abs().max().item()
-            if not lse_err <= CHECK_TOL:
-                why.append(f"LSE max abs error {lse_err:.3g} > {CHECK_TOL:g}")
-        return "; ".join(why), err
 
     # -- timing ------------------------------------------------------------------------------------
 
@@ -225,20 +195,18 @@ class Harness:
         ms = sorted(start.elapsed_time(stop) for start, stop in events)
         return ms[len(ms) // 2], ms[0], ms[-1], note
 
-    def measure(self, method, x, pt, ref, seqs):
+    def measure(self, method, x, pt):
         """One CSV row's measurement: dict(status, detail, median_ms, min_ms, max_ms)."""
         torch = self.torch
         result = dict(status="ok", detail="")
         try:
             run = method.prepare(x, pt)
             out, lse = run()
-            if lse is not None:  # natural log, as the reference's (some libraries return log2)
-                lse = lse.float() * math.log(getattr(method, "lse_base", math.e))
-            if ref is not None:
-                why, err = self.check(out, lse, ref, seqs)
-                if why:
-                    return dict(status="error", detail=why)
-                result["detail"] = f"checked {len(seqs)} seqs: rel L2 error {err:.2g}"
+            if self.checker:
+                passed, line = self.checker.judge(out, npy_check.natural_lse(lse, getattr(method, "lse_base", math.e)))
+                if not passed:
+                    return dict(status="error", detail=line)
+                result["detail"] = f"{len(self.checker.seqs)} of {pt.B} seqs: {line}"
             del out, lse
             median, lo, hi, note = self.time_replays(run)
             result.update(median_ms=median, min_ms=lo, max_ms=hi)
@@ -252,44 +220,50 @@ class Harness:
         return result
 
 
-def csv_row(device, sha, dtype, method, pt, m, flops, floor_bytes, floor_ms):
-    numbers = [""] * 7  # median, min, max, tflops, gbps, floor, time/floor: empty unless ok
+def csv_row(device, sha, dtype, method, pt, m, flops, floor_bytes, floor_ms, nominal_ms):
+    numbers = [""] * 8  # median, min, max, tflops, gbps, floor, time/floor, nominal share: empty unless ok
     if m["status"] == "ok":
         ms = m["median_ms"]
         numbers = [f"{v:.6g}" for v in (ms, m["min_ms"], m["max_ms"], flops / (ms * 1e-3) * 1e-12,
                                           floor_bytes / (ms * 1e-3) * 1e-9, floor_ms)] + [f"{ms / floor_ms:.3f}"]
+        numbers.append(f"{nominal_ms / ms:.3f}" if nominal_ms else "")
     # tree: the peers run the prefix + suffix tree only (hydragen-sweep's "prefix").
     fields = [quoted(device), sha, method.name, method.storage, dtype, *pt, "prefix", *numbers, m["status"],
               quoted(m["detail"])]
     return ",".join(str(f) for f in fields) + "\n"
 
 
-def sweep(torch, harness, methods, points, dtype, sha, out, prog):
-    """Measures every method at every point, one CSV row each (in point order), progress on stderr."""
+def sweep(torch, harness, methods, points, dtype, sha, out, prog, ours=None):
+    """Measures every method at every point, one CSV row each (in point order), progress on stderr. ours(point),
+    when given, returns our backends' CSV rows of the point, measured just before the methods."""
     device = torch.cuda.get_device_name(0)
     print(f"{prog}: torch {torch.__version__}, measuring peaks...", file=sys.stderr, flush=True)
     peak_flops, peak_bytes = harness.measure_peaks()
     print(f"{prog}: {device}, peaks {peak_flops * 1e-12:.0f} TFLOP/s, {peak_bytes * 1e-9:.0f} GB/s",
           file=sys.stderr, flush=True)
+    nominal = nominal_peaks(device)
     out.write(CSV_HEADER)
     total, done, start = len(points) * len(methods), 0, time.monotonic()
     for pt in points:
         flops, floor_bytes = cost(pt)
         floor_ms = max(flops / peak_flops, floor_bytes / peak_bytes) * 1e3
-        x = ref = seqs = None
+        nominal_ms = nominal and max(flops / nominal[0], floor_bytes / nominal[1]) * 1e3
+        x = None
         shape_failure = None
         try:
             x = harness.make_inputs(pt)
-            if harness.verify:
-                seqs = harness.check_indices(pt.B)
-                ref = harness.reference(x, pt, seqs)
+            if harness.checker:
+                harness.checker.write_inputs(x, pt, npy_check.check_indices(pt.B, harness.check_seqs))
         except torch.cuda.OutOfMemoryError as e:
             shape_failure = dict(status="oom", detail="inputs: " + oom_detail(e))
+        if ours:
+            out.write(ours(pt))
+            out.flush()
         for method in methods:
-            m = shape_failure or method.unavailable or harness.measure(method, x, pt, ref, seqs)
+            m = shape_failure or method.unavailable or harness.measure(method, x, pt)
             gc.collect()  # drop the method's K/V copies and graph pool before the next one allocates
             torch.cuda.empty_cache()
-            out.write(csv_row(device, sha, dtype, method, pt, m, flops, floor_bytes, floor_ms))
+            out.write(csv_row(device, sha, dtype, method, pt, m, flops, floor_bytes, floor_ms, nominal_ms))
             out.flush()
             done += 1
             elapsed = time.monotonic() - start
@@ -301,4 +275,4 @@ def sweep(torch, harness, methods, points, dtype, sha, out, prog):
             else:
                 what += f" {m['status']}: {m['detail']}"
             print(f"{what}  ({elapsed:.0f} s, ~{elapsed / done * (total - done):.0f} s left)", file=sys.stderr, flush=True)
-        del x, ref
+        del x

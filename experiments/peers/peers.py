@@ -6,18 +6,29 @@
   flashinfer-cascade   (shared)    FlashInfer's two-level cascade wrapper
   flashinfer-paged     (shared)    FlashInfer's paged decode, the prefix pages in every page table
   flashinfer-paged-tc  (shared)    the same through FlashInfer's tensor-core kernels
+  flashinfer-prefix-fa3 (shared)   Hydragen's step in FlashInfer: a prefill of the stacked queries over the
+  flashinfer-prefix-fa2            prefix (FA3's or FA2's kernels); at S > 0 + suffix decode + merge_state
+
+Each method's output is judged by hydragen-diff --npy-dir (the fp64 reference, our tolerance rule) before
+it is timed; --ours adds our backends' rows, measured by hydragen-sweep at each point just before the peers,
+so that one run (one CSV) holds both sides of every comparison.
 
 Timing follows DESIGN.md section 6: eager warm-up, a CUDA graph of one call, L2 written then read back
 before each replay outside the timed region, CUDA events around each replay, median/min/max. Run on a
 GPU machine; `--help` and `--points` work anywhere (torch is imported after the arguments are parsed).
 """
 import argparse
+import os
+import subprocess
 import sys
+import tempfile
 
 import harness
+import npy_check
 
 PROG = "peers.py"
-METHOD_NAMES = ("torch-flash", "torch-hydragen", "flashinfer-cascade", "flashinfer-paged", "flashinfer-paged-tc")
+METHOD_NAMES = ("torch-flash", "torch-hydragen", "flashinfer-cascade", "flashinfer-paged", "flashinfer-paged-tc",
+                "flashinfer-prefix-fa3", "flashinfer-prefix-fa2")
 DEFAULTS = dict(batch=[32], prefix=[1024], suffix=[64], q_len=[1], q_heads=8, kv_heads=1, head_dim=128)
 
 
@@ -58,7 +69,13 @@ def parse_args(argv):
     p.add_argument("--methods", default=",".join(METHOD_NAMES), help="comma separated (default: all): " +
                    ", ".join(METHOD_NAMES) + "; a library not installed gives rows marked unsupported")
     p.add_argument("--seed", type=int, default=0, help="seed of the N(0,1) inputs")
-    p.add_argument("--no-check", action="store_true", help="skip the check against the fp32 reference")
+    p.add_argument("--diff", default=os.environ.get("HYDRAGEN_DIFF"),
+                   help="the hydragen-diff that judges each output (default: $HYDRAGEN_DIFF)")
+    p.add_argument("--check-seqs", type=int, default=0,
+                   help="sequences checked per point, spread over the batch (default 0: every one)")
+    p.add_argument("--no-check", action="store_true", help="time without judging the outputs")
+    p.add_argument("--ours", help="a hydragen-sweep binary: our backends' rows at each point, in the same CSV")
+    p.add_argument("--ours-backends", default="cuda-hydragen", help="--backends for --ours (default cuda-hydragen)")
     p.add_argument("--commit", help="commit column (default: git rev-parse --short HEAD, else unknown); "
                                     "the device machine's copy of the tree has no .git")
     p.add_argument("--csv", help="write the CSV here (default: stdout)")
@@ -85,7 +102,35 @@ def parse_args(argv):
             p.error(f"a suffix needs at least q_len - 1 tokens for the causal queries (got S={pt.S}, q_len={pt.q_len})")
     if a.replays < 1:
         p.error("--replays must be positive")
+    if a.check_seqs < 0:
+        p.error("--check-seqs must be 0 (every sequence) or positive")
+    if not a.no_check and not a.points and not (a.diff and os.access(a.diff, os.X_OK)):
+        p.error(f"no hydragen-diff to judge the outputs with (--diff {a.diff or 'unset'}): pass --diff PATH or --no-check")
+    if a.ours and not a.points and not os.access(a.ours, os.X_OK):
+        p.error(f"--ours {a.ours}: not an executable")
     return a
+
+
+def our_rows(a):
+    """ours(point) -> hydragen-sweep's CSV rows of the point (its header checked against ours), or None."""
+    if not a.ours:
+        return None
+
+    def ours(pt):
+        with tempfile.NamedTemporaryFile("r", suffix=".csv") as f:
+            cmd = [a.ours, "--backends", a.ours_backends, "--dtype", a.dtype, "--batch", str(pt.B), "--prefix",
+                   str(pt.P), "--suffix", str(pt.S), "--q-len", str(pt.q_len), "--q-heads", str(pt.Hq), "--kv-heads",
+                   str(pt.Hkv), "--head-dim", str(pt.D), "--replays", str(a.replays), "--seed", str(a.seed),
+                   "--csv", f.name]
+            r = subprocess.run(cmd, capture_output=True, text=True)
+            if r.returncode != 0:
+                raise RuntimeError(f"{' '.join(cmd)}: exit {r.returncode}: {r.stderr.strip()[-300:]}")
+            header, *rows = f.read().splitlines(keepends=True)
+        if header != harness.CSV_HEADER:
+            raise RuntimeError(f"hydragen-sweep's columns differ from the peers': {header.strip()}")
+        return "".join(rows)
+
+    return ours
 
 
 def make_methods(torch, dtype, names):
@@ -117,12 +162,13 @@ def main(argv):
     if tuple(int(v) for v in torch.__version__.split("+")[0].split(".")[:2]) < (2, 5):
         print(f"{PROG}: error: needs torch 2.5 or newer (enable_gqa), found {torch.__version__}", file=sys.stderr)
         return 2
-    h = harness.Harness(torch, a.dtype, a.replays, a.seed, verify=not a.no_check)
+    checker = None if a.no_check else npy_check.NpyCheck(a.diff, tempfile.mkdtemp(prefix="peers-check-"))
+    h = harness.Harness(torch, a.dtype, a.replays, a.seed, checker, a.check_seqs)
     dtype = h.dtype
     methods = make_methods(torch, dtype, a.methods)
     out = open(a.csv, "w") if a.csv else sys.stdout
     try:
-        harness.sweep(torch, h, methods, a.grid, a.dtype, a.commit or harness.commit(), out, PROG)
+        harness.sweep(torch, h, methods, a.grid, a.dtype, a.commit or harness.commit(), out, PROG, our_rows(a))
     finally:
         if a.csv:
             out.close()

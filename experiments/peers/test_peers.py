@@ -48,6 +48,20 @@ class Cost(unittest.TestCase):
         self.assertEqual(harness.cost(pt)[0], 4.0 * 2 * (7 + 8 + 9))
 
 
+class NominalPeaks(unittest.TestCase):
+    def test_the_datasheet_rows_hydragen_sweep_compiles_in(self):
+        self.assertEqual(harness.nominal_peaks("NVIDIA H100 80GB HBM3"), (989.4e12, 3.35e12))
+        self.assertIsNone(harness.nominal_peaks("NVIDIA Made-Up GPU 9000"))
+
+
+class CheckedSequences(unittest.TestCase):
+    def test_every_sequence_or_a_spread_including_both_ends(self):
+        import npy_check
+        self.assertEqual(npy_check.check_indices(5, 0), [0, 1, 2, 3, 4])
+        self.assertEqual(npy_check.check_indices(5, 9), [0, 1, 2, 3, 4])
+        self.assertEqual(npy_check.check_indices(101, 3), [0, 50, 100])
+
+
 try:
     import torch
 except ImportError:  # the layout test needs torch (CPU is enough); the rest needs nothing
@@ -81,10 +95,11 @@ class CommitStamp(unittest.TestCase):
         import shutil
         import tempfile
         with tempfile.TemporaryDirectory() as repo:
-            shutil.copy(os.path.join(HERE, "harness.py"), repo)
+            for module in ("harness.py", "npy_check.py"):
+                shutil.copy(os.path.join(HERE, module), repo)
             env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t",
                        GIT_COMMITTER_EMAIL="t@t")
-            for args in (["init", "-q"], ["add", "harness.py"], ["commit", "-q", "-m", "x"]):
+            for args in (["init", "-q"], ["add", "harness.py", "npy_check.py"], ["commit", "-q", "-m", "x"]):
                 subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True)
             head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=repo, capture_output=True,
                                   text=True, check=True).stdout.strip()

@@ -1,0 +1,70 @@
+"""A peer's output judged as our backends' are: hydragen-diff --npy-dir computes the fp64 reference of the
+point's inputs and holds every element of O to its dtype's bound and the LSE to what a merge at O's
+precision could see (README: .npy interop). One folder per point holds the inputs; each method's O and
+LSE replace the last one's.
+
+The point's tree is the prefix + suffix one: segment 0 the prefix, segment 1 + i the suffix of the i-th
+checked sequence (an empty segment at S = 0).
+"""
+import json
+import math
+import os
+import subprocess
+
+
+def check_indices(B, limit):
+    """The sequences checked: all of them, or `limit` spread over the batch (first and last included)."""
+    if not limit or limit >= B:
+        return list(range(B))
+    return sorted({round(i * (B - 1) / max(limit - 1, 1)) for i in range(limit)})
+
+
+class NpyCheck:
+    def __init__(self, diff, folder):
+        self.diff, self.folder = diff, folder
+        os.makedirs(folder, exist_ok=True)
+
+    def save(self, name, tensor):
+        """A torch tensor as .npy: bf16 as its raw bits ('<u2', which hydragen-diff reads as bf16)."""
+        import numpy as np
+        import torch
+        host = tensor.detach().contiguous().cpu()
+        array = host.view(torch.int16).numpy().view(np.uint16) if host.dtype == torch.bfloat16 else host.numpy()
+        np.save(os.path.join(self.folder, name), array)
+
+    def write_inputs(self, x, pt, seqs):
+        for name in os.listdir(self.folder):  # the last point's files: its tree may have had more segments
+            os.remove(os.path.join(self.folder, name))
+        spec = dict(q_heads=pt.Hq, kv_heads=pt.Hkv, head_dim=pt.D, q_len=pt.q_len,
+                    parents=[-1] + [0] * len(seqs), lengths=[pt.P] + [pt.S] * len(seqs),
+                    leaves=list(range(1, len(seqs) + 1)))
+        with open(os.path.join(self.folder, "spec.json"), "w") as f:
+            json.dump(spec, f)
+        self.save("q.npy", x["q"][seqs])
+        self.save("k0.npy", x["pk"])
+        self.save("v0.npy", x["pv"])
+        for i, b in enumerate(seqs):
+            self.save(f"k{i + 1}.npy", x["sk"][b])
+            self.save(f"v{i + 1}.npy", x["sv"][b])
+        self.seqs = seqs
+
+    def judge(self, out, lse_natural):
+        """(passed, hydragen-diff's summary line) for out [B, q_len, Hq, D] and lse [B, q_len, Hq] (natural
+        log, fp32; None when the method returns none)."""
+        self.save("o.npy", out[self.seqs])
+        lse_path = os.path.join(self.folder, "lse.npy")
+        if lse_natural is None:
+            if os.path.exists(lse_path):
+                os.remove(lse_path)
+        else:
+            self.save("lse.npy", lse_natural[self.seqs].float())
+        r = subprocess.run([self.diff, "--npy-dir", self.folder], capture_output=True, text=True)
+        line = (r.stdout.strip().splitlines() or r.stderr.strip().splitlines() or [f"exit {r.returncode}"])[-1]
+        if r.returncode not in (0, 1):
+            raise RuntimeError(f"hydragen-diff failed (exit {r.returncode}): {line}")
+        return r.returncode == 0, line
+
+
+def natural_lse(lse, base):
+    """An LSE in another base (FlashInfer's is log2) as the natural log the reference uses."""
+    return None if lse is None else lse.float() * math.log(base)
