@@ -43,32 +43,49 @@ struct RowPairSoftmax {
         }
       }
     }
-    float mx[2] = {-INFINITY, -INFINITY};
+    // The max and the sum in kChains independent chains per row, combined at the end: one chain of
+    // 2 NS dependent instructions would leave the warp waiting on each result (its SM quarter has
+    // only the other warpgroup's warp to issue meanwhile).
+    constexpr int kChains = NS >= 4 ? 4 : NS;
+    float mx[2][kChains];
 #pragma unroll
-    for (int j = 0; j < NS; ++j) {
+    for (int c = 0; c < kChains; ++c) {
+      mx[0][c] = fmaxf(s[4 * c + 0], s[4 * c + 1]);
+      mx[1][c] = fmaxf(s[4 * c + 2], s[4 * c + 3]);
+    }
 #pragma unroll
-      for (int i = 0; i < 4; ++i) mx[i / 2] = fmaxf(mx[i / 2], s[4 * j + i]);
+    for (int j = kChains; j < NS; ++j) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) mx[i / 2][j % kChains] = fmaxf(mx[i / 2][j % kChains], s[4 * j + i]);
     }
     float base[2];
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));  // the 4 lanes of a row
-      mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-      const float next = fmaxf(m[r], mx[r] * scale_log2);
+#pragma unroll
+      for (int c = 1; c < kChains; ++c) mx[r][0] = fmaxf(mx[r][0], mx[r][c]);
+      mx[r][0] = fmaxf(mx[r][0], __shfl_xor_sync(0xffffffffu, mx[r][0], 1));  // the 4 lanes of a row
+      mx[r][0] = fmaxf(mx[r][0], __shfl_xor_sync(0xffffffffu, mx[r][0], 2));
+      const float next = fmaxf(m[r], mx[r][0] * scale_log2);
       // A row that has seen nothing yet keeps base 0, so exp2(-inf - 0) = 0 and no NaN appears.
       base[r] = next == -INFINITY ? 0.f : next;
       alpha[r] = exp2_approx(m[r] - base[r]);
       m[r] = next;
-      l[r] *= alpha[r];
     }
+    float sum[2][kChains] = {};
 #pragma unroll
     for (int j = 0; j < NS; ++j) {
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         float& x = s[4 * j + i];
         x = exp2_approx(fmaf(x, scale_log2, -base[i / 2]));
-        l[i / 2] += x;
+        sum[i / 2][j % kChains] += x;
       }
+    }
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+#pragma unroll
+      for (int c = 1; c < kChains; ++c) sum[r][0] += sum[r][c];
+      l[r] = fmaf(l[r], alpha[r], sum[r][0]);
     }
   }
 

@@ -4,14 +4,16 @@
 //
 // A block is two consumer warpgroups (64 rows each) and a producer warpgroup. The kernel's steps:
 //   load     produce_kv_tiles: the producer streams 128-token K and V tiles into shared memory with
-//            TMA (two stages each, mbarriers full/empty), in the 128-byte-swizzled layout wgmma
+//            TMA (kStages stages each, mbarriers full/empty), in the 128-byte-swizzled layout wgmma
 //            reads directly (wgmma.cuh); load_q: the consumers copy their Q rows
 //   compute  consume_kv_tiles: per tile, a consumer warpgroup issues S_i = Q K_i^T (both operands in
 //            shared memory) with O += P_{i-1} V_{i-1} (P as 16-bit register fragments), then runs
 //            the online softmax of S_i while the other warpgroup has the tensor cores: the two take
 //            turns through a pair of named barriers (ping-pong), so the exp2 of one overlaps the
-//            matrix products of the other. K stages are released when S is done, V stages when the
-//            product that read them is, so each stage is refilled as early as possible.
+//            matrix products of the other. O is rescaled for tile i - 1's max between the two issues,
+//            while S_i runs, so that once P_{i-1} V_{i-1} lands only P_i's conversion is left before
+//            the next turn. K stages are released when S is done, V stages when the product that
+//            read them is, so each stage is refilled as early as possible.
 //   store    row_output.cuh
 #include <type_traits>
 
@@ -63,10 +65,17 @@ __device__ __forceinline__ WgmmaBarrier turn_of(int wg) {
   return static_cast<WgmmaBarrier>(static_cast<int>(WgmmaBarrier::turn0) + wg);
 }
 
+// The stage of the block's tile use u, and the parity of its barriers' phase for that use: stages are
+// taken in turn, the barriers' phases alternate with each round of the stages.
+template <int D>
+__device__ __forceinline__ int stage_of(int u) { return u % WgmmaTile<D>::kStages; }
+template <int D>
+__device__ __forceinline__ unsigned phase_of(int u) { return (u / WgmmaTile<D>::kStages) & 1; }
+
 // Load step (the producer's one thread): every K and V tile of the item, the block's tiles
 // [used, used + tiles) (a persistent block's items continue the stages' uses). Use u of a stage
-// waits for the consumers' release of use u - 1 (parity of u - 1; a fresh barrier passes parity 1 at
-// once).
+// waits for the consumers' release of its previous use (the other parity; a fresh barrier passes
+// parity 1 at once).
 template <int D>
 __device__ __forceinline__ void produce_kv_tiles(const SegmentAttentionParams& p, const WorkItem& item, int used,
                                                  int tiles, WgmmaSharedStorage<D>& smem) {
@@ -74,8 +83,8 @@ __device__ __forceinline__ void produce_kv_tiles(const SegmentAttentionParams& p
   const unsigned char* const maps =
       static_cast<const unsigned char*>(p.kv_maps) + 2 * kTensorMapBytes * p.item_segments[item.first_segment];
   for (int it = 0; it < tiles; ++it) {
-    const int stage = (used + it) & 1;
-    const unsigned free_parity = (((used + it) >> 1) & 1) ^ 1;
+    const int stage = stage_of<D>(used + it);
+    const unsigned free_parity = phase_of<D>(used + it) ^ 1;
     const int p0 = item.token_begin + it * Tile::kTokens;
     mbarrier_wait(smem_address(&smem.empty_k[stage]), free_parity);
     mbarrier_arrive_expect(smem_address(&smem.full_k[stage]), Tile::kKvBytes);
@@ -124,41 +133,44 @@ __device__ __forceinline__ void consume_kv_tiles(WgmmaSharedStorage<D>& smem, co
   const unsigned q_wg = smem_address(smem.q) + wg * 64 * Tile::kRowBytes;
   float s[KT / 2];          // S of the current tile, then its probabilities
   unsigned pa[KT / 16][4];  // P of the previous tile as A fragments: live until its product lands
+  float alpha[2] = {};      // the last tile's rescale of O, applied before O's next product
   auto step = [&](int i, auto issue_s, auto issue_pv) {
     constexpr bool has_s = decltype(issue_s)::value, has_pv = decltype(issue_pv)::value;
     const int u = used + i;  // the block's use of the stages for tile i
-    if constexpr (has_s) mbarrier_wait(smem_address(&smem.full_k[u & 1]), (u >> 1) & 1);
-    if constexpr (has_pv) mbarrier_wait(smem_address(&smem.full_v[(u - 1) & 1]), ((u - 1) >> 1) & 1);
+    const int ks = stage_of<D>(u), vs = stage_of<D>(u - 1);
+    if constexpr (has_s) mbarrier_wait(smem_address(&smem.full_k[ks]), phase_of<D>(u));
+    if constexpr (has_pv) mbarrier_wait(smem_address(&smem.full_v[vs]), phase_of<D>(u - 1));
     consumer_sync<D>(turn_of(wg));
     wgmma_fence();
     if constexpr (has_s) {
 #pragma unroll
-      for (int ks = 0; ks < D / 16; ++ks) {     // 16 columns at a time: chunk pairs of a swizzled row
-        const unsigned column = (ks % 4) * 32;  // the hardware applies the swizzle to the address
-        wgmma_ss<T, KT>(s, wgmma_descriptor(q_wg + ks / 4 * ROWS * Tile::kRowBytes + column, 16, 1024),
-                        wgmma_descriptor(smem_address(smem.k[u & 1]) + ks / 4 * KT * Tile::kRowBytes + column, 16, 1024),
-                        ks > 0);
+      for (int kk = 0; kk < D / 16; ++kk) {     // 16 columns at a time: chunk pairs of a swizzled row
+        const unsigned column = (kk % 4) * 32;  // the hardware applies the swizzle to the address
+        wgmma_ss<T, KT>(s, wgmma_descriptor(q_wg + kk / 4 * ROWS * Tile::kRowBytes + column, 16, 1024),
+                        wgmma_descriptor(smem_address(smem.k[ks]) + kk / 4 * KT * Tile::kRowBytes + column, 16, 1024),
+                        kk > 0);
       }
       wgmma_commit();
     }
     if constexpr (has_pv) {
+      softmax.rescale(o, alpha);  // O holds P V up to tile i - 2: to tile i - 1's max (zero before)
+      wgmma_fence();
 #pragma unroll
       for (int kc = 0; kc < KT / 16; ++kc) {  // 16 tokens at a time
         wgmma_rs<T, D>(o, pa[kc],
-                       wgmma_descriptor(smem_address(smem.v[(u - 1) & 1]) + kc * 16 * Tile::kRowBytes,
-                                        KT * Tile::kRowBytes, 1024),
+                       wgmma_descriptor(smem_address(smem.v[vs]) + kc * 16 * Tile::kRowBytes, KT * Tile::kRowBytes,
+                                        1024),
                        1);
       }
       wgmma_commit();
     }
     if (has_s || wg == 0) consumer_arrive<D>(turn_of(1 - wg));  // the other's turn
 
-    float alpha[2];
     if constexpr (has_s) {
       wgmma_wait<has_pv ? 1 : 0>();
       wgmma_hold(s);
       __syncwarp();
-      if (lane == 0) mbarrier_arrive(smem_address(&smem.empty_k[u & 1]));
+      if (lane == 0) mbarrier_arrive(smem_address(&smem.empty_k[ks]));
       const int p0 = item.token_begin + i * KT;
       softmax.update(s, p0 + 2 * t, limit, scale_log2, p0 + KT > min(limit[0], limit[1]), alpha);
     }
@@ -167,10 +179,9 @@ __device__ __forceinline__ void consume_kv_tiles(WgmmaSharedStorage<D>& smem, co
       wgmma_hold(o);
       wgmma_hold(pa);
       __syncwarp();
-      if (lane == 0) mbarrier_arrive(smem_address(&smem.empty_v[(u - 1) & 1]));
+      if (lane == 0) mbarrier_arrive(smem_address(&smem.empty_v[vs]));
     }
     if constexpr (has_s) {
-      if constexpr (has_pv) softmax.rescale(o, alpha);  // O holds P V up to tile i - 1 now (zero before)
 #pragma unroll
       for (int kc = 0; kc < KT / 16; ++kc) probabilities_as_a<T, KT / 8>(s, kc, pa[kc]);
     }
@@ -188,10 +199,10 @@ __device__ __forceinline__ int item_tiles(const WorkItem& item) {
   return (item.token_end - item.token_begin + WgmmaTile<D>::kTokens - 1) / WgmmaTile<D>::kTokens;
 }
 
-// One item, for the consumer warpgroup `wg`: load Q, every tile, store the rows.
+// One item of `tiles` tiles, for the consumer warpgroup `wg`: load Q, every tile, store the rows.
 template <typename T, int D>
-__device__ __forceinline__ void consume_item(const SegmentAttentionParams& p, const WorkItem& item, int used, int wg,
-                                             WgmmaSharedStorage<D>& smem) {
+__device__ __forceinline__ void consume_item(const SegmentAttentionParams& p, const WorkItem& item, int used, int tiles,
+                                             int wg, WgmmaSharedStorage<D>& smem) {
   using Tile = WgmmaTile<D>;
   load_q<T, D>(p, item, smem);
   // This lane's rows within the block, and the positions of the token list each sees.
@@ -209,7 +220,7 @@ __device__ __forceinline__ void consume_item(const SegmentAttentionParams& p, co
 
   RowPairSoftmax<Tile::kTokens / 8, D / 8> softmax;
   float o[D / 2] = {};  // O: 8-column fragments, wgmma accumulator layout
-  consume_kv_tiles<T, D>(smem, item, used, item_tiles<D>(item), wg, limit, p.scale_log2, softmax, o);
+  consume_kv_tiles<T, D>(smem, item, used, tiles, wg, limit, p.scale_log2, softmax, o);
 
   float inv[2], lse[2];
   softmax.finish(inv, lse);
@@ -251,8 +262,9 @@ __global__ void __launch_bounds__(WgmmaTile<D>::kThreads, 1) segment_attention_w
     if (threadIdx.x == Tile::kConsumerThreads) {
       for (int i = first, used = 0; i < last; ++i) {
         const WorkItem item = p.items[i];
-        produce_kv_tiles<D>(p, item, used, item_tiles<D>(item), smem);
-        used += item_tiles<D>(item);
+        const int tiles = item_tiles<D>(item);
+        produce_kv_tiles<D>(p, item, used, tiles, smem);
+        used += tiles;
       }
     }
     return;
@@ -263,8 +275,9 @@ __global__ void __launch_bounds__(WgmmaTile<D>::kThreads, 1) segment_attention_w
     const WorkItem item = p.items[i];
     // Both warpgroups' products that read the last item's Q have landed before it is overwritten.
     if (i > first) consumer_sync<D>(WgmmaBarrier::q_ready);
-    consume_item<T, D>(p, item, used, wg, smem);
-    used += item_tiles<D>(item);
+    const int tiles = item_tiles<D>(item);
+    consume_item<T, D>(p, item, used, tiles, wg, smem);
+    used += tiles;
   }
 #else
   __trap();  // built without sm_90a: the host never selects this kernel (wide_kernel)

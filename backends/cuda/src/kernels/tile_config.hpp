@@ -66,22 +66,37 @@ struct MmaTile {
 template <int D, int ROW_WARPS, int GROUPS>
 using MmaBlockTile = MmaTile<D, ROW_WARPS == 1, GROUPS>;
 
-// wgmma kernel: 128 rows over 128-token tiles, one block per SM (v4, v5).
+// Shared memory a block may take on sm_90 (227 KB, opt-in).
+inline constexpr int kMaxBlockSharedBytes = 227 * 1024;
+
+// wgmma kernel: 128 rows, one block per SM (v4, v5). Tiles of 176 tokens at D = 128 (the N of S = Q K^T):
+// every per-tile cost (the turn barriers, the row max's shuffles, the stage waits) over 1.4x the tokens.
 template <int D>
 struct WgmmaTile {
   static constexpr int kRows = kWgmmaRows;
-  static constexpr int kTokens = 128;  // the N of S = Q K^T
+  static constexpr int kTokens = D == 128 ? 176 : 128;
   static constexpr int kConsumerThreads = 256;
   static constexpr int kThreads = kConsumerThreads + 128;  // + the producer warpgroup (one thread issues)
   // Registers are allocated per warpgroup: 65536 / 384 = 168 each by default; the producer gives
   // most of its share to the consumers (setmaxnreg), which hold S, O and P (160 live values).
-  static constexpr int kProducerRegisters = 40;
-  static constexpr int kConsumerRegisters = 232;
+  static constexpr int kProducerRegisters = 24;
+  static constexpr int kConsumerRegisters = 240;
   static constexpr int kRowBytes = 128;             // one swizzled row: 64 16-bit values (a TMA box row)
   static constexpr int kQBytes = kRows * D * 2;     // [D / 64][kRows][128 B]
   static constexpr int kKvBytes = kTokens * D * 2;  // one K or V tile: [D / 64][kTokens][128 B]
-  static constexpr int kStages = 2;
+  // As many stages as fit beside Q (2 KB for the barriers and the alignment), at most three: a stage is
+  // refilled once the second warpgroup's product that read it lands, 1.5 tiles after the first
+  // warpgroup's; with two stages that leaves a quarter of a tile to bring the next K tile from L2.
+  static constexpr int kStages = (kMaxBlockSharedBytes - kQBytes - 2048) / (2 * kKvBytes) < 3
+                                     ? (kMaxBlockSharedBytes - kQBytes - 2048) / (2 * kKvBytes)
+                                     : 3;
+  static_assert(kStages >= 2, "a stage being filled while another is read");
 };
+
+// The wgmma tile's tokens for a head dimension the kernel takes (64 or 128): the TMA box the host encodes.
+constexpr int wgmma_tile_tokens(int head_dim) {
+  return head_dim == 128 ? WgmmaTile<128>::kTokens : WgmmaTile<64>::kTokens;
+}
 
 // The CUDA-core kernel for fp32 storage: narrow items, 32-token tiles.
 inline constexpr int kSimtThreads = 128;
