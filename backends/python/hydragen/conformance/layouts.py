@@ -7,7 +7,7 @@ import sys
 
 import numpy as np
 
-from ..import _frameworks
+from .. import _frameworks
 from .host import host_numpy
 
 
