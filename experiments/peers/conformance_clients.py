@@ -57,15 +57,23 @@ def decode_case(case):
 
 
 def cascade_case(case):
-    paths = [case.tree.path(b) for b in range(case.num_seqs)]
-    shared = paths[0][0] if all(p[0] == paths[0][0] for p in paths) else None
     if case.q_len > 1:
         return "q_len > 1: the cascade's causal flag also masks the shared level, one request of B x q_len queries"
-    if shared is None or case.tree.lengths[shared] == 0:
+    prefix = prefix_tokens(case)
+    if prefix == 0:
         return "the cascade's shared level needs a prefix shared by every sequence"
-    if any(case.tree.path_length(b) == case.tree.lengths[shared] for b in range(case.num_seqs)):
+    if any(case.tree.path_length(b) == prefix for b in range(case.num_seqs)):
         return "the cascade's unique level needs a token per sequence (an empty suffix)"
     return fp16_or_bf16(case)
+
+
+def prefix_tokens(case):
+    """P of hydragen.conformance.prefix_suffix: the tokens of the segments every path starts with."""
+    paths = [case.tree.path(b) for b in range(case.num_seqs)]
+    shared = 0
+    while all(len(p) > shared and p[shared] == paths[0][shared] for p in paths):
+        shared += 1
+    return sum(case.tree.lengths[s] for s in paths[0][:shared])
 
 
 class Client:
@@ -156,8 +164,8 @@ class Client:
             n_p = -(-len(k_prefix) // PAGE_SIZE)
             k_own, indptr, own, last = self.suffix_pages(k_suffixes)
             v_own = self.suffix_pages(v_suffixes)[0]
-            k_cache, v_cache = (self.torch.cat([self.prefix_pages(x, n_p), own_pages])
-                                for x, own_pages in ((k_prefix, k_own), (v_prefix, v_own)))
+            cache = self.torch.stack([self.torch.cat([self.prefix_pages(x, n_p), own_pages])
+                                      for x, own_pages in ((k_prefix, k_own), (v_prefix, v_own))], dim=1)
             wrapper = self.fi.MultiLevelCascadeAttentionWrapper(2, self.workspace, "NHD")
             seqs = self.torch.arange(B + 1, dtype=self.torch.int32, device="cuda")
             wrapper.plan([self.ints([0, B]), seqs], [self.ints([0, n_p]), indptr],
@@ -165,7 +173,7 @@ class Client:
                          [self.ints([len(k_prefix) - (n_p - 1) * PAGE_SIZE]), last],
                          Hq, k_prefix.shape[1], D, PAGE_SIZE, causal=False, q_data_type=q.dtype,
                          kv_data_type=k_prefix.dtype, sm_scale=scale)
-            return wrapper.run(q[:, 0], (k_cache, v_cache))[:, None]
+            return wrapper.run(q[:, 0], cache)[:, None]  # cache [pages, 2, page, Hkv, D], as flashinfer_methods.py
 
         flashinfer_cascade.supports = cascade_case
         return self.conformance.prefix_suffix(flashinfer_cascade, convert=self.convert)

@@ -36,8 +36,9 @@ def padded(f, convert=None):
         i = np.arange(case.q_len)[:, None]
         j = np.arange(k.shape[2])[None, :]
         mask = j[None] < (lengths[:, None, None] - (case.q_len - 1 - i)[None])
-        out = f(convert(case.q.transpose(0, 2, 1, 3).copy(), case.dtype), convert(k, case.dtype), convert(v, case.dtype),
-                convert(mask[:, None], None), scale=case.scale)
+        q = case.q.transpose(0, 2, 1, 3).copy()
+        out = f(convert(q, case.dtype), convert(k, case.dtype), convert(v, case.dtype), convert(mask[:, None], None),
+                scale=case.scale)
         o, lse = out if isinstance(out, tuple) else (out, None)
         o = host_numpy(o).transpose(0, 2, 1, 3)
         return o if lse is None else (o, host_numpy(lse).transpose(0, 2, 1))
