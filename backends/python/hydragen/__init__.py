@@ -7,6 +7,8 @@
 Layouts (row-major, D fastest): q and o [B, q_len, Hq, D]; each segment's k and v [length, Hkv, D];
 lse [B, q_len, Hq] (fp32, natural log). Tensors are used where they are, without a copy; one in another
 layout, dtype or device is refused with a ValueError naming it.
+
+hydragen.conformance(kernel) runs the matrix of hard cases against anyone's kernel (docs/conformance.md).
 """
 from . import conformance
 from ._attention import Plan, attention, plan
