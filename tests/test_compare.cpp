@@ -122,6 +122,37 @@ TEST(Compare, ARowThatAttendsNothingMustBeExactlyZero) {
   EXPECT_EQ(c.failed_elements, 1u);
 }
 
+// The bound ratios say how far from failing the worst element is: its error over its own bound.
+TEST(Compare, BoundRatiosAreTheWorstErrorOverItsOwnBound) {
+  Results out = kRef;
+  out.o[2] = -3 * (1 + 2e-6);  // twice its bound, 1e-6 * 3
+  out.lse[1] = -500 + 2.5e-4;  // half its bound, 1e-6 * 500
+  const Comparison c = compare(out, kRef, kTol);
+  EXPECT_NEAR(c.o_bound_ratio, 2, 1e-9);
+  EXPECT_NEAR(c.lse_bound_ratio, 0.5, 1e-9);
+  EXPECT_FALSE(c.pass);
+}
+
+TEST(Compare, BoundRatiosAreZeroWhenExactAndInfiniteForNan) {
+  const Comparison exact = compare(kRef, kRef, kTol);
+  EXPECT_EQ(exact.o_bound_ratio, 0);
+  EXPECT_EQ(exact.lse_bound_ratio, 0);
+  Results out = kRef;
+  out.o[0] = kNaN;
+  out.lse[0] = kNaN;
+  const Comparison nan = compare(out, kRef, kTol);
+  EXPECT_EQ(nan.o_bound_ratio, kInf);
+  EXPECT_EQ(nan.lse_bound_ratio, kInf);
+}
+
+TEST(Compare, TheORatioCountsTheRelativeL2Error) {
+  Results out = kRef;
+  out.o[3] = 6;  // within rtol 1 (ratio 0.5), but ||o - r|| / ||r|| = 2 / sqrt(30) is 3.65 times l2 0.1
+  const Comparison c = compare(out, kRef, Tolerance{1, 0, 0.1, 1});
+  EXPECT_NEAR(c.o_bound_ratio, 2 / std::sqrt(30.0) / 0.1, 1e-12);
+  EXPECT_FALSE(c.pass);
+}
+
 TEST(Compare, OValuesThatAreNotWholeRowsAreRefused) {
   const Results ref{{1, 2, 3}, {0, 0}};
   EXPECT_THROW(compare(ref, ref, kTol), std::invalid_argument);

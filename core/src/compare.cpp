@@ -8,6 +8,17 @@
 
 namespace hydragen {
 
+namespace {
+
+// error / bound, infinite for NaN; an exact 0 meets a bound of 0.
+double bound_ratio(double error, double bound) {
+  if (std::isnan(error)) return std::numeric_limits<double>::infinity();
+  if (error == 0) return 0;
+  return error / bound;  // +inf for a bound of 0
+}
+
+}  // namespace
+
 Tolerance tolerance_for(DType dtype, double logit_bound) {
   const bool exact = dtype == DType::fp64;
   const double cond = 4.0 * (exact ? unit_roundoff(DType::fp64) : unit_roundoff(DType::fp32)) * logit_bound;
@@ -58,6 +69,7 @@ Comparison compare(const Results& out, const Results& ref, const Tolerance& tol)
     const double bound = tol.rtol * std::fabs(ref.o[i]) + tol.atol * row_rms;
     const double excess = std::isnan(err) ? std::numeric_limits<double>::infinity() : err - bound;
     if (!(err <= bound)) ++c.failed_elements;
+    c.o_bound_ratio = std::fmax(c.o_bound_ratio, bound_ratio(err, bound));
     if (excess > worst_excess) {
       worst_excess = excess;
       c.worst_index = i;
@@ -71,6 +83,7 @@ Comparison compare(const Results& out, const Results& ref, const Tolerance& tol)
     c.worst_reference = ref.o[c.worst_index];
   }
   c.rel_l2_error = ref_sq > 0 ? std::sqrt(err_sq / ref_sq) : std::sqrt(err_sq);
+  c.o_bound_ratio = std::fmax(c.o_bound_ratio, bound_ratio(c.rel_l2_error, tol.l2));
   double lse_worst_excess = -std::numeric_limits<double>::infinity();
   for (std::size_t i = 0; i < ref.lse.size(); ++i) {
     const double l = out.lse[i], r = ref.lse[i];
@@ -83,6 +96,7 @@ Comparison compare(const Results& out, const Results& ref, const Tolerance& tol)
     const double bound = tol.lse_abs + tol.lse_tol * std::fmax(1.0, std::isinf(r) ? 1.0 : std::fabs(r));
     const double excess = std::isnan(err) ? std::numeric_limits<double>::infinity() : err - bound;
     if (!(err <= bound)) ++c.lse_failed;
+    c.lse_bound_ratio = std::fmax(c.lse_bound_ratio, bound_ratio(err, bound));
     if (excess > lse_worst_excess) {
       lse_worst_excess = excess;
       c.lse_worst_index = i;

@@ -7,11 +7,15 @@
 Layouts (row-major, D fastest): q and o [B, q_len, Hq, D]; each segment's k and v [length, Hkv, D];
 lse [B, q_len, Hq] (fp32, natural log). Tensors are used where they are, without a copy; one in another
 layout, dtype or device is refused with a ValueError naming it.
+
+hydragen.conformance(kernel) runs the matrix of hard cases against anyone's kernel (docs/conformance.md).
 """
+from . import conformance
 from ._attention import Plan, attention, plan
 from ._check import compare, reference
-from ._core import (AttentionShape, BackendInfo, Comparison, OutOfMemory, SharingTree, Unsupported, backends,
-                    built_with_cuda, detect_sharing)
+from ._core import (AttentionShape, BackendInfo, Comparison, CostEstimate, OutOfMemory, SharingTree, Unsupported,
+                    backends, built_with_cuda, detect_sharing, estimate_cost, make_problem)
 
-__all__ = ["AttentionShape", "BackendInfo", "Comparison", "OutOfMemory", "Plan", "SharingTree", "Unsupported",
-           "attention", "backends", "built_with_cuda", "compare", "detect_sharing", "plan", "reference"]
+__all__ = ["AttentionShape", "BackendInfo", "Comparison", "CostEstimate", "OutOfMemory", "Plan", "SharingTree",
+           "Unsupported", "attention", "backends", "built_with_cuda", "compare", "conformance", "detect_sharing",
+           "estimate_cost", "make_problem", "plan", "reference"]

@@ -11,16 +11,18 @@ def reference(q, k_segments, v_segments, tree, scale=None):
     return host_array(q, o), host_array(q, lse)
 
 
-def compare(o, lse, q, k_segments, v_segments, tree, scale=None, strict_lse=False):
+def compare(o, lse, q, k_segments, v_segments, tree, scale=None, strict_lse=False, dtype=None):
     """o (and lse, unless None) of some kernel against the fp64 reference on q, k, v, by hydragen-diff's
-    rules: every element of o within its dtype's tolerance, NaN never passing; lse within what a merge at
-    o's precision could see (strict_lse: our backends' fp32-grade bound). Returns a Comparison: .ok,
-    .summary (hydragen-diff's line), the errors.
+    rules: every element of o within its dtype's tolerance (dtype: another's, "bf16" for a bf16 kernel's o
+    handed over widened), NaN never passing; lse within what a merge at o's precision could see
+    (strict_lse: our backends' fp32-grade bound). Returns a Comparison: .ok, .summary (hydragen-diff's
+    line), the errors and .o_bound_ratio / .lse_bound_ratio (worst error over its bound: <= 1 passes).
 
         assert hydragen.compare(my_o, my_lse, q, ks, vs, tree).ok
     """
     return _core.compare(_checked(o, "o"), None if lse is None else _checked(lse, "lse"),
-                         *_inputs(q, k_segments, v_segments), tree, 0.0 if scale is None else scale, strict_lse)
+                         *_inputs(q, k_segments, v_segments), tree, 0.0 if scale is None else scale, strict_lse,
+                         dtype)
 
 
 def _checked(tensor, name):

@@ -1,5 +1,5 @@
 // What a problem is: AttentionShape, SharingTree and its builders, detect_sharing (token ids ->
-// tree and each segment's source tokens).
+// tree and each segment's source tokens), and what it costs (estimate_cost).
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "bindings.hpp"
+#include "hydragen/cost_model.hpp"
 #include "hydragen/detect.hpp"
 #include "hydragen/sharing_tree.hpp"
 
@@ -95,6 +96,20 @@ void bind_problem(nb::module_& m) {
       nb::arg("token_ids"), nb::arg("min_tokens").none() = nb::none(), nb::arg("shape").none() = nb::none(),
       "(tree, spans): the sharing tree of the sequences' token ids and, per segment, (seq, begin, end): "
       "where its tokens are in that sequence's list (how to lay out the KV cache).");
+
+  nb::class_<CostEstimate>(m, "CostEstimate", "Bytes moved and FLOPs of one problem, flat vs decomposed (cost_model.hpp).")
+      .def_ro("flops", &CostEstimate::flops, "4 D per (sequence, query, query head, attended token)")
+      .def_ro("floor_bytes", &CostEstimate::floor_bytes, "each distinct K/V byte once + Q + O + LSE")
+      .def_ro("flat_bytes", &CostEstimate::flat_bytes, "flat: every sequence reads its whole path")
+      .def_ro("decomposed_bytes", &CostEstimate::decomposed_bytes,
+              "Hydragen: segments once, Q per segment, fp32 partials, merge")
+      .def_ro("kv_bytes", &CostEstimate::kv_bytes, "distinct K/V bytes stored")
+      .def_ro("redundant_kv_bytes", &CostEstimate::redundant_kv_bytes, "K/V bytes with every path copied per sequence")
+      .def_prop_ro("flat_intensity", &CostEstimate::flat_intensity, "FLOP per byte, flat")
+      .def_prop_ro("decomposed_intensity", &CostEstimate::decomposed_intensity, "FLOP per byte, decomposed");
+  m.def(
+      "estimate_cost", [](const AttentionShape& shape, const SharingTree& tree) { return estimate_cost(shape, tree); },
+      nb::arg("shape"), nb::arg("tree"), "What the walkthrough's step 7 prints: FLOPs and bytes, flat vs decomposed.");
 }
 
 }  // namespace hydragen::python

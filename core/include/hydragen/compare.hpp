@@ -54,6 +54,10 @@ struct Comparison {
   double lse_max_abs_error = 0;
   std::size_t lse_worst_index = 0;
   std::size_t lse_failed = 0;
+  // How far the worst element is from failing: max over elements of error / bound (O also its
+  // relative L2 error / l2); a check passes when its ratio is <= 1. NaN counts as infinite; an
+  // error of 0 against a bound of 0 (an empty attention's O = 0) as 0.
+  double o_bound_ratio = 0, lse_bound_ratio = 0;
   bool pass = false;
   Tolerance tolerance;
 
