@@ -69,18 +69,18 @@ using MmaBlockTile = MmaTile<D, ROW_WARPS == 1, GROUPS>;
 // Shared memory a block may take on sm_90 (227 KB, opt-in).
 inline constexpr int kMaxBlockSharedBytes = 227 * 1024;
 
-// wgmma kernel: 128 rows, one block per SM (v4, v5). Tiles of 176 tokens at D = 128 (the N of S = Q K^T):
-// every per-tile cost (the turn barriers, the row max's shuffles, the stage waits) over 1.4x the tokens.
+// wgmma kernel: 128 rows over 128-token tiles, one block per SM (v4, v5). 176-token tiles (FA3's at
+// D = 128) ran the longest prefixes 1% faster and short split parts up to 10% slower (perf-notes v23).
 template <int D>
 struct WgmmaTile {
   static constexpr int kRows = kWgmmaRows;
-  static constexpr int kTokens = D == 128 ? 176 : 128;
+  static constexpr int kTokens = 128;  // the N of S = Q K^T
   static constexpr int kConsumerThreads = 256;
   static constexpr int kThreads = kConsumerThreads + 128;  // + the producer warpgroup (one thread issues)
   // Registers are allocated per warpgroup: 65536 / 384 = 168 each by default; the producer gives
   // most of its share to the consumers (setmaxnreg), which hold S, O and P (160 live values).
-  static constexpr int kProducerRegisters = 24;
-  static constexpr int kConsumerRegisters = 240;
+  static constexpr int kProducerRegisters = 40;
+  static constexpr int kConsumerRegisters = 232;
   static constexpr int kRowBytes = 128;             // one swizzled row: 64 16-bit values (a TMA box row)
   static constexpr int kQBytes = kRows * D * 2;     // [D / 64][kRows][128 B]
   static constexpr int kKvBytes = kTokens * D * 2;  // one K or V tile: [D / 64][kTokens][128 B]
