@@ -41,7 +41,7 @@ def main():
                 points = sorted((r["P"], r["median_ms"]) for r in mine if common.method_key(r) == key and r["B"] == b)
                 if points:
                     top.plot(*zip(*points), color=common.method_color(key), marker=markers[b], ms=5, lw=1.2)
-        top.set_yscale("log")
+        common.log_y(top)
         top.set_title(f"Hq={hq}, Hkv={hkv}" + (" (MHA)" if hq == hkv else " (MQA)" if hkv == 1 else " (GQA)"))
         for b in batches:
             points = sorted((r.shape["P"], r.speedup) for r in ratios
