@@ -16,6 +16,7 @@ from relay_eq10 import relay_speedup
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TINY = os.path.join(HERE, "testdata", "tiny.csv")
+CPU = os.path.join(HERE, "testdata", "cpu.csv")  # a real run of the cpu preset: Hkv 8 and 1, floors under 1
 FLASHINFER = os.path.join(HERE, "testdata", "flashinfer.csv")  # the three FlashInfer methods at tiny's GPU points
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -50,6 +51,14 @@ class Scripts(unittest.TestCase):
         for script in ("fig4_speedup.py", "heatmap.py", "floor.py", "relay_eq10.py"):
             with self.subTest(script=script):
                 self.assert_png(script)
+
+    def test_the_cpu_preset_draws_both_head_layouts(self):
+        for script in ("scaling.py", "floor.py", "relay_eq10.py"):
+            with self.subTest(script=script):
+                self.assert_png(script, files=(CPU,))
+
+    def test_scaling_needs_one_suffix_length(self):
+        self.assertIn("--where S=", self.assert_bad_input("scaling.py", TINY, "--where", "device=cpu"))
 
     def test_trees_draws_shared_and_copied_groups(self):
         self.assert_png("trees.py", files=(os.path.join(HERE, "testdata", "trees.csv"),))
@@ -109,6 +118,27 @@ class Scripts(unittest.TestCase):
         self.assertIn("cuda-flsh:shared", error)
         error = self.assert_bad_input("heatmap.py", TINY, "--baseline", "flashinfer")  # no FlashInfer file
         self.assertIn("flashinfer", error)
+
+
+class UnderTheFloor(unittest.TestCase):
+    def test_the_note_tells_a_flop_bound_floor_from_a_byte_bound_one(self):
+        import floor
+        rows = [r for r in common.load([CPU], floor.COLUMNS) if r["status"] == "ok"]
+        note = floor.under_floor_note(rows)
+        self.assertIn("4 of 24 points run under their floor (down to 0.72x)", note)
+        self.assertIn("4 with a FLOP-bound floor", note)
+        self.assertNotIn("byte-bound", note)
+        self.assertEqual(floor.under_floor_note([dict(r, time_over_floor=2.0) for r in rows]), "")
+
+    def test_a_byte_bound_point_under_its_floor_is_the_cache(self):
+        import floor
+        run = {"device": "cpu", "commit": "c"}
+        # One run's peaks: 1 TFLOP/s (the first row is FLOP-bound), 100 GB/s (the second is byte-bound).
+        rows = [dict(run, tflops=0.5, gbps=10.0, time_over_floor=2.0), dict(run, tflops=0.1, gbps=200.0, time_over_floor=0.5)]
+        note = floor.under_floor_note(rows)
+        self.assertIn("1 of 2 points run under their floor (down to 0.50x)", note)
+        self.assertIn("1 with a byte-bound floor: the K/V they re-read stays in the last-level cache", note)
+        self.assertNotIn("FLOP-bound", note)
 
 
 class Eq10(unittest.TestCase):

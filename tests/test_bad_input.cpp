@@ -23,6 +23,7 @@ namespace {
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::Matcher;
+using ::testing::StrEq;
 using ::testing::ThrowsMessage;
 
 constexpr DType kAllDtypes[] = {DType::fp64, DType::fp32, DType::fp16, DType::bf16};
@@ -245,10 +246,17 @@ TEST_P(BadTensors, QOfTheWrongDtype) {
                   HasSubstr("the problem is " + std::string(dtype_name(dtype_))))));
 }
 
-TEST_P(BadTensors, KSegmentOfTheWrongDtype) {
+TEST(DtypeRule, NamesBothTensorsAndTheRule) {  // the Python package's words: q in fp64, k in fp32
+  EXPECT_THAT([] { require_same_dtype("q", DType::fp64, "k[0]", DType::fp32); },
+              ThrowsMessage<std::invalid_argument>(StrEq("q, k and v must share one dtype: q is fp64, k[0] is fp32")));
+  EXPECT_NO_THROW(require_same_dtype("q", DType::bf16, "v[3]", DType::bf16));
+}
+
+TEST_P(BadTensors, KSegmentOfTheWrongDtypeNamesBothAndTheRule) {
   in.k[3].dtype = other_than(dtype_);
-  EXPECT_THAT([&] { run(); }, ThrowsMessage<std::invalid_argument>(
-                                  names("inputs.k[3]: dtype " + std::string(dtype_name(other_than(dtype_))))));
+  EXPECT_THAT([&] { run(); }, ThrowsMessage<std::invalid_argument>(HasSubstr(
+                                  "q, k and v must share one dtype: inputs.q is " + std::string(dtype_name(dtype_)) +
+                                  ", inputs.k[3] is " + std::string(dtype_name(other_than(dtype_))))));
 }
 
 TEST_P(BadTensors, LseOfTheWrongDtype) {

@@ -53,10 +53,12 @@ void check_io(const AttentionShape& shape, const SharingTree& tree, const Attent
   }
   for (std::size_t i = 0; i < segments; ++i) {
     const std::size_t want = static_cast<std::size_t>(tree.length(static_cast<int>(i))) * kv_row;
-    check_tensor("inputs.k[" + std::to_string(i) + "]", inputs.k[i].data, inputs.k[i].dtype, inputs.k[i].numel,
-                 shape.dtype, want);
-    check_tensor("inputs.v[" + std::to_string(i) + "]", inputs.v[i].data, inputs.v[i].dtype, inputs.v[i].numel,
-                 shape.dtype, want);
+    for (const auto* kv : {&inputs.k, &inputs.v}) {
+      const ConstTensor& t = (*kv)[i];
+      const std::string name = (kv == &inputs.k ? "inputs.k[" : "inputs.v[") + std::to_string(i) + "]";
+      if (want > 0) require_same_dtype("inputs.q", inputs.q.dtype, name, t.dtype);
+      check_tensor(name, t.data, t.dtype, t.numel, shape.dtype, want);
+    }
   }
   check_tensor("outputs.o", outputs.o.data, outputs.o.dtype, outputs.o.numel, shape.dtype, rows * shape.head_dim);
   check_tensor("outputs.lse", outputs.lse.data, outputs.lse.dtype, outputs.lse.numel, lse_dtype(shape.dtype), rows);

@@ -36,6 +36,13 @@ DType parse_dtype(std::string_view text) {
   throw std::invalid_argument("dtype: '" + std::string(text) + "' is not one of fp64, fp32, fp16, bf16");
 }
 
+void require_same_dtype(std::string_view q_name, DType q_dtype, std::string_view name, DType dtype) {
+  if (dtype == q_dtype) return;
+  throw std::invalid_argument("q, k and v must share one dtype: " + std::string(q_name) + " is " +
+                              std::string(dtype_name(q_dtype)) + ", " + std::string(name) + " is " +
+                              std::string(dtype_name(dtype)));
+}
+
 double unit_roundoff(DType dtype) {
   switch (dtype) {
     case DType::fp64: return std::ldexp(1.0, -53);

@@ -17,8 +17,15 @@ TEST(CudaCheck, ThrowsWithCallFileAndErrorString) {
     EXPECT_TRUE(contains(what, "cudaSetDevice(9999)")) << what;
     EXPECT_TRUE(contains(what, "check_test.cpp:")) << what;
     EXPECT_TRUE(contains(what, cudaGetErrorName(e.error()))) << what;
-    EXPECT_TRUE(contains(what, cudaGetErrorString(e.error()))) << what;
+    EXPECT_TRUE(contains(what, error_text(e.error()))) << what;
   }
+}
+
+// The runtime's words for a machine without a GPU read as "upgrade your driver".
+TEST(CudaCheck, NoDriverOrGpuSaysSo) {
+  EXPECT_EQ(error_text(cudaErrorInsufficientDriver), "no NVIDIA driver or GPU found");
+  EXPECT_EQ(error_text(cudaErrorNoDevice), "no NVIDIA driver or GPU found");
+  EXPECT_EQ(error_text(cudaErrorInvalidDevice), cudaGetErrorString(cudaErrorInvalidDevice));
 }
 
 // Without a driver every call fails the same way, so only a device shows the error being reset.

@@ -54,9 +54,9 @@ def test_outputs_are_checked_like_inputs(p):
 def test_dtypes_are_ours_and_one_for_q_k_v(p):
     with pytest.raises(ValueError, match=r"q: dtype int32 is not one we take \(fp64, fp32, fp16, bf16\)"):
         hydragen.attention(p.q.astype(np.int32), p.k, p.v, TREE)
-    with pytest.raises(ValueError, match=r"k\[2\]: dtype fp64, expected fp32"):
+    with pytest.raises(ValueError, match=r"q, k and v must share one dtype: q is fp32, k\[2\] is fp64"):
         hydragen.attention(p.q, p.k[:2] + [p.k[2].astype(np.float64)], p.v, TREE)  # refused, never cast
-    with pytest.raises(ValueError, match=r"v\[0\]: dtype fp16, expected q's fp32"):
+    with pytest.raises(ValueError, match=r"q, k and v must share one dtype: q is fp32, v\[0\] is fp16"):
         hydragen.compare(p.q, None, p.q, p.k, [p.v[0].astype(np.float16)] + p.v[1:], TREE)
 
 

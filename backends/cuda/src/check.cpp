@@ -8,8 +8,13 @@ std::string at(const char* expr, const char* file, int line) {
 }
 }  // namespace
 
+std::string error_text(cudaError_t error) {
+  if (error == cudaErrorInsufficientDriver || error == cudaErrorNoDevice) return "no NVIDIA driver or GPU found";
+  return cudaGetErrorString(error);
+}
+
 CudaError::CudaError(cudaError_t error, const std::string& where)
-    : std::runtime_error(where + ": " + cudaGetErrorName(error) + " (" + cudaGetErrorString(error) + ")"),
+    : std::runtime_error(where + ": " + cudaGetErrorName(error) + " (" + error_text(error) + ")"),
       error_(error) {}
 
 CudaError::CudaError(cublasStatus_t status, const std::string& where)

@@ -35,7 +35,7 @@ class CudaMemory final : public DeviceMemory {
     const cudaError_t error = cudaGetDeviceCount(&count);
     if (error != cudaSuccess) {
       (void)cudaGetLastError();
-      return std::string("no CUDA device: cudaGetDeviceCount: ") + cudaGetErrorString(error);
+      return "no CUDA device: " + error_text(error) + " (cudaGetDeviceCount: " + cudaGetErrorName(error) + ")";
     }
     if (count == 0) return "no CUDA device: cudaGetDeviceCount found none";
     return {};

@@ -138,6 +138,7 @@ const DlTensor& first_segment(const Segments& segments) {
 }
 
 void check_segments(const Segments& segments, const AttentionShape& shape, const SharingTree& tree, const Place& place) {
+  for (const DlTensor& t : segments.tensors) require_same_dtype("q", shape.dtype, t.name, t.dtype());
   if (segments.packed) return check_tensor(segments.tensors.front(), packed_dims(shape, tree), shape.dtype, place);
   check_count(segments, tree);
   for (int i = 0; i < tree.num_segments(); ++i) {
@@ -172,12 +173,7 @@ std::vector<double> host_values(const DlTensor& t, const Dims& expected) {
 
 std::vector<std::vector<double>> host_segment_values(const Segments& segments, const AttentionShape& shape,
                                                     const SharingTree& tree) {
-  for (const DlTensor& t : segments.tensors) {
-    if (const DType d = t.dtype(); d != shape.dtype) {
-      throw std::invalid_argument(t.name + ": dtype " + std::string(dtype_name(d)) + ", expected q's " +
-                                  std::string(dtype_name(shape.dtype)));
-    }
-  }
+  for (const DlTensor& t : segments.tensors) require_same_dtype("q", shape.dtype, t.name, t.dtype());
   std::vector<std::vector<double>> values;
   if (segments.packed) {
     const std::vector<double> all = host_values(segments.tensors.front(), packed_dims(shape, tree));

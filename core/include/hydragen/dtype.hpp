@@ -19,6 +19,10 @@ std::string_view dtype_name(DType dtype);
 // Parses "fp64" | "fp32" | "fp16" | "bf16"; throws std::invalid_argument naming the text otherwise.
 DType parse_dtype(std::string_view text);
 
+// The rule that q, k and v share one dtype; throws std::invalid_argument naming both tensors and
+// the rule ("q, k and v must share one dtype: q is fp64, k[0] is fp32") when `name`'s differs.
+void require_same_dtype(std::string_view q_name, DType q_dtype, std::string_view name, DType dtype);
+
 // Unit roundoff: half the distance from 1 to the next representable number.
 double unit_roundoff(DType dtype);
 

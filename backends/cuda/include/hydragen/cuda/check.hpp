@@ -11,7 +11,7 @@ namespace hydragen::cuda {
 
 class CudaError : public std::runtime_error {
  public:
-  // what(): "<where>: <status name> (<status string>)".
+  // what(): "<where>: <status name> (<status string>)" (error_text for a CUDA error).
   CudaError(cudaError_t error, const std::string& where);
   CudaError(cublasStatus_t status, const std::string& where);
 
@@ -22,6 +22,10 @@ class CudaError : public std::runtime_error {
   cudaError_t error_ = cudaSuccess;
   cublasStatus_t cublas_status_ = CUBLAS_STATUS_SUCCESS;
 };
+
+// What a CUDA error means to the user: its string, except for the two with which the runtime says
+// there is no usable GPU ("driver version is insufficient" reads as "upgrade your driver").
+std::string error_text(cudaError_t error);
 
 // Throws CudaError if the last kernel launch failed (bad configuration, no kernel image for this
 // device, or an earlier asynchronous fault). `what` names the kernel.
