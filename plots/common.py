@@ -27,7 +27,8 @@ SPEEDUP_COLUMNS = SHAPE + ("backend", "storage", "median_ms", "status")
 COMPARISONS = (
     ("cuda-hydragen:shared", "cuda-flash:redundant",
      ("cuda-flash:shared", "torch-hydragen:shared", "torch-flash:redundant", "flashinfer-cascade:shared",
-      "flashinfer-paged:shared", "flashinfer-paged-tc:shared")),
+      "flashinfer-paged:shared", "flashinfer-paged-tc:shared", "flashinfer-prefix-fa3:shared",
+      "flashinfer-prefix-fa2:shared")),
     ("cpu-hydragen:shared", "cpu-flat:shared", ("cpu-flat:redundant",)),
 )
 # Names usable wherever a method is taken, each meaning per point the fastest of its members that ran
@@ -36,7 +37,8 @@ ALIASES = {
     "best-flat": ("best flat", ("cuda-flash:shared", "cuda-flash:redundant", "torch-flash:redundant",
                                 "flashinfer-paged:shared", "flashinfer-paged-tc:shared")),
     "flashinfer": ("best FlashInfer", ("flashinfer-cascade:shared", "flashinfer-paged:shared",
-                                       "flashinfer-paged-tc:shared")),
+                                       "flashinfer-paged-tc:shared", "flashinfer-prefix-fa3:shared",
+                                       "flashinfer-prefix-fa2:shared")),
 }
 # Fixed colors so a method looks the same in every figure; Hydragen warm, flat attention cool, other
 # libraries (FlashInfer) greens and browns, the aliases (best-ofs) dark shades.
@@ -45,7 +47,8 @@ COLORS = {
     "cuda-naive:shared": "#7f7f7f", "cuda-naive:redundant": "#c7c7c7", "torch-hydragen:shared": "#ff7f0e",
     "torch-flash:redundant": "#9467bd", "cpu-hydragen:shared": "#e377c2", "cpu-flat:shared": "#2ca02c",
     "cpu-flat:redundant": "#bcbd22", "flashinfer-cascade:shared": "#8c564b", "flashinfer-paged:shared": "#1b7837",
-    "flashinfer-paged-tc:shared": "#b8860b", "best-flat": "#08306b", "flashinfer": "#543005",
+    "flashinfer-paged-tc:shared": "#b8860b", "flashinfer-prefix-fa3:shared": "#5aae61",
+    "flashinfer-prefix-fa2:shared": "#a6611a", "best-flat": "#08306b", "flashinfer": "#543005",
 }
 ORDER = tuple(COLORS)
 

@@ -1,17 +1,20 @@
 #!/usr/bin/env python3
-"""The performance issue's targets (FlashInfer in the peers) from one results folder: hydragen-sweep's
-grid.csv, paper-fig4.csv, mha.csv, models.csv, spec.csv and experiments/peers' peers-PRESET.csv of the
-same presets. One line per target with the measured numbers; --before DIR adds the "nothing slower than
-the committed results" check against another folder's sweep CSVs (same file names).
+"""The performance issues' targets from one results folder: hydragen-sweep's grid.csv, paper-fig4.csv,
+mha.csv, models.csv, spec.csv, experiments/peers' peers-PRESET.csv of the same presets where present, and
+the same-run comparisons of `peers.py --ours` (vs-flashinfer-*.csv). One line per target with the measured
+numbers; --before DIR adds the "nothing slower than the committed results" check against another
+folder's sweep CSVs (same file names).
 
-  scripts/perf-targets.py docs/results/h100-v14-2026-11-25 --before OLD_RESULTS_DIR
+  scripts/perf-targets.py docs/results/h100-v23-2026-11-26 --before OLD_RESULTS_DIR
 """
 import argparse
 import csv
+import glob
 import math
 import os
 
-FLASHINFER = ("flashinfer-cascade:shared", "flashinfer-paged:shared", "flashinfer-paged-tc:shared")
+FLASHINFER = ("flashinfer-cascade:shared", "flashinfer-paged:shared", "flashinfer-paged-tc:shared",
+              "flashinfer-prefix-fa3:shared", "flashinfer-prefix-fa2:shared")
 PAGED = ("flashinfer-paged:shared", "flashinfer-paged-tc:shared")
 SHAPE = ("B", "P", "S", "q_len", "Hq", "Hkv", "D")
 
@@ -67,20 +70,25 @@ def main():
     presets = ("grid", "paper-fig4", "mha", "models", "spec")
     data = {p: table(os.path.join(a.dir, f"{p}.csv"), os.path.join(a.dir, f"peers-{p}.csv")) for p in presets}
 
-    print("1. cuda-hydragen against FlashInfer (cascade, paged decode, tensor-core paged: the fastest per point)")
+    print("1. cuda-hydragen against FlashInfer's forms measured (the fastest per point)")
     for p in presets:
         against_flashinfer(p, data[p])
-    k = (32, 1024, 64, 1, 8, 1, 128)
-    m = data["grid"][k]
-    print(f"  (32, 1024, 64): {ms(m['cuda-hydragen:shared']) * 1e3:.1f} us (target 12), FlashInfer's best "
-          f"{best(m, FLASHINFER) * 1e3:.1f} us")
+    for path in sorted(glob.glob(os.path.join(a.dir, "vs-flashinfer-*.csv"))):
+        against_flashinfer(f"{os.path.basename(path)} (one run)", table(path))
+    m = data["grid"][(32, 1024, 64, 1, 8, 1, 128)]
+    fastest = best(m, FLASHINFER)
+    print(f"  (32, 1024, 64): {ms(m['cuda-hydragen:shared']) * 1e3:.1f} us (target 12)"
+          + (f", FlashInfer's best {fastest * 1e3:.1f} us" if fastest else ""))
 
     print("2. cuda-flash (shared) over FlashInfer's paged decode (the faster of its two kernels), grid")
     ratios = sorted((ms(m["cuda-flash:shared"]) / best(m, PAGED), k) for k, m in data["grid"].items()
                     if "cuda-flash:shared" in m and best(m, PAGED))
     within = sum(1 for x, _ in ratios if x <= 1.1)
-    print(f"  within 10% at {within} of {len(ratios)} points; ratio {ratios[0][0]:.2f} {point(ratios[0][1])} to "
-          f"{ratios[-1][0]:.2f} {point(ratios[-1][1])}, geomean {geomean([x for x, _ in ratios]):.2f}")
+    if ratios:
+        print(f"  within 10% at {within} of {len(ratios)} points; ratio {ratios[0][0]:.2f} {point(ratios[0][1])} to "
+              f"{ratios[-1][0]:.2f} {point(ratios[-1][1])}, geomean {geomean([x for x, _ in ratios]):.2f}")
+    else:
+        print("  no paged-decode rows in this folder")
 
     m = data["grid"][(1024, 16384, 64, 1, 8, 1, 128)]["cuda-hydragen:shared"]
     print(f"3. (1024, 16384, 64): {float(m['time_over_floor']):.2f}x floor ({ms(m):.4f} ms; target 1.3x)")
