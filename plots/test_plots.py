@@ -232,7 +232,8 @@ class BestOf(unittest.TestCase):
         self.assertAlmostEqual(ratio.speedup, 4.0)
 
     def test_aliases_expand(self):
-        flashinfer = ("flashinfer-cascade:shared", "flashinfer-paged:shared", "flashinfer-paged-tc:shared")
+        flashinfer = ("flashinfer-cascade:shared", "flashinfer-paged:shared", "flashinfer-paged-tc:shared",
+                      "flashinfer-prefix-fa3:shared", "flashinfer-prefix-fa2:shared")
         flat = ("cuda-flash:shared", "cuda-flash:redundant", "torch-flash:redundant", "flashinfer-paged:shared",
                 "flashinfer-paged-tc:shared")
         self.assertEqual(common.parse_methods("flashinfer").members, flashinfer)
@@ -240,7 +241,7 @@ class BestOf(unittest.TestCase):
         # In a list an alias stands for its members, each member once.
         self.assertEqual(common.parse_methods("flashinfer-paged,flashinfer,cuda-hydragen").members,
                          ("flashinfer-paged:shared", "flashinfer-cascade:shared", "flashinfer-paged-tc:shared",
-                          "cuda-hydragen:shared"))
+                          "flashinfer-prefix-fa3:shared", "flashinfer-prefix-fa2:shared", "cuda-hydragen:shared"))
         self.assertFalse(common.parse_methods("cuda-flash:redundant").best_of)
         self.assertTrue(common.parse_methods("cuda-flash:redundant,cuda-flash:shared").best_of)
 
