@@ -84,13 +84,9 @@ struct WgmmaTile {
   static constexpr int kRowBytes = 128;             // one swizzled row: 64 16-bit values (a TMA box row)
   static constexpr int kQBytes = kRows * D * 2;     // [D / 64][kRows][128 B]
   static constexpr int kKvBytes = kTokens * D * 2;  // one K or V tile: [D / 64][kTokens][128 B]
-  // As many stages as fit beside Q (2 KB for the barriers and the alignment), at most three: a stage is
-  // refilled once the second warpgroup's product that read it lands, 1.5 tiles after the first
-  // warpgroup's; with two stages that leaves a quarter of a tile to bring the next K tile from L2.
-  static constexpr int kStages = (kMaxBlockSharedBytes - kQBytes - 2048) / (2 * kKvBytes) < 3
-                                     ? (kMaxBlockSharedBytes - kQBytes - 2048) / (2 * kKvBytes)
-                                     : 3;
-  static_assert(kStages >= 2, "a stage being filled while another is read");
+  // Two stages: a third (it fits at D = 128) ran the longest prefixes no faster and short split parts up
+  // to 4% slower (perf-notes v23: the refill's latency was hidden once O's rescale left the critical path).
+  static constexpr int kStages = 2;
 };
 
 // The wgmma tile's tokens for a head dimension the kernel takes (64 or 128): the TMA box the host encodes.
