@@ -25,11 +25,15 @@ class NpyCheck:
         os.makedirs(folder, exist_ok=True)
 
     def save(self, name, tensor):
-        """A torch tensor as .npy: bf16 as its raw bits ('<u2', which hydragen-diff reads as bf16)."""
+        """A torch tensor (bf16 as its raw bits, '<u2', which hydragen-diff reads as bf16) or a NumPy array
+        as .npy."""
         import numpy as np
-        import torch
-        host = tensor.detach().contiguous().cpu()
-        array = host.view(torch.int16).numpy().view(np.uint16) if host.dtype == torch.bfloat16 else host.numpy()
+        if isinstance(tensor, np.ndarray):
+            array = np.ascontiguousarray(tensor)
+        else:
+            import torch
+            host = tensor.detach().contiguous().cpu()
+            array = host.view(torch.int16).numpy().view(np.uint16) if host.dtype == torch.bfloat16 else host.numpy()
         np.save(os.path.join(self.folder, name), array)
 
     def write_inputs(self, x, pt, seqs):
@@ -50,14 +54,14 @@ class NpyCheck:
 
     def judge(self, out, lse_natural):
         """(passed, hydragen-diff's summary line) for out [B, q_len, Hq, D] and lse [B, q_len, Hq] (natural
-        log, fp32; None when the method returns none)."""
+        log, fp32; None when the method returns none), torch tensors or NumPy arrays."""
         self.save("o.npy", out[self.seqs])
         lse_path = os.path.join(self.folder, "lse.npy")
         if lse_natural is None:
             if os.path.exists(lse_path):
                 os.remove(lse_path)
         else:
-            self.save("lse.npy", lse_natural[self.seqs].float())
+            self.save("lse.npy", lse_natural[self.seqs])
         r = subprocess.run([self.diff, "--npy-dir", self.folder], capture_output=True, text=True)
         line = (r.stdout.strip().splitlines() or r.stderr.strip().splitlines() or [f"exit {r.returncode}"])[-1]
         if r.returncode not in (0, 1):

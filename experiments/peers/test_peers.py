@@ -54,6 +54,71 @@ class NominalPeaks(unittest.TestCase):
         self.assertIsNone(harness.nominal_peaks("NVIDIA Made-Up GPU 9000"))
 
 
+try:
+    import numpy as np
+except ImportError:
+    np = None
+
+
+def attention64(q, k, v, drop=None):
+    """fp64 O [q_len=1 rows, Hq, D] and LSE of one sequence's queries over its keys [L, Hkv, D]; `drop`: a key
+    index left out (the broken kernel the check must catch)."""
+    keep = [i for i in range(k.shape[0]) if i != drop]
+    k, v = k[keep].astype(np.float64), v[keep].astype(np.float64)
+    g = q.shape[0] // k.shape[1]
+    s = np.einsum("hd,lhd->hl", q.astype(np.float64), np.repeat(k, g, axis=1)) / np.sqrt(q.shape[-1])
+    m = s.max(-1, keepdims=True)
+    p = np.exp(s - m)
+    return np.einsum("hl,lhd->hd", p / p.sum(-1, keepdims=True), np.repeat(v, g, axis=1)), (m[:, 0] + np.log(p.sum(-1)))
+
+
+@unittest.skipUnless(os.environ.get("HYDRAGEN_DIFF") and np is not None, "HYDRAGEN_DIFF (hydragen-diff) or NumPy missing")
+class NpyCheck(unittest.TestCase):
+    """A peer's output is judged by hydragen-diff on the point's inputs: the exact output passes, one without
+    one key of one sequence fails."""
+
+    def test_exact_passes_and_a_dropped_key_fails(self):
+        import tempfile
+        import npy_check
+        pt = harness.Point(B=3, P=40, S=5, q_len=1, Hq=4, Hkv=2, D=16)
+        rng = np.random.default_rng(0)
+        x = dict(q=rng.standard_normal((3, 1, 4, 16), np.float32), pk=rng.standard_normal((40, 2, 16), np.float32),
+                 pv=rng.standard_normal((40, 2, 16), np.float32), sk=rng.standard_normal((3, 5, 2, 16), np.float32),
+                 sv=rng.standard_normal((3, 5, 2, 16), np.float32))
+
+        def outputs(drop_in_seq1=None):
+            o, lse = zip(*(attention64(x["q"][b, 0], np.concatenate([x["pk"], x["sk"][b]]),
+                                       np.concatenate([x["pv"], x["sv"][b]]), drop_in_seq1 if b == 1 else None)
+                           for b in range(3)))
+            return np.stack(o)[:, None].astype(np.float32), np.stack(lse)[:, None].astype(np.float32)
+
+        with tempfile.TemporaryDirectory() as folder:
+            check = npy_check.NpyCheck(os.environ["HYDRAGEN_DIFF"], folder)
+            check.write_inputs(x, pt, npy_check.check_indices(3, 0))
+            passed, line = check.judge(*outputs())
+            self.assertTrue(passed, line)
+            passed, line = check.judge(*outputs(drop_in_seq1=17))
+            self.assertFalse(passed, line)
+            self.assertIn("FAIL", line)
+
+
+class Versus(unittest.TestCase):
+    def test_ours_against_the_fastest_form_of_the_same_file(self):
+        import tempfile
+        rows = [("cuda-hydragen", 0.5, "ok"), ("flashinfer-prefix-fa3", 0.4, "ok"), ("flashinfer-paged-tc", 2.0, "ok"),
+                ("flashinfer-cascade", 0.1, "error")]
+        with tempfile.TemporaryDirectory() as folder:
+            path, out = os.path.join(folder, "run.csv"), os.path.join(folder, "versus.csv")
+            with open(path, "w") as f:
+                f.write(harness.CSV_HEADER)
+                for backend, ms, status in rows:
+                    f.write(f'"GPU",abc,{backend},shared,bf16,8,64,0,1,8,1,128,prefix,{ms},{ms},{ms},1,1,0.1,1,,{status},""\n')
+            r = run([path, "--csv", out], cmd=[sys.executable, os.path.join(HERE, "versus.py")])
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("flashinfer-prefix-fa3 0.4000 ms  ours/best 1.250", r.stdout)  # the failed cascade is no form
+            self.assertIn("faster than the best flashinfer-* form at 0 of 1 points", r.stdout)
+
+
 class CheckedSequences(unittest.TestCase):
     def test_every_sequence_or_a_spread_including_both_ends(self):
         import npy_check
