@@ -16,12 +16,12 @@
 #include <vector>
 
 #include "decode/runtime_checks.hpp"
-#include "handles.hpp"
+#include "hydragen/cuda/block_reduce.cuh"
 #include "hydragen/cuda/check.hpp"
 #include "hydragen/cuda/device.hpp"
+#include "hydragen/cuda/element.cuh"
+#include "hydragen/cuda/handles.hpp"
 #include "hydragen/cuda/memory.hpp"
-#include "kernels/block_reduce.cuh"
-#include "kernels/element.cuh"
 
 namespace hydragen::decode {
 namespace {

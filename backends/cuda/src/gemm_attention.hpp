@@ -11,9 +11,9 @@
 
 #include <vector>
 
-#include "handles.hpp"
 #include "hydragen/attention.hpp"
 #include "hydragen/cuda/device_array.hpp"
+#include "hydragen/cuda/handles.hpp"
 #include "kernels/params.hpp"
 #include "schedule.hpp"
 

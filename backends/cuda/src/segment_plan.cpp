@@ -10,8 +10,8 @@
 
 #include "cuda_plan.hpp"
 #include "gemm_attention.hpp"
-#include "handles.hpp"
 #include "hydragen/cuda/check.hpp"
+#include "hydragen/cuda/handles.hpp"
 #include "kernels/launch.hpp"
 #include "leaf_placement.hpp"
 #include "plans.hpp"

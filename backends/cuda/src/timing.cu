@@ -7,9 +7,9 @@
 #include "hydragen/cuda/check.hpp"
 #include "hydragen/cuda/device.hpp"
 #include "hydragen/cuda/device_array.hpp"
+#include "hydragen/cuda/handles.hpp"
 #include "hydragen/cuda/memory.hpp"
 #include "hydragen/cuda/timing.hpp"
-#include "handles.hpp"
 
 namespace hydragen::cuda {
 

@@ -3,8 +3,8 @@
 // segment's stacked queries into one matrix per KV head, and the softmax of a chunk's scores.
 #include <cmath>
 
-#include "block_reduce.cuh"
-#include "element.cuh"
+#include "hydragen/cuda/block_reduce.cuh"
+#include "hydragen/cuda/element.cuh"
 #include "params.hpp"
 #include "tile_config.hpp"
 

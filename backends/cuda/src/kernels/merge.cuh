@@ -10,7 +10,7 @@
 #include <cmath>
 
 #include "dependent_launch.cuh"
-#include "element.cuh"
+#include "hydragen/cuda/element.cuh"
 #include "hydragen/merge.hpp"
 #include "params.hpp"
 #include "row_output.cuh"

@@ -4,8 +4,8 @@
 // one thread per output column. No tiling, no shared K/V, no tensor cores.
 #include <cmath>
 
-#include "block_reduce.cuh"
-#include "element.cuh"
+#include "hydragen/cuda/block_reduce.cuh"
+#include "hydragen/cuda/element.cuh"
 #include "hydragen/indexing.hpp"
 #include "leaf_length.cuh"
 #include "params.hpp"

@@ -5,7 +5,7 @@
 // [4j + 2 + e] for the second. Used by both tensor-core segment-attention kernels.
 #include <cmath>
 
-#include "element.cuh"
+#include "hydragen/cuda/element.cuh"
 
 namespace hydragen::cuda {
 

@@ -12,7 +12,7 @@
 #include <type_traits>
 
 #include "dependent_launch.cuh"
-#include "element.cuh"
+#include "hydragen/cuda/element.cuh"
 #include "hydragen/merge.hpp"
 #include "params.hpp"
 #include "tile_config.hpp"

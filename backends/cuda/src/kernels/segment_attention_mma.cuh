@@ -20,10 +20,10 @@
 // a contiguous run of items, an item's first tile loaded while the previous item's last one is
 // computed, and pull their items' tables into L1 first (perf-notes v7).
 #include "dependent_launch.cuh"
-#include "element.cuh"
-#include "leaf_length.cuh"
+#include "hydragen/cuda/element.cuh"
 #include "hydragen/merge.hpp"
 #include "item_segments.cuh"
+#include "leaf_length.cuh"
 #include "mma.cuh"
 #include "online_softmax.cuh"
 #include "params.hpp"

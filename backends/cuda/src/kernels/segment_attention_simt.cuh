@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "dependent_launch.cuh"
-#include "element.cuh"
+#include "hydragen/cuda/element.cuh"
 #include "item_segments.cuh"
 #include "leaf_length.cuh"
 #include "params.hpp"

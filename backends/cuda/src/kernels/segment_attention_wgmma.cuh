@@ -19,7 +19,7 @@
 
 #include "async_copy.cuh"
 #include "dependent_launch.cuh"
-#include "element.cuh"
+#include "hydragen/cuda/element.cuh"
 #include "leaf_length.cuh"
 #include "mma.cuh"
 #include "online_softmax.cuh"
