@@ -11,7 +11,6 @@ void launch_wgmma(const SegmentAttentionParams& params, int blocks, DType dtype,
     using T = decltype(element);
     constexpr int D = decltype(dim)::value;
     constexpr int smem = WgmmaSharedStorage<D>::kLaunchBytes;
-    static_assert(smem <= kMaxBlockSharedBytes, "Q and the stages fit one block's shared memory");
     allow_smem<segment_attention_wgmma<T, D>>(smem);
     segment_attention_wgmma<T, D><<<blocks, WgmmaTile<D>::kThreads, smem, stream>>>(params);
     check_launch("segment_attention_wgmma");

@@ -66,9 +66,6 @@ struct MmaTile {
 template <int D, int ROW_WARPS, int GROUPS>
 using MmaBlockTile = MmaTile<D, ROW_WARPS == 1, GROUPS>;
 
-// Shared memory a block may take on sm_90 (227 KB, opt-in).
-inline constexpr int kMaxBlockSharedBytes = 227 * 1024;
-
 // wgmma kernel: 128 rows over 128-token tiles, one block per SM (v4, v5). 176-token tiles (FA3's at
 // D = 128) ran the longest prefixes 1% faster and short split parts up to 10% slower (perf-notes v23).
 template <int D>

@@ -91,15 +91,15 @@ __device__ void wgmma_rs(float (&d)[N / 2], const unsigned (&a)[4], unsigned lon
     "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
     "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
 
-// S = Q K^T over N tokens (N / 2 accumulators); then the A and B descriptors and accumulate.
-#define HG_WGMMA_SS(T, PTX, N, ACC, OUT, A_REG, B_REG, ACCUMULATE_REG)                                     \
+// S = Q K^T: N = 128 tokens, 64 accumulators; A, B descriptors are %64, %65, accumulate %66.
+#define HG_WGMMA_SS128(T, PTX)                                                                            \
   template <>                                                                                           \
-  __device__ __forceinline__ void wgmma_ss<T, N>(float(&d)[N / 2], unsigned long long a, unsigned long long b, \
-                                                 int accumulate) {                                      \
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " ACCUMULATE_REG ", 0;\n"                             \
-                 "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." PTX "." PTX " " ACC ", " A_REG ", " B_REG \
-                 ", p, 1, 1, 0, 0;\n}\n"                                                                \
-                 : OUT(d)                                                                               \
+  __device__ __forceinline__ void wgmma_ss<T, 128>(float(&d)[64], unsigned long long a, unsigned long long b, \
+                                                   int accumulate) {                                    \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"                                            \
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32." PTX "." PTX " " HG_ACC64                \
+                 ", %64, %65, p, 1, 1, 0, 0;\n}\n"                                                      \
+                 : HG_OUT64(d)                                                                          \
                  : "l"(a), "l"(b), "r"(accumulate));                                                    \
   }
 // O += P V: A fragments (4 registers) follow the accumulators, then the B descriptor and accumulate.
@@ -114,15 +114,15 @@ __device__ void wgmma_rs(float (&d)[N / 2], const unsigned (&a)[4], unsigned lon
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate));                \
   }
 
-HG_WGMMA_SS(__nv_bfloat16, "bf16", 128, HG_ACC64, HG_OUT64, "%64", "%65", "%66")
-HG_WGMMA_SS(__half, "f16", 128, HG_ACC64, HG_OUT64, "%64", "%65", "%66")
+HG_WGMMA_SS128(__nv_bfloat16, "bf16")
+HG_WGMMA_SS128(__half, "f16")
 HG_WGMMA_RS(__nv_bfloat16, "bf16", 64, HG_ACC32, HG_OUT32, "{%32, %33, %34, %35}", "%36", "%37")
 HG_WGMMA_RS(__half, "f16", 64, HG_ACC32, HG_OUT32, "{%32, %33, %34, %35}", "%36", "%37")
 HG_WGMMA_RS(__nv_bfloat16, "bf16", 128, HG_ACC64, HG_OUT64, "{%64, %65, %66, %67}", "%68", "%69")
 HG_WGMMA_RS(__half, "f16", 128, HG_ACC64, HG_OUT64, "{%64, %65, %66, %67}", "%68", "%69")
 
 #undef HG_WGMMA_RS
-#undef HG_WGMMA_SS
+#undef HG_WGMMA_SS128
 #undef HG_OUT64
 #undef HG_OUT32
 #undef HG_ACC64
