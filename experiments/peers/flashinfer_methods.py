@@ -56,20 +56,15 @@ def last_page_len(pt, ps):
     return pt.S - (-(-pt.S // ps) - 1) * ps if pt.S else ps
 
 
-def paged_tables(torch, pt, ps, n_p, n_s, device):
-    """Every sequence's page table, the prefix pages then its own: (indptr [B+1], indices, last page lengths [B]), int32."""
+def paged_tables(torch, pt, ps, n_p, n_s, device, prefix=True):
+    """Every sequence's page table, the prefix pages (unless not `prefix`: its own pages only, S > 0) then its
+    own: (indptr [B+1], indices, last page lengths [B]), int32."""
     i32 = dict(dtype=torch.int32, device=device)
+    shared = n_p if prefix else 0
     own = n_p + torch.arange(pt.B * n_s, **i32).view(pt.B, n_s)
-    indices = torch.cat([torch.arange(n_p, **i32).expand(pt.B, n_p), own], 1)
-    indptr = torch.arange(pt.B + 1, **i32) * (n_p + n_s)
+    indices = torch.cat([torch.arange(shared, **i32).expand(pt.B, shared), own], 1)
+    indptr = torch.arange(pt.B + 1, **i32) * (shared + n_s)
     return indptr, indices.reshape(-1).contiguous(), torch.full((pt.B,), last_page_len(pt, ps), **i32)
-
-
-def suffix_tables(torch, pt, ps, n_p, n_s, device):
-    """Each sequence's own pages only (paged_cache's layout, S > 0): (indptr [B+1], indices, last page lengths [B])."""
-    i32 = dict(dtype=torch.int32, device=device)
-    indptr = torch.arange(pt.B + 1, **i32) * n_s
-    return indptr, n_p + torch.arange(pt.B * n_s, **i32), torch.full((pt.B,), last_page_len(pt, ps), **i32)
 
 
 class FlashInferMethod:
@@ -168,19 +163,19 @@ class FlashInferPrefix(FlashInferPaged):
             return fi.single_prefill_with_kv_cache(q, x["pk"], x["pv"], causal=False, sm_scale=1.0 / math.sqrt(pt.D),
                                                    backend=self.backend, return_lse=True)
 
-        if pt.S == 0:
-            def run():
-                o, lse = prefix()
-                return o.view(pt.B, pt.q_len, pt.Hq, pt.D), lse.view(pt.B, pt.q_len, pt.Hq)
-            return run
-        cache, ps, n_p, n_s = paged_cache(torch, x, pt)
-        suffix = self.paged_attention(x, pt, cache, ps, suffix_tables(torch, pt, ps, n_p, n_s, cache.device),
-                                      tensor_cores=pt.q_len > 1 or pt.Hq // pt.Hkv >= 4)
+        attention = prefix
+        if pt.S > 0:
+            cache, ps, n_p, n_s = paged_cache(torch, x, pt)
+            own = paged_tables(torch, pt, ps, n_p, n_s, cache.device, prefix=False)
+            suffix = self.paged_attention(x, pt, cache, ps, own, tensor_cores=pt.q_len > 1 or pt.Hq // pt.Hkv >= 4)
+
+            def attention():
+                o1, lse1 = prefix()
+                o2, lse2 = suffix()
+                return fi.merge_state(o1, lse1, o2.view(rows, pt.Hq, pt.D), lse2.view(rows, pt.Hq))
 
         def run():
-            o1, lse1 = prefix()
-            o2, lse2 = suffix()
-            o, lse = fi.merge_state(o1, lse1, o2.view(rows, pt.Hq, pt.D), lse2.view(rows, pt.Hq))
+            o, lse = attention()
             return o.view(pt.B, pt.q_len, pt.Hq, pt.D), lse.view(pt.B, pt.q_len, pt.Hq)
 
         return run

@@ -106,10 +106,9 @@ def cost(pt, elem=2):
 class Harness:
     """The protocol on one GPU; built once torch is imported and a GPU is known to be present."""
 
-    def __init__(self, torch, dtype, replays, seed, checker=None, check_seqs=0):
+    def __init__(self, torch, dtype, replays, seed, checker=None):
         self.torch = torch
         self.checker = checker  # an npy_check.NpyCheck: each method's output judged before it is timed; None: not
-        self.check_seqs = check_seqs  # sequences checked per point, spread over the batch; 0: all
         self.dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
         self.replays, self.seed = replays, seed
         props = torch.cuda.get_device_properties(0)
@@ -253,7 +252,7 @@ def sweep(torch, harness, methods, points, dtype, sha, out, prog, ours=None):
         try:
             x = harness.make_inputs(pt)
             if harness.checker:
-                harness.checker.write_inputs(x, pt, npy_check.check_indices(pt.B, harness.check_seqs))
+                harness.checker.write_inputs(x, pt)
         except torch.cuda.OutOfMemoryError as e:
             shape_failure = dict(status="oom", detail="inputs: " + oom_detail(e))
         if ours:

@@ -162,16 +162,16 @@ def main(argv):
     if tuple(int(v) for v in torch.__version__.split("+")[0].split(".")[:2]) < (2, 5):
         print(f"{PROG}: error: needs torch 2.5 or newer (enable_gqa), found {torch.__version__}", file=sys.stderr)
         return 2
-    checker = None if a.no_check else npy_check.NpyCheck(a.diff, tempfile.mkdtemp(prefix="peers-check-"))
-    h = harness.Harness(torch, a.dtype, a.replays, a.seed, checker, a.check_seqs)
-    dtype = h.dtype
-    methods = make_methods(torch, dtype, a.methods)
     out = open(a.csv, "w") if a.csv else sys.stdout
-    try:
-        harness.sweep(torch, h, methods, a.grid, a.dtype, a.commit or harness.commit(), out, PROG, our_rows(a))
-    finally:
-        if a.csv:
-            out.close()
+    with tempfile.TemporaryDirectory(prefix="peers-check-") as folder:  # the points' .npy files, one at a time
+        checker = None if a.no_check else npy_check.NpyCheck(a.diff, folder, a.check_seqs)
+        h = harness.Harness(torch, a.dtype, a.replays, a.seed, checker)
+        methods = make_methods(torch, h.dtype, a.methods)
+        try:
+            harness.sweep(torch, h, methods, a.grid, a.dtype, a.commit or harness.commit(), out, PROG, our_rows(a))
+        finally:
+            if a.csv:
+                out.close()
     return 0
 
 
