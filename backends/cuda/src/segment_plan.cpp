@@ -14,6 +14,7 @@
 #include "hydragen/cuda/handles.hpp"
 #include "kernels/launch.hpp"
 #include "leaf_placement.hpp"
+#include "plan_facts.hpp"
 #include "plans.hpp"
 #include "schedule.hpp"
 #include "tensor_maps.hpp"
@@ -27,6 +28,54 @@ constexpr float kLog2e = 1.4426950408889634f;
 // of fp32 scores and their probabilities beside them.
 constexpr long long kMaxChunkScores = 1LL << 26;
 
+// How a schedule's launches run: the plan's decisions beyond the schedule and its kernels.
+struct LaunchChoices {
+  int narrow_workers = 0, wide_workers = 0;  // of each launch: one per item, or fewer persistent ones
+  bool fold = false;                         // the narrow launch does the merge (MergeParams::fold_wide_rows)
+  bool run_merge = false;                    // some query needs the merge kernel
+  bool overlap_merge = false;                // the merge starts as the one attention launch before it ends
+};
+
+// The workers of a launch of `items` (blocks, or the warp kernel's warps): as many persistent ones
+// as are resident at once for many short items (schedule.hpp's persistent_blocks), one per item
+// otherwise and always for fp32 and for wgmma (unless the schedule gives its blocks runs of items);
+// leaves on SMs of their own, a warp for each of those SMs' warps, persistent.
+int launch_workers(const AttentionShape& shape, const std::vector<WorkItem>& items, ItemKernel kernel, int leaf_sms,
+                   const DeviceLimits& device) {
+  const int n = static_cast<int>(items.size());
+  if (kernel == ItemKernel::sm_warps) return std::min(n, leaf_sms * kSmWarps);
+  const int slots = resident_blocks(kernel, device) * items_per_block(kernel);
+  const bool mma = kernel != ItemKernel::wgmma && shape.dtype != DType::fp32;
+  return mma && persistent_blocks(items, slots) ? std::min(n, slots) : n;
+}
+
+LaunchChoices launch_choices(const AttentionShape& shape, const Schedule& s, ItemKernel wide_kernel, ItemKernel narrow_kernel,
+                             int leaf_sms, const DeviceLimits& device) {
+  LaunchChoices c;
+  const bool gemm = !s.gemm_chunks.empty();
+  c.narrow_workers = launch_workers(shape, s.narrow_items, narrow_kernel, leaf_sms, device);
+  c.wide_workers = s.wide_worker_items.empty() ? launch_workers(shape, s.wide_items, wide_kernel, leaf_sms, device)
+                                               : static_cast<int>(s.wide_worker_items.size()) - 1;
+  // folding_leaves_pay (schedule.hpp) for this plan's launches.
+  const bool folding_pays = folding_leaves_pay(static_cast<long long>(s.wide_items.size()),
+                                               list_schedule(s.wide_items, device.sms).idle_sm_tokens,
+                                               launch_blocks(c.narrow_workers, narrow_kernel),
+                                               blocks_per_sm(narrow_kernel), device.sms);
+  c.fold = wide_kernel == ItemKernel::wgmma && !gemm && device.dependent_launch && leaf_sms == 0 &&
+           s.narrow_rows_fold(kFoldRounds) && folding_pays;
+  c.run_merge = (s.needs_merge() || gemm) && !c.fold;
+  // Whether the merge starts while the one attention launch before it ends (dependent_launch.cuh):
+  // only after a single launch (after the join of two streams, or cuBLAS, it waits in stream order)
+  // that leaves half the GPU idle; after a launch that fills the GPU it cost time (perf-notes v8).
+  const bool wide = !s.wide_items.empty();
+  if (!((wide && !s.narrow_items.empty()) || gemm || !device.dependent_launch)) {
+    const ItemKernel kernel = wide ? wide_kernel : narrow_kernel;
+    const int blocks = launch_blocks(wide ? c.wide_workers : c.narrow_workers, kernel);
+    c.overlap_merge = blocks > 0 && 2 * blocks <= resident_blocks(kernel, device);
+  }
+  return c;
+}
+
 class SegmentPlan final : public CudaPlan {
  public:
   // leaf_sms > 0: the narrow items run on that many whole SMs beside the wide launch (the schedule
@@ -34,10 +83,10 @@ class SegmentPlan final : public CudaPlan {
   SegmentPlan(const AttentionShape& shape, const SharingTree& tree, const Schedule& s, ItemKernel wide_kernel,
               ItemKernel narrow_kernel, int leaf_sms, const DeviceLimits& device)
       : CudaPlan(shape, tree),
-        device_(device),
         wide_kernel_(wide_kernel),
         narrow_kernel_(narrow_kernel),
         leaf_sms_(leaf_sms),
+        launches_(launch_choices(shape, s, wide_kernel, narrow_kernel, leaf_sms, device)),
         narrow_(upload(s.narrow_items)),
         wide_(upload(s.wide_items)),
         wide_worker_items_(upload(s.wide_worker_items)),
@@ -48,9 +97,6 @@ class SegmentPlan final : public CudaPlan {
         merge_offsets_(upload(s.merge_offsets)),
         merge_rows_(upload(s.merge_rows)),
         max_partials_(s.max_partials()),
-        narrow_workers_(workers(s.narrow_items, narrow_kernel)),
-        wide_workers_(s.wide_worker_items.empty() ? workers(s.wide_items, wide_kernel)
-                                                  : static_cast<int>(s.wide_worker_items.size()) - 1),
         partial_o_(static_cast<std::size_t>(s.num_rows()) * shape.head_dim),
         partial_lse_(static_cast<std::size_t>(s.num_rows())) {
     if (!s.gemm_chunks.empty()) gemm_ = std::make_unique<GemmAttention>(shape, s);
@@ -60,10 +106,6 @@ class SegmentPlan final : public CudaPlan {
     if ((leaf_sms_ > 0) != (narrow_kernel_ == ItemKernel::sm_warps)) {
       throw std::logic_error("segment plan: whole-SM leaf blocks run exactly when leaves are given SMs of their own");
     }
-    fold_ = wide_kernel_ == ItemKernel::wgmma && gemm_ == nullptr && device_.dependent_launch && leaf_sms_ == 0 &&
-            s.narrow_rows_fold(kFoldRounds) && folding_pays(s);
-    run_merge_ = (s.needs_merge() || gemm_ != nullptr) && !fold_;
-    overlap_merge_ = overlap_merge();
     if (wide_kernel_ == ItemKernel::wgmma) {
       // TMA descriptors for the segments the wide items read (one segment each in this schedule).
       for (const WorkItem& item : s.wide_items) {
@@ -116,7 +158,7 @@ class SegmentPlan final : public CudaPlan {
     // caller's stream as the wide launch's dependents instead: they start as its blocks leave SMs.
     // Leaves on SMs of their own are launched first, so that their blocks are resident before the
     // wide launch's take the other SMs.
-    const bool both = narrow_.size() > 0 && (wide_.size() > 0 || gemm_ != nullptr) && !fold_;
+    const bool both = narrow_.size() > 0 && (wide_.size() > 0 || gemm_ != nullptr) && !launches_.fold;
     const cudaStream_t narrow_stream = both ? side_.get() : s;
     if (both) {
       CUDA_CHECK(cudaEventRecord(fork_.get(), s));
@@ -127,21 +169,21 @@ class SegmentPlan final : public CudaPlan {
       n.items = narrow_.data();
       n.num_items = static_cast<int>(narrow_.size());
       n.worker_items = nullptr;
-      n.merge.fold_wide_rows = fold_;
-      launch_segment_attention(n, narrow_workers_, narrow_kernel_, shape_.dtype, shape_.head_dim, narrow_stream, fold_);
+      n.merge.fold_wide_rows = launches_.fold;
+      launch_segment_attention(n, launches_.narrow_workers, narrow_kernel_, shape_.dtype, shape_.head_dim, narrow_stream, launches_.fold);
     };
     if (leaf_sms_ > 0) launch_narrow();
     if (gemm_ != nullptr) gemm_->enqueue(in, m, row_limit_.data(), p.scale_log2, s);
     p.items = wide_.data();
     p.num_items = static_cast<int>(wide_.size());
     p.worker_items = wide_worker_items_.size() > 0 ? wide_worker_items_.data() : nullptr;
-    launch_segment_attention(p, wide_workers_, wide_kernel_, shape_.dtype, shape_.head_dim, s);
+    launch_segment_attention(p, launches_.wide_workers, wide_kernel_, shape_.dtype, shape_.head_dim, s);
     if (leaf_sms_ == 0) launch_narrow();
     if (both) {
       CUDA_CHECK(cudaEventRecord(join_.get(), narrow_stream));
       CUDA_CHECK(cudaStreamWaitEvent(s, join_.get()));
     }
-    if (run_merge_) launch_merge(m, max_partials_, overlap_merge_, shape_.dtype, shape_.head_dim, s);
+    if (launches_.run_merge) launch_merge(m, max_partials_, launches_.overlap_merge, shape_.dtype, shape_.head_dim, s);
   }
 
  private:
@@ -158,51 +200,16 @@ class SegmentPlan final : public CudaPlan {
     CUDA_CHECK(cudaMemcpyAsync(b.extra.data(), maps.data(), b.extra.bytes(), cudaMemcpyHostToDevice, s));
   }
 
-  // folding_leaves_pay (schedule.hpp) for this plan's launches.
-  bool folding_pays(const Schedule& s) const {
-    return folding_leaves_pay(static_cast<long long>(s.wide_items.size()),
-                              list_schedule(s.wide_items, device_.sms).idle_sm_tokens,
-                              launch_blocks(narrow_workers_, narrow_kernel_),
-                              blocks_per_sm(narrow_kernel_), device_.sms);
-  }
-
-  // Whether the merge starts while the one attention launch before it ends (dependent_launch.cuh):
-  // only after a single launch (after the join of two streams, or cuBLAS, it waits in stream order)
-  // that leaves half the GPU idle; after a launch that fills the GPU it cost time (perf-notes v8).
-  bool overlap_merge() const {
-    const bool wide = wide_.size() > 0;
-    if ((wide && narrow_.size() > 0) || gemm_ != nullptr || !device_.dependent_launch) return false;
-    const ItemKernel kernel = wide ? wide_kernel_ : narrow_kernel_;
-    const int blocks = launch_blocks(wide ? wide_workers_ : narrow_workers_, kernel);
-    return blocks > 0 && 2 * blocks <= resident_blocks(kernel, device_);
-  }
-
-  // The workers of a launch of `items` (blocks, or the warp kernel's warps): as many persistent ones
-  // as are resident at once for many short items (schedule.hpp's persistent_blocks), one per item
-  // otherwise and always for fp32 and for wgmma (unless the schedule gives its blocks runs of items);
-  // leaves on SMs of their own, a warp for each of those SMs' warps, persistent.
-  int workers(const std::vector<WorkItem>& items, ItemKernel kernel) const {
-    const int n = static_cast<int>(items.size());
-    if (kernel == ItemKernel::sm_warps) return std::min(n, leaf_sms_ * kSmWarps);
-    const int slots = resident_blocks(kernel, device_) * items_per_block(kernel);
-    const bool mma = kernel != ItemKernel::wgmma && shape_.dtype != DType::fp32;
-    return mma && persistent_blocks(items, slots) ? std::min(n, slots) : n;
-  }
-
-  DeviceLimits device_;     // asked once, when the plan was made
   ItemKernel wide_kernel_, narrow_kernel_;  // run the wide and the narrow items
   int leaf_sms_;            // SMs the narrow items have to themselves beside the wide launch; 0: none
+  LaunchChoices launches_;
   DeviceArray<WorkItem> narrow_, wide_;
-  DeviceArray<int> wide_worker_items_;  // [wide_workers_ + 1] persistent wgmma blocks' runs; empty: a block per item
+  DeviceArray<int> wide_worker_items_;  // [wide workers + 1] persistent wgmma blocks' runs; empty: a block per item
   DeviceArray<int> item_segments_, row_query_, row_limit_, row_leaf_, merge_offsets_, merge_rows_;
   int max_partials_;                // the most partial rows of one query
-  int narrow_workers_, wide_workers_;  // of each launch: one per item, or fewer persistent ones
   DeviceArray<float> partial_o_;    // [rows, D]
   DeviceArray<float> partial_lse_;  // [rows]
   std::unique_ptr<GemmAttention> gemm_;  // cuda-hydragen-cublas's shared segments; null otherwise
-  bool fold_ = false;               // the narrow launch does the merge (MergeParams::fold_wide_rows)
-  bool run_merge_ = false;          // some query needs the merge kernel: no partial row, several, or a cuBLAS one
-  bool overlap_merge_ = false;      // overlap_merge(), once per plan
   std::vector<int> map_segments_;    // segments read by wgmma items
   OwnedStream side_;                // runs the narrow items beside the wide ones
   OwnedEvent fork_{cudaEventDisableTiming}, join_{cudaEventDisableTiming};
@@ -236,16 +243,16 @@ std::size_t bytes_of(const AttentionShape& shape, const SharingTree& tree, const
   return SegmentPlan::device_bytes(shape, tree, c.schedule, c.wide);
 }
 
-Choice flash_choice(const AttentionShape& shape, const SharingTree& tree, const PlanOptions& options) {
+Choice flash_choice(const AttentionShape& shape, const SharingTree& tree, const PlanOptions& options,
+                   const DeviceLimits& device) {
   // The wgmma kernel reads one segment per item (TMA descriptors per segment), not the flat
   // schedule's paths: cuda-flash's wide items run on mma.sync.
-  const DeviceLimits device = device_limits();
   const ItemKernel wide = wide_kernel(shape.dtype, true, device);
   return {flat_schedule(shape, tree, ScheduleOptions::for_device(device.sms, wide)), wide, device, options.at("narrow")};
 }
 
-Choice hydragen_choice(const AttentionShape& shape, const SharingTree& tree, const PlanOptions& options) {
-  const DeviceLimits device = device_limits();
+Choice hydragen_choice(const AttentionShape& shape, const SharingTree& tree, const PlanOptions& options,
+                       const DeviceLimits& device) {
   const ItemKernel wide = wide_kernel(shape.dtype, options.at("kernel") == "mma", device);
   ScheduleOptions o = ScheduleOptions::for_device(device.sms, wide);
   const std::string& form = options.at("form");
@@ -271,8 +278,7 @@ Choice hydragen_choice(const AttentionShape& shape, const SharingTree& tree, con
   return c;
 }
 
-Choice cublas_choice(const AttentionShape& shape, const SharingTree& tree) {
-  const DeviceLimits device = device_limits();
+Choice cublas_choice(const AttentionShape& shape, const SharingTree& tree, const DeviceLimits& device) {
   const ItemKernel wide = wide_kernel(shape.dtype, false, device);
   return {gemm_schedule(shape, tree, ScheduleOptions::for_device(device.sms, wide), kMaxChunkScores), wide, device};
 }
@@ -287,10 +293,10 @@ PlanOption narrow_option() {
 }  // namespace
 
 std::unique_ptr<AttentionPlan> make_flash_plan(const AttentionShape& shape, const SharingTree& tree, const PlanOptions& options) {
-  return plan_of(shape, tree, flash_choice(shape, tree, options));
+  return plan_of(shape, tree, flash_choice(shape, tree, options, device_limits()));
 }
 std::size_t flash_workspace_bytes(const AttentionShape& shape, const SharingTree& tree, const PlanOptions& options) {
-  return bytes_of(shape, tree, flash_choice(shape, tree, options));
+  return bytes_of(shape, tree, flash_choice(shape, tree, options, device_limits()));
 }
 
 std::vector<PlanOption> flash_options() { return {narrow_option()}; }
@@ -324,17 +330,36 @@ std::vector<PlanOptions> hydragen_variants() {
 
 std::unique_ptr<AttentionPlan> make_hydragen_plan(const AttentionShape& shape, const SharingTree& tree,
                                                   const PlanOptions& options) {
-  return plan_of(shape, tree, hydragen_choice(shape, tree, options));
+  return plan_of(shape, tree, hydragen_choice(shape, tree, options, device_limits()));
 }
 std::size_t hydragen_workspace_bytes(const AttentionShape& shape, const SharingTree& tree, const PlanOptions& options) {
-  return bytes_of(shape, tree, hydragen_choice(shape, tree, options));
+  return bytes_of(shape, tree, hydragen_choice(shape, tree, options, device_limits()));
 }
 
 std::unique_ptr<AttentionPlan> make_hydragen_cublas_plan(const AttentionShape& shape, const SharingTree& tree) {
-  return plan_of(shape, tree, cublas_choice(shape, tree));
+  return plan_of(shape, tree, cublas_choice(shape, tree, device_limits()));
 }
 std::size_t hydragen_cublas_workspace_bytes(const AttentionShape& shape, const SharingTree& tree) {
-  return bytes_of(shape, tree, cublas_choice(shape, tree));
+  return bytes_of(shape, tree, cublas_choice(shape, tree, device_limits()));
+}
+
+PlanFacts plan_facts(const std::string& backend, const AttentionShape& shape, const SharingTree& tree,
+                     const PlanOptions& options, const DeviceLimits& device) {
+  const Choice c = backend == "cuda-flash"      ? flash_choice(shape, tree, options, device)
+                   : backend == "cuda-hydragen" ? hydragen_choice(shape, tree, options, device)
+                                                : cublas_choice(shape, tree, device);
+  PlanFacts f;
+  f.schedule = c.schedule;
+  f.wide = c.wide;
+  f.narrow = c.narrow_kernel(shape.dtype);
+  f.leaf_sms = c.leaf_sms;
+  const LaunchChoices l = launch_choices(shape, c.schedule, f.wide, f.narrow, f.leaf_sms, device);
+  f.narrow_workers = l.narrow_workers;
+  f.wide_workers = l.wide_workers;
+  f.fold = l.fold;
+  f.run_merge = l.run_merge;
+  f.overlap_merge = l.overlap_merge;
+  return f;
 }
 
 }  // namespace hydragen::cuda
