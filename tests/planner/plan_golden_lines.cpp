@@ -4,9 +4,9 @@
 #include <vector>
 
 #include "hydragen/harness.hpp"
-#include "plan_facts.hpp"
+#include "plan_forms.hpp"
 #include "plan_golden.hpp"
-#include "plans.hpp"
+#include "planner.hpp"
 #include "sweep/grid.hpp"
 
 namespace hydragen::cuda::golden {
@@ -17,7 +17,7 @@ struct Device {
   const char* name;
   DeviceLimits limits;
 };
-const Device kDevices[] = {{"H100", {132, true, true}}, {"A100", {108, false, false}}};
+const Device kDevices[] = {{"H100", {132, true, true, "NVIDIA H100 80GB HBM3"}}, {"A100", {108, false, false, "NVIDIA A100-SXM4-80GB"}}};
 
 // FNV-1a over every table of the schedule: equal hashes, equal schedules (item for item).
 struct Hash {
@@ -52,26 +52,17 @@ std::uint64_t schedule_hash(const Schedule& s) {
   return h.h;
 }
 
-const char* kernel_name(ItemKernel k) {
-  switch (k) {
-    case ItemKernel::narrow: return "narrow";
-    case ItemKernel::warps: return "warps";
-    case ItemKernel::sm_warps: return "sm_warps";
-    case ItemKernel::wide: return "wide";
-    case ItemKernel::wgmma: return "wgmma";
-  }
-  return "?";
-}
-
-std::string decided(const PlanFacts& f) {
-  const Schedule& s = f.schedule;
+std::string decided(const Planned& p) {
+  const Schedule& s = p.schedule;
+  const PlanDecisions& d = p.decisions;
+  const LaunchChoices& l = d.launches;
   char line[320];
   std::snprintf(line, sizeof line,
                 "wide=%s narrow=%s leaf_sms=%d workers=%d/%d items=%zu/%zu runs=%zu chunks=%zu rows=%d fold=%d merge=%d "
                 "overlap=%d partials=%d schedule=%016llx",
-                kernel_name(f.wide), kernel_name(f.narrow), f.leaf_sms, f.wide_workers, f.narrow_workers, s.wide_items.size(),
-                s.narrow_items.size(), s.wide_worker_items.size(), s.gemm_chunks.size(), s.num_rows(), f.fold, f.run_merge,
-                f.run_merge && f.overlap_merge, s.max_partials(), static_cast<unsigned long long>(schedule_hash(s)));
+                kernel_name(d.wide_kernel), kernel_name(d.narrow_kernel), d.leaf_sms, l.wide_workers, l.narrow_workers,
+                s.wide_items.size(), s.narrow_items.size(), s.wide_worker_items.size(), s.gemm_chunks.size(), s.num_rows(), l.fold,
+                l.run_merge, l.run_merge && l.overlap_merge, s.max_partials(), static_cast<unsigned long long>(schedule_hash(s)));
   return line;
 }
 
@@ -99,13 +90,20 @@ std::vector<Form> forms(bool all) {
   return out;
 }
 
+Planned planned(const Form& f, const AttentionShape& shape, const SharingTree& tree, const DeviceLimits& device) {
+  if (f.backend == "cuda-flash") return plan_flash(shape, tree, f.options, device);
+  if (f.backend == "cuda-hydragen") return plan_hydragen(shape, tree, f.options, device);
+  return plan_hydragen_cublas(shape, tree, device);
+}
+
 void add_problem(const std::string& problem, const AttentionShape& shape, const SharingTree& tree, bool all_forms,
                  std::vector<Line>& lines) {
-  if (!has_kernels(shape.dtype, shape.head_dim)) return;
+  // What has CUDA kernels (dispatch.cuh's list): fp32, fp16 and bf16 at D 64 and 128.
+  if (shape.dtype == DType::fp64 || (shape.head_dim != 64 && shape.head_dim != 128)) return;
   for (const Form& f : forms(all_forms)) {
     if (f.backend == "cuda-hydragen-cublas" && shape.dtype == DType::fp32) continue;  // 16-bit only
     for (const Device& d : kDevices) {
-      lines.push_back({f.label + " | " + problem + " | " + d.name, decided(plan_facts(f.backend, shape, tree, f.options, d.limits))});
+      lines.push_back({f.label + " | " + problem + " | " + d.name, decided(planned(f, shape, tree, d.limits))});
     }
   }
 }

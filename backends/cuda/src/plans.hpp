@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "hydragen/attention.hpp"
+#include "plan_forms.hpp"  // the options and variants of cuda-flash and cuda-hydragen
 
 namespace hydragen::cuda {
 
@@ -13,14 +14,10 @@ std::unique_ptr<AttentionPlan> make_naive_plan(const AttentionShape& shape, cons
 // cuda-flash: flat schedule (per sequence over its path, split-KV), tensor-core tiles, merge; the
 // narrow items' kernel as its options choose (flash_options).
 std::unique_ptr<AttentionPlan> make_flash_plan(const AttentionShape& shape, const SharingTree& tree, const PlanOptions& options);
-std::vector<PlanOption> flash_options();
-std::vector<PlanOptions> flash_variants();  // the kernels the test harness covers
 // cuda-hydragen: segment schedule (per segment, the queries of every sequence below it), the same
 // kernels, in the form and with the kernel its options choose (hydragen_options).
 std::unique_ptr<AttentionPlan> make_hydragen_plan(const AttentionShape& shape, const SharingTree& tree,
                                                   const PlanOptions& options);
-std::vector<PlanOption> hydragen_options();
-std::vector<PlanOptions> hydragen_variants();  // the forms the test harness covers
 // cuda-hydragen-cublas: the shared segments as cuBLAS products (gemm_attention.hpp), the others on
 // the fused kernel, then the same merge.
 std::unique_ptr<AttentionPlan> make_hydragen_cublas_plan(const AttentionShape& shape, const SharingTree& tree);

@@ -1,8 +1,6 @@
 // The plan of every schedule-driven backend (cuda-flash, cuda-hydragen, cuda-hydragen-cublas): the
-// schedule uploaded once, the wide items on the caller's stream beside the narrow ones on a side
-// stream, then the merge; or, where the narrow items' rows can do the merge, the narrow launch after
-// the wide one as its dependent, and no merge kernel; or (cuda-hydragen's leaves=beside) the narrow
-// items first, on the SMs a wgmma launch of fewer blocks leaves, then the merge.
+// planner's decisions (planner/planner.hpp) made once for the current device, the schedule uploaded,
+// and run() one of the launch recipes (LaunchRecipe), a short function each.
 #include <algorithm>
 #include <stdexcept>
 #include <string>
@@ -13,10 +11,8 @@
 #include "hydragen/cuda/check.hpp"
 #include "hydragen/cuda/handles.hpp"
 #include "kernels/launch.hpp"
-#include "leaf_placement.hpp"
-#include "plan_facts.hpp"
+#include "planner.hpp"
 #include "plans.hpp"
-#include "schedule.hpp"
 #include "tensor_maps.hpp"
 
 namespace hydragen::cuda {
@@ -24,89 +20,26 @@ namespace hydragen::cuda {
 namespace {
 
 constexpr float kLog2e = 1.4426950408889634f;
-// cuda-hydragen-cublas: the most scores (KV heads x rows x tokens) one GEMM chunk holds: 256 MiB
-// of fp32 scores and their probabilities beside them.
-constexpr long long kMaxChunkScores = 1LL << 26;
-
-// How a schedule's launches run: the plan's decisions beyond the schedule and its kernels.
-struct LaunchChoices {
-  int narrow_workers = 0, wide_workers = 0;  // of each launch: one per item, or fewer persistent ones
-  bool fold = false;                         // the narrow launch does the merge (MergeParams::fold_wide_rows)
-  bool run_merge = false;                    // some query needs the merge kernel
-  bool overlap_merge = false;                // the merge starts as the one attention launch before it ends
-};
-
-// The workers of a launch of `items` (blocks, or the warp kernel's warps): as many persistent ones
-// as are resident at once for many short items (schedule.hpp's persistent_blocks), one per item
-// otherwise and always for fp32 and for wgmma (unless the schedule gives its blocks runs of items);
-// leaves on SMs of their own, a warp for each of those SMs' warps, persistent.
-int launch_workers(const AttentionShape& shape, const std::vector<WorkItem>& items, ItemKernel kernel, int leaf_sms,
-                   const DeviceLimits& device) {
-  const int n = static_cast<int>(items.size());
-  if (kernel == ItemKernel::sm_warps) return std::min(n, leaf_sms * kSmWarps);
-  const int slots = resident_blocks(kernel, device) * items_per_block(kernel);
-  const bool mma = kernel != ItemKernel::wgmma && shape.dtype != DType::fp32;
-  return mma && persistent_blocks(items, slots) ? std::min(n, slots) : n;
-}
-
-LaunchChoices launch_choices(const AttentionShape& shape, const Schedule& s, ItemKernel wide_kernel, ItemKernel narrow_kernel,
-                             int leaf_sms, const DeviceLimits& device) {
-  LaunchChoices c;
-  const bool gemm = !s.gemm_chunks.empty();
-  c.narrow_workers = launch_workers(shape, s.narrow_items, narrow_kernel, leaf_sms, device);
-  c.wide_workers = s.wide_worker_items.empty() ? launch_workers(shape, s.wide_items, wide_kernel, leaf_sms, device)
-                                               : static_cast<int>(s.wide_worker_items.size()) - 1;
-  // folding_leaves_pay (schedule.hpp) for this plan's launches.
-  const bool folding_pays = folding_leaves_pay(static_cast<long long>(s.wide_items.size()),
-                                               list_schedule(s.wide_items, device.sms).idle_sm_tokens,
-                                               launch_blocks(c.narrow_workers, narrow_kernel),
-                                               blocks_per_sm(narrow_kernel), device.sms);
-  c.fold = wide_kernel == ItemKernel::wgmma && !gemm && device.dependent_launch && leaf_sms == 0 &&
-           s.narrow_rows_fold(kFoldRounds) && folding_pays;
-  c.run_merge = (s.needs_merge() || gemm) && !c.fold;
-  // Whether the merge starts while the one attention launch before it ends (dependent_launch.cuh):
-  // only after a single launch (after the join of two streams, or cuBLAS, it waits in stream order)
-  // that leaves half the GPU idle; after a launch that fills the GPU it cost time (perf-notes v8).
-  const bool wide = !s.wide_items.empty();
-  if (!((wide && !s.narrow_items.empty()) || gemm || !device.dependent_launch)) {
-    const ItemKernel kernel = wide ? wide_kernel : narrow_kernel;
-    const int blocks = launch_blocks(wide ? c.wide_workers : c.narrow_workers, kernel);
-    c.overlap_merge = blocks > 0 && 2 * blocks <= resident_blocks(kernel, device);
-  }
-  return c;
-}
 
 class SegmentPlan final : public CudaPlan {
  public:
-  // leaf_sms > 0: the narrow items run on that many whole SMs beside the wide launch (the schedule
-  // sized the wide launch for the others; narrow_kernel is ItemKernel::sm_warps).
-  SegmentPlan(const AttentionShape& shape, const SharingTree& tree, const Schedule& s, ItemKernel wide_kernel,
-              ItemKernel narrow_kernel, int leaf_sms, const DeviceLimits& device)
+  SegmentPlan(const AttentionShape& shape, const SharingTree& tree, const Planned& planned)
       : CudaPlan(shape, tree),
-        wide_kernel_(wide_kernel),
-        narrow_kernel_(narrow_kernel),
-        leaf_sms_(leaf_sms),
-        launches_(launch_choices(shape, s, wide_kernel, narrow_kernel, leaf_sms, device)),
-        narrow_(upload(s.narrow_items)),
-        wide_(upload(s.wide_items)),
-        wide_worker_items_(upload(s.wide_worker_items)),
-        item_segments_(upload(s.item_segments)),
-        row_query_(upload(s.row_query)),
-        row_limit_(upload(s.row_limit)),
-        row_leaf_(upload(s.row_leaf)),
-        merge_offsets_(upload(s.merge_offsets)),
-        merge_rows_(upload(s.merge_rows)),
-        max_partials_(s.max_partials()),
-        partial_o_(static_cast<std::size_t>(s.num_rows()) * shape.head_dim),
-        partial_lse_(static_cast<std::size_t>(s.num_rows())) {
+        decisions_(planned.decisions),
+        narrow_(upload(planned.schedule.narrow_items)),
+        wide_(upload(planned.schedule.wide_items)),
+        wide_worker_items_(upload(planned.schedule.wide_worker_items)),
+        item_segments_(upload(planned.schedule.item_segments)),
+        row_query_(upload(planned.schedule.row_query)),
+        row_limit_(upload(planned.schedule.row_limit)),
+        row_leaf_(upload(planned.schedule.row_leaf)),
+        merge_offsets_(upload(planned.schedule.merge_offsets)),
+        merge_rows_(upload(planned.schedule.merge_rows)),
+        partial_o_(static_cast<std::size_t>(planned.schedule.num_rows()) * shape.head_dim),
+        partial_lse_(static_cast<std::size_t>(planned.schedule.num_rows())) {
+    const Schedule& s = planned.schedule;
     if (!s.gemm_chunks.empty()) gemm_ = std::make_unique<GemmAttention>(shape, s);
-    if (!s.wide_worker_items.empty() && wide_kernel_ != ItemKernel::wgmma) {
-      throw std::logic_error("segment plan: only wgmma blocks run a schedule's runs of wide items");
-    }
-    if ((leaf_sms_ > 0) != (narrow_kernel_ == ItemKernel::sm_warps)) {
-      throw std::logic_error("segment plan: whole-SM leaf blocks run exactly when leaves are given SMs of their own");
-    }
-    if (wide_kernel_ == ItemKernel::wgmma) {
+    if (decisions_.wide_kernel == ItemKernel::wgmma) {
       // TMA descriptors for the segments the wide items read (one segment each in this schedule).
       for (const WorkItem& item : s.wide_items) {
         if (item.num_segments != 1) throw std::logic_error("wgmma items read one segment each");
@@ -118,21 +51,45 @@ class SegmentPlan final : public CudaPlan {
   }
 
   // What the constructor allocates on the device, array by array.
-  static std::size_t device_bytes(const AttentionShape& shape, const SharingTree& tree, const Schedule& s,
-                                  ItemKernel wide_kernel) {
+  static std::size_t device_bytes(const AttentionShape& shape, const SharingTree& tree, const Planned& planned) {
+    const Schedule& s = planned.schedule;
     const std::size_t rows = static_cast<std::size_t>(s.num_rows());
     std::size_t bytes = CudaPlan::device_bytes(tree) + (s.narrow_items.size() + s.wide_items.size()) * sizeof(WorkItem) +
                         (s.wide_worker_items.size() + s.item_segments.size() + 3 * rows + s.merge_offsets.size() +
                          s.merge_rows.size()) * sizeof(int) +
                         rows * (static_cast<std::size_t>(shape.head_dim) + 1) * sizeof(float);
     if (!s.gemm_chunks.empty()) bytes += GemmAttention::device_bytes(shape, s);
-    if (wide_kernel == ItemKernel::wgmma) bytes += 2 * static_cast<std::size_t>(tree.num_segments()) * sizeof(CUtensorMap);
+    if (planned.decisions.wide_kernel == ItemKernel::wgmma) {
+      bytes += 2 * static_cast<std::size_t>(tree.num_segments()) * sizeof(CUtensorMap);
+    }
     return bytes;
   }
 
   void run(const AttentionInputs& in, const AttentionOutputs& out, Stream stream) override {
-    const cudaStream_t s = bind(in, out, stream);
-    MergeParams m;
+    const Launches l = launches(in, out, bind(in, out, stream));
+    switch (decisions_.recipe) {
+      case LaunchRecipe::one_launch: one_launch(l); break;
+      case LaunchRecipe::side_by_side: side_by_side(l); break;
+      case LaunchRecipe::folded_leaves: folded_leaves(l); break;
+      case LaunchRecipe::leaves_beside: leaves_beside(l); break;
+      case LaunchRecipe::gemm_side_by_side: gemm_side_by_side(l, in); break;
+    }
+  }
+
+  std::string explain() const override { return decisions_.explain(); }
+
+ private:
+  // One run's launch parameters, bound to its tensors.
+  struct Launches {
+    SegmentAttentionParams narrow, wide;
+    MergeParams merge;
+    cudaStream_t stream;
+  };
+
+  Launches launches(const AttentionInputs& in, const AttentionOutputs& out, cudaStream_t s) const {
+    Launches l;
+    l.stream = s;
+    MergeParams& m = l.merge;
     m.partial_o = partial_o_.data();
     m.partial_lse = partial_lse_.data();
     m.offsets = merge_offsets_.data();
@@ -152,41 +109,80 @@ class SegmentPlan final : public CudaPlan {
     p.kv_maps = binding().extra.data();
     p.kv_heads = shape_.kv_heads;
     p.scale_log2 = shape_.scale * kLog2e;
-    // The narrow items (leaves: short, latency-bound) run on a side stream beside the shared
-    // segments' work, so they fill the SMs it leaves idle. The merge, after both, runs only when
-    // some query has other than one partial row written by its block. Folding leaves run on the
-    // caller's stream as the wide launch's dependents instead: they start as its blocks leave SMs.
-    // Leaves on SMs of their own are launched first, so that their blocks are resident before the
-    // wide launch's take the other SMs.
-    const bool both = narrow_.size() > 0 && (wide_.size() > 0 || gemm_ != nullptr) && !launches_.fold;
-    const cudaStream_t narrow_stream = both ? side_.get() : s;
-    if (both) {
-      CUDA_CHECK(cudaEventRecord(fork_.get(), s));
-      CUDA_CHECK(cudaStreamWaitEvent(narrow_stream, fork_.get()));
-    }
-    auto launch_narrow = [&] {
-      SegmentAttentionParams n = p;
-      n.items = narrow_.data();
-      n.num_items = static_cast<int>(narrow_.size());
-      n.worker_items = nullptr;
-      n.merge.fold_wide_rows = launches_.fold;
-      launch_segment_attention(n, launches_.narrow_workers, narrow_kernel_, shape_.dtype, shape_.head_dim, narrow_stream, launches_.fold);
-    };
-    if (leaf_sms_ > 0) launch_narrow();
-    if (gemm_ != nullptr) gemm_->enqueue(in, m, row_limit_.data(), p.scale_log2, s);
-    p.items = wide_.data();
-    p.num_items = static_cast<int>(wide_.size());
-    p.worker_items = wide_worker_items_.size() > 0 ? wide_worker_items_.data() : nullptr;
-    launch_segment_attention(p, launches_.wide_workers, wide_kernel_, shape_.dtype, shape_.head_dim, s);
-    if (leaf_sms_ == 0) launch_narrow();
-    if (both) {
-      CUDA_CHECK(cudaEventRecord(join_.get(), narrow_stream));
-      CUDA_CHECK(cudaStreamWaitEvent(s, join_.get()));
-    }
-    if (launches_.run_merge) launch_merge(m, max_partials_, launches_.overlap_merge, shape_.dtype, shape_.head_dim, s);
+    l.narrow = l.wide = p;
+    l.narrow.items = narrow_.data();
+    l.narrow.num_items = static_cast<int>(narrow_.size());
+    l.narrow.merge.fold_wide_rows = decisions_.launches.fold;
+    l.wide.items = wide_.data();
+    l.wide.num_items = static_cast<int>(wide_.size());
+    l.wide.worker_items = wide_worker_items_.size() > 0 ? wide_worker_items_.data() : nullptr;
+    return l;
   }
 
- private:
+  void launch_narrow(const Launches& l, cudaStream_t s, bool dependent = false) const {
+    launch_segment_attention(l.narrow, decisions_.launches.narrow_workers, decisions_.narrow_kernel, shape_.dtype,
+                             shape_.head_dim, s, dependent);
+  }
+  void launch_wide(const Launches& l) const {
+    launch_segment_attention(l.wide, decisions_.launches.wide_workers, decisions_.wide_kernel, shape_.dtype, shape_.head_dim,
+                             l.stream);
+  }
+  void merge(const Launches& l) const {
+    if (decisions_.launches.run_merge) {
+      launch_merge(l.merge, decisions_.launches.merge_warps, decisions_.launches.overlap_merge, shape_.dtype, shape_.head_dim,
+                   l.stream);
+    }
+  }
+  // The side stream starts after the work before this run on the caller's stream, and the caller's
+  // stream continues after the side's.
+  cudaStream_t fork(const Launches& l) const {
+    CUDA_CHECK(cudaEventRecord(fork_.get(), l.stream));
+    CUDA_CHECK(cudaStreamWaitEvent(side_.get(), fork_.get()));
+    return side_.get();
+  }
+  void join(const Launches& l) const {
+    CUDA_CHECK(cudaEventRecord(join_.get(), side_.get()));
+    CUDA_CHECK(cudaStreamWaitEvent(l.stream, join_.get()));
+  }
+
+  // LaunchRecipe::one_launch: whichever kind of items there is (none: the merge writes identities).
+  void one_launch(const Launches& l) const {
+    if (narrow_.size() > 0) launch_narrow(l, l.stream);
+    launch_wide(l);
+    merge(l);
+  }
+  // LaunchRecipe::side_by_side: the leaves (short, latency-bound) on a side stream fill the SMs the
+  // wide launch leaves idle.
+  void side_by_side(const Launches& l) const {
+    const cudaStream_t side = fork(l);
+    launch_wide(l);
+    launch_narrow(l, side);
+    join(l);
+    merge(l);
+  }
+  // LaunchRecipe::folded_leaves: the leaves start as the wgmma blocks leave SMs, and do the merge.
+  void folded_leaves(const Launches& l) const {
+    launch_wide(l);
+    launch_narrow(l, l.stream, true);
+  }
+  // LaunchRecipe::leaves_beside: the leaves launched first, so that their whole-SM blocks are resident
+  // before the persistent wgmma blocks take the other SMs.
+  void leaves_beside(const Launches& l) const {
+    launch_narrow(l, fork(l));
+    launch_wide(l);
+    join(l);
+    merge(l);
+  }
+  // LaunchRecipe::gemm_side_by_side: cuBLAS's products of the shared segments, the rest beside them.
+  void gemm_side_by_side(const Launches& l, const AttentionInputs& in) const {
+    const cudaStream_t side = fork(l);
+    gemm_->enqueue(in, l.merge, row_limit_.data(), l.wide.scale_log2, l.stream);
+    launch_wide(l);
+    launch_narrow(l, side);
+    join(l);
+    merge(l);
+  }
+
   // The binding's TMA descriptors: [num_segments][2] K, V of map_segments_ (wgmma only).
   void rebound(const AttentionInputs& in, Binding& b, cudaStream_t s) override {
     if (map_segments_.empty()) return;
@@ -200,13 +196,10 @@ class SegmentPlan final : public CudaPlan {
     CUDA_CHECK(cudaMemcpyAsync(b.extra.data(), maps.data(), b.extra.bytes(), cudaMemcpyHostToDevice, s));
   }
 
-  ItemKernel wide_kernel_, narrow_kernel_;  // run the wide and the narrow items
-  int leaf_sms_;            // SMs the narrow items have to themselves beside the wide launch; 0: none
-  LaunchChoices launches_;
+  PlanDecisions decisions_;
   DeviceArray<WorkItem> narrow_, wide_;
   DeviceArray<int> wide_worker_items_;  // [wide workers + 1] persistent wgmma blocks' runs; empty: a block per item
   DeviceArray<int> item_segments_, row_query_, row_limit_, row_leaf_, merge_offsets_, merge_rows_;
-  int max_partials_;                // the most partial rows of one query
   DeviceArray<float> partial_o_;    // [rows, D]
   DeviceArray<float> partial_lse_;  // [rows]
   std::unique_ptr<GemmAttention> gemm_;  // cuda-hydragen-cublas's shared segments; null otherwise
@@ -215,151 +208,26 @@ class SegmentPlan final : public CudaPlan {
   OwnedEvent fork_{cudaEventDisableTiming}, join_{cudaEventDisableTiming};
 };
 
-// The schedule a plan runs and the kernels of its wide and narrow items: one rule for the plan and
-// for the count of its bytes.
-struct Choice {
-  Schedule schedule;
-  ItemKernel wide;
-  DeviceLimits device;
-  std::string narrow = "auto";  // the narrow items' kernel: auto (narrow_item_kernel), blocks or warps
-  int leaf_sms = 0;               // > 0: the narrow items on that many SMs the wgmma launch leaves (leaves=beside)
-
-  ItemKernel narrow_kernel(DType dtype) const {
-    if (dtype == DType::fp32) return ItemKernel::narrow;  // fp32 has only CUDA-core blocks
-    if (leaf_sms > 0) return ItemKernel::sm_warps;
-    if (narrow == "auto") {
-      const bool alone = schedule.wide_items.empty() && schedule.gemm_chunks.empty();
-      return narrow_item_kernel(schedule.narrow_items, alone, ScheduleOptions::for_device(device.sms, wide));
-    }
-    return narrow == "warps" ? ItemKernel::warps : ItemKernel::narrow;
-  }
-};
-
-std::unique_ptr<AttentionPlan> plan_of(const AttentionShape& shape, const SharingTree& tree, const Choice& c) {
-  return std::make_unique<SegmentPlan>(shape, tree, c.schedule, c.wide, c.narrow_kernel(shape.dtype), c.leaf_sms, c.device);
-}
-
-std::size_t bytes_of(const AttentionShape& shape, const SharingTree& tree, const Choice& c) {
-  return SegmentPlan::device_bytes(shape, tree, c.schedule, c.wide);
-}
-
-Choice flash_choice(const AttentionShape& shape, const SharingTree& tree, const PlanOptions& options,
-                   const DeviceLimits& device) {
-  // The wgmma kernel reads one segment per item (TMA descriptors per segment), not the flat
-  // schedule's paths: cuda-flash's wide items run on mma.sync.
-  const ItemKernel wide = wide_kernel(shape.dtype, true, device);
-  return {flat_schedule(shape, tree, ScheduleOptions::for_device(device.sms, wide)), wide, device, options.at("narrow")};
-}
-
-Choice hydragen_choice(const AttentionShape& shape, const SharingTree& tree, const PlanOptions& options,
-                       const DeviceLimits& device) {
-  const ItemKernel wide = wide_kernel(shape.dtype, options.at("kernel") == "mma", device);
-  ScheduleOptions o = ScheduleOptions::for_device(device.sms, wide);
-  const std::string& form = options.at("form");
-  if (form == "narrow") o.max_rows = kNarrowRows;
-  o.inline_narrow_segments = options.at("inline") == "auto";
-  Choice c{form == "auto" ? hydragen_schedule(shape, tree, o) : segment_schedule(shape, tree, o), wide, device,
-           options.at("narrow")};
-  // Leaves beside the wgmma launch (leaf_placement.hpp), where the schedule has both and `leaves`
-  // does not keep them after; with narrow=blocks or warps they stay after unless asked.
-  const std::string& leaves = options.at("leaves");
-  if (leaves == "after" || wide != ItemKernel::wgmma || c.schedule.wide_items.empty() || c.schedule.narrow_items.empty()) {
-    return c;
-  }
-  if (c.narrow != "auto") {
-    if (leaves == "auto") return c;
-    throw std::invalid_argument("cuda-hydragen: leaves=beside runs the leaves a warp each on SMs of their own; narrow=" +
-                                c.narrow + " asks for another kernel");
-  }
-  LeafPlacement placement = place_leaves(shape, tree, o, c.schedule, leaves == "beside");
-  if (!placement.beside) return c;
-  c.schedule = std::move(placement.schedule);
-  c.leaf_sms = placement.leaf_sms;
-  return c;
-}
-
-Choice cublas_choice(const AttentionShape& shape, const SharingTree& tree, const DeviceLimits& device) {
-  const ItemKernel wide = wide_kernel(shape.dtype, false, device);
-  return {gemm_schedule(shape, tree, ScheduleOptions::for_device(device.sms, wide), kMaxChunkScores), wide, device};
-}
-
-PlanOption narrow_option() {
-  return {"narrow",
-          {"auto", "blocks", "warps"},
-          "the 16-row blocks' kernel (16-bit storage): blocks: four warps share each item's tiles; warps: a warp per item, "
-          "four items to a block; auto: narrow_item_kernel's rule (schedule.hpp)"};
-}
-
 }  // namespace
 
 std::unique_ptr<AttentionPlan> make_flash_plan(const AttentionShape& shape, const SharingTree& tree, const PlanOptions& options) {
-  return plan_of(shape, tree, flash_choice(shape, tree, options, device_limits()));
+  return std::make_unique<SegmentPlan>(shape, tree, plan_flash(shape, tree, options, device_limits()));
 }
 std::size_t flash_workspace_bytes(const AttentionShape& shape, const SharingTree& tree, const PlanOptions& options) {
-  return bytes_of(shape, tree, flash_choice(shape, tree, options, device_limits()));
+  return SegmentPlan::device_bytes(shape, tree, plan_flash(shape, tree, options, device_limits()));
 }
-
-std::vector<PlanOption> flash_options() { return {narrow_option()}; }
-
-std::vector<PlanOptions> flash_variants() { return {PlanOptions{}, PlanOptions::parse("narrow=warps")}; }
-
-std::vector<PlanOption> hydragen_options() {
-  return {{"form",
-           {"auto", "wide", "narrow"},
-           "auto: one launch of 16-row blocks where that puts at most one block on each SM, else wide; wide: the "
-           "shared segments in wide blocks beside 16-row leaf blocks; narrow: every segment in 16-row blocks"},
-          {"kernel", {"auto", "mma"}, "the wide blocks' kernel: auto is wgmma on sm_90a and mma.sync elsewhere; mma is mma.sync everywhere"},
-          narrow_option(),
-          {"inline",
-           {"auto", "never"},
-           "auto: a segment whose readers' queries fit one 16-row block is read within each reader's own item, its path "
-           "from there to the leaf, where the batch has enough such paths to keep a quarter of the SMs busy (schedule.hpp's "
-           "inline_narrow_segments); never: every segment in items of its own"},
-          {"leaves",
-           {"auto", "after", "beside"},
-           "where a wgmma launch and leaves both run: after, the leaves on the SMs the wgmma launch frees; beside, the "
-           "shared segments' parts on fewer persistent wgmma blocks and the leaves, a warp each, on the other SMs from "
-           "the start; auto: beside where leaf_placement.hpp's cost model predicts it faster"}};
-}
-
-std::vector<PlanOptions> hydragen_variants() {
-  return {PlanOptions{}, PlanOptions::parse("form=wide"), PlanOptions::parse("form=narrow"),
-          PlanOptions::parse("form=narrow:narrow=warps"), PlanOptions::parse("form=wide:kernel=mma"),
-          PlanOptions::parse("form=wide:leaves=beside"), PlanOptions::parse("inline=never")};
-}
-
 std::unique_ptr<AttentionPlan> make_hydragen_plan(const AttentionShape& shape, const SharingTree& tree,
                                                   const PlanOptions& options) {
-  return plan_of(shape, tree, hydragen_choice(shape, tree, options, device_limits()));
+  return std::make_unique<SegmentPlan>(shape, tree, plan_hydragen(shape, tree, options, device_limits()));
 }
 std::size_t hydragen_workspace_bytes(const AttentionShape& shape, const SharingTree& tree, const PlanOptions& options) {
-  return bytes_of(shape, tree, hydragen_choice(shape, tree, options, device_limits()));
+  return SegmentPlan::device_bytes(shape, tree, plan_hydragen(shape, tree, options, device_limits()));
 }
-
 std::unique_ptr<AttentionPlan> make_hydragen_cublas_plan(const AttentionShape& shape, const SharingTree& tree) {
-  return plan_of(shape, tree, cublas_choice(shape, tree, device_limits()));
+  return std::make_unique<SegmentPlan>(shape, tree, plan_hydragen_cublas(shape, tree, device_limits()));
 }
 std::size_t hydragen_cublas_workspace_bytes(const AttentionShape& shape, const SharingTree& tree) {
-  return bytes_of(shape, tree, cublas_choice(shape, tree, device_limits()));
-}
-
-PlanFacts plan_facts(const std::string& backend, const AttentionShape& shape, const SharingTree& tree,
-                     const PlanOptions& options, const DeviceLimits& device) {
-  const Choice c = backend == "cuda-flash"      ? flash_choice(shape, tree, options, device)
-                   : backend == "cuda-hydragen" ? hydragen_choice(shape, tree, options, device)
-                                                : cublas_choice(shape, tree, device);
-  PlanFacts f;
-  f.schedule = c.schedule;
-  f.wide = c.wide;
-  f.narrow = c.narrow_kernel(shape.dtype);
-  f.leaf_sms = c.leaf_sms;
-  const LaunchChoices l = launch_choices(shape, c.schedule, f.wide, f.narrow, f.leaf_sms, device);
-  f.narrow_workers = l.narrow_workers;
-  f.wide_workers = l.wide_workers;
-  f.fold = l.fold;
-  f.run_merge = l.run_merge;
-  f.overlap_merge = l.overlap_merge;
-  return f;
+  return SegmentPlan::device_bytes(shape, tree, plan_hydragen_cublas(shape, tree, device_limits()));
 }
 
 }  // namespace hydragen::cuda

@@ -62,6 +62,9 @@ class AttentionPlan {
   // later runs with the same tensors launch kernels only, and one plan may serve several sets (the
   // layers of a model, each with its own KV cache).
   virtual void run(const AttentionInputs& inputs, const AttentionOutputs& outputs, Stream stream = {}) = 0;
+  // How this plan decided to run, one decision a line (the CUDA planner's rules: docs/planner-rules.md);
+  // empty for a plan that decides nothing.
+  virtual std::string explain() const { return {}; }
 };
 
 // Whether a backend handles a problem; if not, why.

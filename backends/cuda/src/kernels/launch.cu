@@ -10,8 +10,11 @@ DeviceLimits device_limits() {
   CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
   CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  cudaDeviceProp prop{};
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
   DeviceLimits limits;
   limits.sms = sms;
+  limits.name = prop.name;
 #ifdef HYDRAGEN_WGMMA
   limits.wgmma = major == 9 && minor == 0;  // sm_90a code runs on compute capability 9.0 only (H100, H200)
 #endif
@@ -26,11 +29,6 @@ bool has_kernels(DType dtype, int head_dim) {
   } catch (const std::invalid_argument&) {
     return false;
   }
-}
-
-ItemKernel wide_kernel(DType dtype, bool mma_only, const DeviceLimits& device) {
-  if (dtype == DType::fp32) return ItemKernel::narrow;
-  return device.wgmma && !mma_only ? ItemKernel::wgmma : ItemKernel::wide;
 }
 
 void launch_segment_attention(const SegmentAttentionParams& params, int workers, ItemKernel kernel, DType dtype,

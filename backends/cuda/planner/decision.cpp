@@ -1,0 +1,37 @@
+#include "decision.hpp"
+
+#include <sstream>
+
+namespace hydragen::cuda {
+
+const char* recipe_name(LaunchRecipe recipe) {
+  switch (recipe) {
+    case LaunchRecipe::one_launch: return "one_launch";
+    case LaunchRecipe::side_by_side: return "side_by_side";
+    case LaunchRecipe::folded_leaves: return "folded_leaves";
+    case LaunchRecipe::leaves_beside: return "leaves_beside";
+    case LaunchRecipe::gemm_side_by_side: return "gemm_side_by_side";
+  }
+  return "?";
+}
+
+const char* kernel_name(ItemKernel kernel) {
+  switch (kernel) {
+    case ItemKernel::narrow: return "narrow";
+    case ItemKernel::warps: return "warps";
+    case ItemKernel::sm_warps: return "sm_warps";
+    case ItemKernel::wide: return "wide";
+    case ItemKernel::wgmma: return "wgmma";
+  }
+  return "?";
+}
+
+std::string PlanDecisions::explain() const {
+  std::ostringstream out;
+  out << "device: " << (device.name.empty() ? "unnamed" : device.name) << ", " << device.sms << " SMs, wgmma "
+      << (device.wgmma ? "yes" : "no") << ", dependent launch " << (device.dependent_launch ? "yes" : "no") << "\n";
+  for (const Decision& d : log) out << d.rule << ": " << d.choice << " -- " << d.reason << " [" << d.inputs << "]\n";
+  return out.str();
+}
+
+}  // namespace hydragen::cuda

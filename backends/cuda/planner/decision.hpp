@@ -1,0 +1,66 @@
+#pragma once
+// A plan's decisions: each rule that fired (rules.hpp), with its inputs, its choice and why, and the
+// record the plan runs from. A plan computes it once (planner.hpp); building the schedule and the
+// launches only read it. --explain prints it (hydragen-diff --explain, the sweep's `decisions`
+// column, plan.explain() in Python).
+#include <string>
+#include <vector>
+
+#include "device_limits.hpp"
+#include "kernels/tile_config.hpp"
+
+namespace hydragen::cuda {
+
+// One rule's decision: docs/planner-rules.md has an entry under each rule's name.
+struct Decision {
+  std::string rule;    // e.g. "leaf_layout"
+  std::string choice;  // e.g. "beside (leaf SMs 12, 2 parts per row block on 120 blocks)"
+  std::string inputs;  // what it was decided from, "name=value" pairs
+  std::string reason;  // one line: why this choice, with the predicted times it compared, if any
+};
+
+// How a plan's launches run: a closed set, one short function each (segment_plan.cpp).
+enum class LaunchRecipe {
+  one_launch,         // one kind of items, then the merge if some query needs it
+  side_by_side,       // the wide items on the caller's stream, the narrow ones on a side stream, the merge after both
+  folded_leaves,      // the wide items, then the narrow ones as their dependent launch doing the merge; no merge kernel
+  leaves_beside,      // the narrow items first on SMs of their own, persistent wgmma blocks on the rest, the merge after
+  gemm_side_by_side,  // cuBLAS products of the shared segments beside the narrow items, the merge after both
+};
+const char* recipe_name(LaunchRecipe recipe);
+
+// What building the schedule takes (schedule.hpp: build): it decides nothing itself.
+struct BuildChoices {
+  int max_rows = 0;                 // largest row block: kNarrowRows, kWideRows or kWgmmaRows
+  long long narrow_parts = 1;       // parts per narrow block (split-KV), split_count'ed per block
+  long long wide_target_blocks = 0;  // the wide launch's blocks: each wide block its share by tokens
+  int wide_workers = 0;             // > 0: persistent wgmma blocks the wide items are dealt to; 0: a block per item
+  long long max_chunk_scores = 0;   // cuda-hydragen-cublas: the most scores of one GEMM chunk; 0: no GEMM chunks
+};
+
+// How the launches of a built schedule run.
+struct LaunchChoices {
+  int narrow_workers = 0, wide_workers = 0;  // of each launch: one per item, or fewer persistent ones
+  bool fold = false;                         // the narrow launch does the merge (MergeParams::fold_wide_rows)
+  bool run_merge = false;                    // some query needs the merge kernel
+  bool overlap_merge = false;                // the merge starts as the one attention launch before it ends
+  int merge_warps = 1;                       // warps per query of the merge kernel
+};
+
+struct PlanDecisions {
+  ItemKernel wide_kernel = ItemKernel::narrow, narrow_kernel = ItemKernel::narrow;
+  bool inline_paths = false;  // segments of few readers read within each reader's path (rules.hpp: inline_paths)
+  BuildChoices build;
+  int leaf_sms = 0;  // > 0: the narrow items on that many SMs of their own (LaunchRecipe::leaves_beside)
+  LaunchChoices launches;
+  LaunchRecipe recipe = LaunchRecipe::one_launch;
+  DeviceLimits device;
+  std::vector<Decision> log;  // every rule that fired, in order
+
+  // One line per decision: "rule: choice (reason) [inputs]", after a line naming the device.
+  std::string explain() const;
+};
+
+const char* kernel_name(ItemKernel kernel);
+
+}  // namespace hydragen::cuda

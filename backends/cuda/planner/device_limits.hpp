@@ -1,0 +1,20 @@
+#pragma once
+// What the planner needs of the device a plan is made for, asked once when the plan is made (as
+// CUTLASS's KernelHardwareInfo): no number here is an H100's. The CUDA backend fills it from the
+// current device (launch.hpp: device_limits); tests and --explain name made-up or absent devices.
+#include <string>
+
+#include "kernels/tile_config.hpp"
+
+namespace hydragen::cuda {
+
+struct DeviceLimits {
+  int sms = 0;                    // streaming multiprocessors
+  bool wgmma = false;             // the sm_90a kernel runs: compute capability 9.0 and a build with sm_90a code
+  bool dependent_launch = false;  // programmatic dependent launch (sm_90 and later)
+  std::string name = {};          // cudaDeviceProp::name: the row of the device-rates table (device_rates.hpp)
+};
+
+inline int resident_blocks(ItemKernel kernel, const DeviceLimits& device) { return blocks_per_sm(kernel) * device.sms; }
+
+}  // namespace hydragen::cuda

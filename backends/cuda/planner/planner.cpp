@@ -1,0 +1,136 @@
+#include "planner.hpp"
+
+#include <utility>
+
+#include "hydragen/attention.hpp"
+#include "rules.hpp"
+
+namespace hydragen::cuda {
+
+namespace {
+
+// Keeps each rule's decision and hands back its choice.
+class Log {
+ public:
+  explicit Log(PlanDecisions& d) : d_(d) {}
+  template <typename T>
+  T operator()(Ruled<T> r) {
+    d_.log.push_back(std::move(r.decision));
+    return std::move(r.choice);
+  }
+
+ private:
+  PlanDecisions& d_;
+};
+
+// The split of `groups` into row blocks of at most max_rows, and the narrow split for them.
+struct Cut {
+  BlockCensus census;
+  Ruled<long long> narrow_split;
+};
+Cut cut(const AttentionShape& shape, const std::vector<Group>& groups, int max_rows, int narrow_slots, const DeviceLimits& device) {
+  BlockCensus c = census(row_blocks(shape, groups, max_rows), shape.kv_heads);
+  Ruled<long long> split = narrow_split(c, narrow_slots, device);
+  return {std::move(c), std::move(split)};
+}
+
+// The launches' rules, once the schedule is built.
+void decide_launches(const AttentionShape& shape, const Schedule& s, const std::string& narrow_option, PlanDecisions& d) {
+  Log log(d);
+  const bool alone = s.wide_items.empty() && s.gemm_chunks.empty();
+  const std::vector<long long> narrow = item_lengths(s.narrow_items), wide = item_lengths(s.wide_items);
+  d.narrow_kernel = log(narrow_kernel(shape.dtype, narrow_option, d.leaf_sms, narrow, alone, d.device));
+  LaunchChoices& l = d.launches;
+  const int runs = s.wide_worker_items.empty() ? 0 : static_cast<int>(s.wide_worker_items.size()) - 1;
+  if (!s.wide_items.empty()) l.wide_workers = log(launch_workers("wide", d.wide_kernel, shape.dtype, wide, d.leaf_sms, runs, d.device));
+  if (!s.narrow_items.empty()) {
+    l.narrow_workers = log(launch_workers("narrow", d.narrow_kernel, shape.dtype, narrow, d.leaf_sms, 0, d.device));
+  }
+  l.fold = log(fold_leaves(s, d.wide_kernel, d.narrow_kernel, l.narrow_workers, d.leaf_sms, d.device));
+  l.run_merge = log(run_merge(s, l.fold));
+  l.overlap_merge = log(overlap_merge(s, d.wide_kernel, d.narrow_kernel, l, d.device));
+  if (l.run_merge) l.merge_warps = log(merge_warps(s));
+  d.recipe = log(launch_recipe(s, l, d.leaf_sms));
+}
+
+PlanDecisions begin(const DeviceLimits& device) {
+  PlanDecisions d;
+  d.device = device;
+  return d;
+}
+
+}  // namespace
+
+Planned plan_flash(const AttentionShape& shape, const SharingTree& tree, const PlanOptions& options, const DeviceLimits& device) {
+  validate_problem(shape, tree);
+  Planned p{begin(device), {}};
+  PlanDecisions& d = p.decisions;
+  Log log(d);
+  d.wide_kernel = log(wide_kernel(shape.dtype, false, true, device));
+  const std::vector<Group> groups = path_groups(tree);
+  d.build.max_rows = max_rows(d.wide_kernel);
+  d.build.wide_target_blocks = log(wide_target_blocks(d.wide_kernel, device));
+  d.build.narrow_parts = log(cut(shape, groups, d.build.max_rows, resident_blocks(ItemKernel::narrow, device), device).narrow_split);
+  p.schedule = build(shape, groups, d.build);
+  decide_launches(shape, p.schedule, options.at("narrow"), d);
+  return p;
+}
+
+Planned plan_hydragen(const AttentionShape& shape, const SharingTree& tree, const PlanOptions& options,
+                      const DeviceLimits& device) {
+  validate_problem(shape, tree);
+  Planned p{begin(device), {}};
+  PlanDecisions& d = p.decisions;
+  Log log(d);
+  d.wide_kernel = log(wide_kernel(shape.dtype, options.at("kernel") == "mma", false, device));
+  d.inline_paths = log(inline_paths(options.at("inline"), narrow_paths(shape, tree), shape.kv_heads, device));
+  const std::vector<Group> groups = segment_groups(shape, tree, d.inline_paths);
+  d.build.wide_target_blocks = log(wide_target_blocks(d.wide_kernel, device));
+  const int slots = resident_blocks(ItemKernel::narrow, device);
+  Cut chosen = cut(shape, groups, max_rows(d.wide_kernel), slots, device);
+  bool narrow_form = options.at("form") == "narrow";
+  if (options.at("form") == "auto") {
+    Cut narrow = cut(shape, groups, kNarrowRows, slots, device);
+    BuildChoices c{kNarrowRows, narrow.narrow_split.choice, d.build.wide_target_blocks, 0, 0};
+    const long long items = static_cast<long long>(item_lengths(narrow.census, c).narrow.size());
+    narrow_form = log(one_narrow_launch(chosen.census, narrow.census, items, device));
+  }
+  if (narrow_form) chosen = cut(shape, groups, kNarrowRows, slots, device);
+  d.build.max_rows = narrow_form ? kNarrowRows : max_rows(d.wide_kernel);
+  d.build.narrow_parts = chosen.narrow_split.choice;
+  const Decision split = chosen.narrow_split.decision;
+  const ItemLengths after = item_lengths(chosen.census, d.build);
+  const LeafLayout layout = log(leaf_layout(options.at("leaves"), options.at("narrow"), d.wide_kernel, shape, chosen.census, after,
+                                            device_rates(device.name), device));
+  if (layout.beside) {
+    // The wgmma launch on fewer persistent blocks: the narrow split for the leaves' SMs.
+    d.build.wide_target_blocks = layout.wide_target_blocks;
+    d.build.wide_workers = layout.wide_workers;
+    d.leaf_sms = layout.leaf_sms;
+    d.build.narrow_parts = log(narrow_split(chosen.census, (device.sms - layout.wide_workers) * kMmaBlocksPerSm, device));
+  } else {
+    d.log.push_back(split);
+  }
+  p.schedule = build(shape, groups, d.build);
+  decide_launches(shape, p.schedule, options.at("narrow"), d);
+  return p;
+}
+
+Planned plan_hydragen_cublas(const AttentionShape& shape, const SharingTree& tree, const DeviceLimits& device) {
+  validate_problem(shape, tree);
+  Planned p{begin(device), {}};
+  PlanDecisions& d = p.decisions;
+  Log log(d);
+  d.wide_kernel = log(wide_kernel(shape.dtype, false, false, device));
+  std::vector<Group> groups = segment_groups(shape, tree, false);
+  for (Group& grp : groups) grp.gemm = grp.seqs.size() > 1;  // every shared segment as cuBLAS products
+  d.build.max_rows = max_rows(d.wide_kernel);
+  d.build.max_chunk_scores = kMaxChunkScores;
+  d.build.wide_target_blocks = log(wide_target_blocks(d.wide_kernel, device));
+  d.build.narrow_parts = log(cut(shape, groups, d.build.max_rows, resident_blocks(ItemKernel::narrow, device), device).narrow_split);
+  p.schedule = build(shape, groups, d.build);
+  decide_launches(shape, p.schedule, "auto", d);
+  return p;
+}
+
+}  // namespace hydragen::cuda

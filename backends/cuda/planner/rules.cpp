@@ -1,0 +1,325 @@
+#include "rules.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+#include <stdexcept>
+
+#include "hydragen/dtype.hpp"
+
+namespace hydragen::cuda {
+
+namespace {
+
+// "a=1 b=2": a decision's inputs.
+class Inputs {
+ public:
+  template <typename T>
+  Inputs& operator()(const char* name, const T& value) {
+    out_ << (first_ ? "" : " ") << name << "=" << value;
+    first_ = false;
+    return *this;
+  }
+  std::string str() const { return out_.str(); }
+
+ private:
+  std::ostringstream out_;
+  bool first_ = true;
+};
+
+template <typename T>
+Ruled<T> ruled(T choice, const char* rule, std::string shown, const Inputs& in, std::string reason) {
+  return {std::move(choice), Decision{rule, std::move(shown), in.str(), std::move(reason)}};
+}
+
+std::string yes_no(bool b) { return b ? "yes" : "no"; }
+
+std::string ns_text(double ns) {
+  std::ostringstream s;
+  s.precision(3);
+  s << ns / 1000 << " us";
+  return s.str();
+}
+
+}  // namespace
+
+Ruled<ItemKernel> wide_kernel(DType dtype, bool mma_only, bool flat_paths, const DeviceLimits& device) {
+  Inputs in;
+  in("dtype", dtype_name(dtype))("kernel_option", mma_only ? "mma" : "auto")("wgmma_device", yes_no(device.wgmma));
+  if (dtype == DType::fp32) return ruled(ItemKernel::narrow, "wide_kernel", "narrow (CUDA cores)", in, "fp32 has only CUDA-core blocks");
+  if (flat_paths) {
+    return ruled(ItemKernel::wide, "wide_kernel", "wide (mma.sync)", in,
+                 "cuda-flash's items read whole paths; wgmma items read one segment each (TMA descriptors per segment)");
+  }
+  if (device.wgmma && !mma_only) return ruled(ItemKernel::wgmma, "wide_kernel", "wgmma", in, "the device runs sm_90a code");
+  return ruled(ItemKernel::wide, "wide_kernel", "wide (mma.sync)", in,
+               mma_only ? "kernel=mma asks for mma.sync" : "the device has no wgmma (sm_90a) kernel");
+}
+
+Ruled<bool> inline_paths(const std::string& option, long long narrow_paths, int kv_heads, const DeviceLimits& device) {
+  Inputs in;
+  in("inline_option", option)("narrow_paths", narrow_paths)("kv_heads", kv_heads)("sms", device.sms);
+  if (option == "never") return ruled(false, "inline_paths", "no", in, "inline=never keeps every segment in items of its own");
+  const bool yes = narrow_paths > 0 && kInlinePathsShare * narrow_paths * kv_heads >= device.sms;
+  return ruled(yes, "inline_paths", yes_no(yes), in,
+               yes ? "paths x KV heads reach a quarter of the SMs: their reads side by side find the shared K/V in L2"
+                   : narrow_paths == 0 ? "no segment has readers few enough to fit one 16-row block"
+                                       : "fewer paths x KV heads than a quarter of the SMs: on a nearly idle GPU the segments' own parts "
+                                         "run shorter");
+}
+
+Ruled<long long> wide_target_blocks(ItemKernel wide, const DeviceLimits& device) {
+  const int waves = wide == ItemKernel::wgmma ? kWgmmaWaves : kMmaWaves;
+  const long long target = static_cast<long long>(waves) * blocks_per_sm(wide) * device.sms;
+  Inputs in;
+  in("kernel", kernel_name(wide))("blocks_per_sm", blocks_per_sm(wide))("sms", device.sms);
+  return ruled(target, "wide_target_blocks", std::to_string(target), in,
+               wide == ItemKernel::wgmma ? "one wave of wgmma blocks: each split adds a partial per row and a pipeline fill"
+                                         : "three waves of the latency-bound mma.sync blocks");
+}
+
+Ruled<long long> narrow_split(const BlockCensus& census, int narrow_slots, const DeviceLimits& device) {
+  const long long count = census.narrow_blocks, slots = narrow_slots;
+  const long long min_blocks = census.narrow_stream ? std::min<long long>(device.sms, slots) : slots;
+  long long parts = 1;
+  if (count > 0) {
+    for (parts = std::max<long long>(1, min_blocks / count);; ++parts) {
+      const long long blocks = count * parts, tail = blocks % slots;
+      if (blocks <= slots || tail == 0 || 2 * tail >= slots || blocks >= kNarrowMaxWaves * slots || parts >= kMaxSplits) break;
+    }
+  }
+  Inputs in;
+  in("narrow_blocks", count)("streaming", yes_no(census.narrow_stream))("resident_blocks", slots)("sms", device.sms);
+  return ruled(parts, "narrow_split", std::to_string(parts) + " parts per block", in,
+               census.narrow_stream ? "blocks streaming their own K/V aim for one per SM, then fill the last wave"
+                                    : "blocks sharing K/V through L2 aim for a wave of resident blocks, then fill the last wave");
+}
+
+Ruled<bool> one_narrow_launch(const BlockCensus& wide_form, const BlockCensus& narrow_form, long long narrow_form_items,
+                              const DeviceLimits& device) {
+  Inputs in;
+  in("wide_form_launches", (wide_form.narrow_blocks > 0) + !wide_form.wide_block_tokens.empty())(
+      "narrow_form_blocks", narrow_form.narrow_blocks)("narrow_form_items", narrow_form_items)("sms", device.sms);
+  if (wide_form.narrow_blocks == 0 || wide_form.wide_block_tokens.empty()) {
+    return ruled(false, "form", "wide", in, "the wide form is one launch already");
+  }
+  if (narrow_form.narrow_blocks > device.sms || narrow_form_items > device.sms) {
+    return ruled(false, "form", "wide", in, "16-row blocks would take more than one per SM");
+  }
+  return ruled(true, "form", "narrow (one launch of 16-row blocks)", in,
+               "at most one 16-row block per SM: latency alone, and one launch saves the second and the join of two streams");
+}
+
+Ruled<LeafLayout> leaf_layout(const std::string& option, const std::string& narrow_option, ItemKernel wide_kernel,
+                              const AttentionShape& shape, const BlockCensus& census, const ItemLengths& after,
+                              const std::optional<DeviceRates>& rates, const DeviceLimits& device) {
+  LeafLayout best;
+  Inputs in;
+  const long long leaf_tokens = total_tokens(after.narrow);
+  in("leaves_option", option)("row_blocks", census.wide_block_tokens.size())("leaf_items", after.narrow.size())(
+      "leaf_tokens", leaf_tokens)("sms", device.sms);
+  if (option == "after") return ruled(best, "leaf_layout", "after", in, "leaves=after");
+  if (wide_kernel != ItemKernel::wgmma) return ruled(best, "leaf_layout", "after", in, "no wgmma launch");
+  if (census.narrow_blocks == 0 || census.wide_block_tokens.empty()) {
+    return ruled(best, "leaf_layout", "after", in, "one kind of items: nothing runs beside");
+  }
+  if (narrow_option != "auto") {
+    if (option == "auto") return ruled(best, "leaf_layout", "after", in, "narrow=" + narrow_option + " keeps the leaves after");
+    throw std::invalid_argument("cuda-hydragen: leaves=beside runs the leaves a warp each on SMs of their own; narrow=" +
+                                narrow_option + " asks for another kernel");
+  }
+  if (device.sms < 2) return ruled(best, "leaf_layout", "after", in, "one SM: no room for a side of its own");
+  if (!rates) {
+    if (option == "beside") {
+      throw std::invalid_argument("cuda-hydragen: leaves=beside sizes the leaves' SMs from the device's rates, and device-rates.csv "
+                                  "has none for '" + device.name + "'");
+    }
+    return ruled(best, "leaf_layout", "after", in,
+                 "no rates for '" + device.name + "' in device-rates.csv: the cost model abstains (leaves after)");
+  }
+  const DeviceRates& r = *rates;
+  auto wgmma_ns = [&](long long tokens) { return static_cast<double>(tokens) * 4.0 * kWgmmaRows * shape.head_dim / r.wgmma_sm_flops_per_ns; };
+  const double token_bytes = 2.0 * shape.head_dim * static_cast<double>(dtype_size(shape.dtype));  // K and V
+  const double leaf_bytes = static_cast<double>(leaf_tokens) * token_bytes;
+  const double shared_bytes = static_cast<double>(census.wide_distinct_tokens) * token_bytes;  // once from DRAM, shared through L2
+  const bool measured_leaves = static_cast<double>(leaf_tokens) <= kBesideMaxLeafTokens * static_cast<double>(after.narrow.size());
+  const long long row_blocks = static_cast<long long>(census.wide_block_tokens.size());
+  // After: the wgmma launch (bound by its compute or its DRAM reads), the leaves streaming on the
+  // SMs it leaves meanwhile, then the rest of them on every SM; the whole bounded by both launches'
+  // DRAM reads.
+  const double dram = r.leaf_dram_bytes_per_ns;
+  const ListSchedule launch = list_schedule(after.wide, device.sms);
+  const double wide = std::max(wgmma_ns(launch.end_tokens), shared_bytes / dram);
+  const double rest = std::max(0.0, leaf_bytes - wgmma_ns(launch.idle_sm_tokens) * r.leaf_sm_bytes_per_ns);
+  best.after_ns = std::max(wide + rest / std::min(device.sms * r.leaf_sm_bytes_per_ns, dram), (shared_bytes + leaf_bytes) / dram) +
+                  r.fixed_ns;
+  // Beside: p parts per row block, dealt m to each of W persistent wgmma blocks; the leaves on as
+  // many of the other SMs as stream them within the wgmma launch's time (more slowed the wgmma
+  // blocks' L2 reads); the whole bounded by both launches' DRAM reads.
+  int best_parts = 0;
+  for (int parts = 1; parts <= kMaxSplits && row_blocks * parts <= kMaxPartsPerWorker * device.sms; ++parts) {
+    long long n = 0, longest = 0;  // the parts the schedule cuts for a target of row_blocks x parts
+    for (long long tokens : census.wide_block_tokens) {
+      const long long splits = wide_split_count(tokens, row_blocks * parts, census.wide_tokens);
+      n += splits;
+      longest = std::max(longest, (tokens + splits - 1) / splits);
+    }
+    const double part_ns = wgmma_ns(longest);
+    for (long long m = std::max<long long>(1, (n + device.sms - 2) / (device.sms - 1)); m <= kMaxPartsPerWorker; ++m) {
+      const long long workers = (n + m - 1) / m;
+      const double prefix_ns = static_cast<double>(m) * part_ns + static_cast<double>(m - 1) * r.part_switch_ns;
+      const double needed = std::ceil(leaf_bytes / (prefix_ns * r.leaf_sm_bytes_per_ns));
+      const int leaf_sms = std::max(1, static_cast<int>(std::min(needed, static_cast<double>(device.sms - workers))));
+      const double leaves_ns = leaf_bytes / std::min(leaf_sms * r.leaf_sm_bytes_per_ns, r.beside_leaf_dram_share * dram);
+      const double ns = std::max({prefix_ns, leaves_ns, (shared_bytes + leaf_bytes) / dram}) + r.merge_ns + r.fixed_ns;
+      if (best.beside_ns == 0 || ns < best.beside_ns) {
+        best.beside_ns = ns;
+        best.leaf_sms = leaf_sms;
+        best_parts = parts;
+        best.wide_workers = static_cast<int>(workers);
+      }
+    }
+  }
+  const bool forced = option == "beside";
+  best.beside = best.beside_ns > 0 && (forced || (measured_leaves && best.beside_ns < kBesideMargin * best.after_ns));
+  best.wide_target_blocks = row_blocks * best_parts;
+  std::string times = "after " + ns_text(best.after_ns) + ", beside " + (best.beside_ns > 0 ? ns_text(best.beside_ns) : "none") +
+                      " (" + r.source + ")";
+  if (!best.beside) {
+    const std::string why = best.beside_ns == 0 ? "no beside layout fits"
+                            : !measured_leaves  ? "leaves average more than 512 tokens, where beside was never measured"
+                                                : "beside not predicted 0.97x of after";
+    const LeafLayout after_layout{false, 0, 0, 0, best.after_ns, best.beside_ns};
+    return ruled(after_layout, "leaf_layout", "after", in, why + ": " + times);
+  }
+  const std::string shown = "beside (" + std::to_string(best.leaf_sms) + " leaf SMs, " + std::to_string(best_parts) +
+                            " parts per row block on " + std::to_string(best.wide_workers) + " wgmma blocks)";
+  return ruled(best, "leaf_layout", shown, in, (forced ? "leaves=beside: " : "predicted faster: ") + times);
+}
+
+Ruled<ItemKernel> narrow_kernel(DType dtype, const std::string& option, int leaf_sms, const std::vector<long long>& items,
+                                bool alone, const DeviceLimits& device) {
+  const long long n = static_cast<long long>(items.size()), slots = resident_blocks(ItemKernel::narrow, device);
+  const long long tokens = total_tokens(items);
+  Inputs in;
+  in("dtype", dtype_name(dtype))("narrow_option", option)("items", n)("tokens", tokens)("alone", yes_no(alone))(
+      "resident_blocks", slots)("sms", device.sms);
+  if (dtype == DType::fp32) return ruled(ItemKernel::narrow, "narrow_kernel", "narrow (CUDA cores)", in, "fp32 has only CUDA-core blocks");
+  if (leaf_sms > 0) {
+    return ruled(ItemKernel::sm_warps, "narrow_kernel", "sm_warps", in, "leaves on SMs of their own: a warp per item, an SM's twelve to a block");
+  }
+  if (option == "blocks") return ruled(ItemKernel::narrow, "narrow_kernel", "narrow", in, "narrow=blocks");
+  if (option == "warps") return ruled(ItemKernel::warps, "narrow_kernel", "warps", in, "narrow=warps");
+  auto tiles_at_most = [&](long long tiles) { return tokens <= tiles * kMmaTokens * n; };
+  const char* why = nullptr;
+  if (n == 0) {
+    why = nullptr;
+  } else if (tiles_at_most(kWarpsShortTiles) && n >= device.sms) {
+    why = "items of at most one tile, at least one per SM";
+  } else if (tiles_at_most(kWarpsQueuedTiles) && n > slots) {
+    why = "items of at most three tiles, more than the resident blocks";
+  } else if (tiles_at_most(kWarpsSecondWaveTiles) && n > slots && n < 2 * slots) {
+    why = "items of at most eight tiles over one to two waves of blocks: one wave of warps holds them all";
+  } else if (alone && tiles_at_most(kWarpsAloneTiles) && n > 2 * slots && n <= kItemWarps * slots) {
+    why = "alone, items of at most 18 tiles over two to four waves of blocks: one wave of warps";
+  }
+  if (why != nullptr) return ruled(ItemKernel::warps, "narrow_kernel", "warps", in, why);
+  return ruled(ItemKernel::narrow, "narrow_kernel", "narrow", in,
+               n == 0 ? "no narrow items" : "four token warps cut each item's chain of tiles by four");
+}
+
+Ruled<int> launch_workers(const char* launch, ItemKernel kernel, DType dtype, const std::vector<long long>& items, int leaf_sms,
+                          int dealt_runs, const DeviceLimits& device) {
+  const int n = static_cast<int>(items.size());
+  Inputs in;
+  in("kernel", kernel_name(kernel))("items", n)("tokens", total_tokens(items))("sms", device.sms);
+  auto out = [&](int workers, std::string why) {
+    return ruled(workers, "launch_workers", std::to_string(workers) + " (" + launch + ")", in, std::move(why));
+  };
+  if (dealt_runs > 0) return out(dealt_runs, "persistent wgmma blocks, a run of dealt items each");
+  if (kernel == ItemKernel::sm_warps) return out(std::min(n, leaf_sms * kSmWarps), "a warp for each of the leaves' SMs' warps");
+  const long long slots = static_cast<long long>(resident_blocks(kernel, device)) * items_per_block(kernel);
+  const bool mma = kernel != ItemKernel::wgmma && dtype != DType::fp32;
+  const bool persistent = mma && n >= kPersistentItemsPerSlot * slots &&
+                          total_tokens(items) <= static_cast<long long>(kPersistentTilesPerItem) * kMmaTokens * n;
+  if (persistent) return out(static_cast<int>(std::min<long long>(n, slots)), "many short items: persistent workers, as many as are resident");
+  return out(n, "one per item: the block scheduler balances a few waves, or long items, better");
+}
+
+Ruled<bool> fold_leaves(const Schedule& s, ItemKernel wide, ItemKernel narrow, int narrow_workers, int leaf_sms,
+                        const DeviceLimits& device) {
+  Inputs in;
+  in("wide_kernel", kernel_name(wide))("dependent_launch", yes_no(device.dependent_launch))("leaf_sms", leaf_sms);
+  auto no = [&](const std::string& why) { return ruled(false, "fold_leaves", "no", in, why); };
+  if (wide != ItemKernel::wgmma) return no("only after a wgmma launch");
+  if (!s.gemm_chunks.empty()) return no("cuBLAS products write the workspace only");
+  if (!device.dependent_launch) return no("the device has no programmatic dependent launch");
+  if (leaf_sms > 0) return no("the leaves run beside, not after");
+  if (!s.narrow_rows_fold(kFoldRounds)) return no("some query's rows are not one leaf row beside at most four others");
+  const long long wide_blocks = static_cast<long long>(s.wide_items.size());
+  const long long idle = list_schedule(item_lengths(s.wide_items), device.sms).idle_sm_tokens;
+  const long long narrow_blocks = launch_blocks(narrow_workers, narrow);
+  const long long free_sms = wide_blocks >= device.sms ? 0 : device.sms - wide_blocks;
+  in("wide_blocks", wide_blocks)("idle_sm_tokens", idle)("narrow_blocks", narrow_blocks)("free_sms", free_sms);
+  if (narrow_blocks <= free_sms * blocks_per_sm(narrow)) {
+    return ruled(true, "fold_leaves", "yes", in, "every leaf block fits on the SMs the wgmma launch leaves");
+  }
+  if (idle <= kFoldForgoneSmTokens) return ruled(true, "fold_leaves", "yes", in, "the wgmma launch leaves little SM time idle");
+  return no("folding leaf blocks would hold SMs idle waiting for the wgmma launch");
+}
+
+Ruled<bool> run_merge(const Schedule& s, bool fold) {
+  const bool gemm = !s.gemm_chunks.empty(), needs = s.needs_merge();
+  Inputs in;
+  in("max_partials", s.max_partials())("gemm", yes_no(gemm))("fold", yes_no(fold));
+  if (fold) return ruled(false, "merge", "no", in, "the leaves fold their queries' rows");
+  if (gemm) return ruled(true, "merge", "yes", in, "cuBLAS rows are in the workspace");
+  return ruled(needs, "merge", yes_no(needs), in,
+               needs ? "some query has no partial row or several" : "every query's one row is written by its block");
+}
+
+Ruled<bool> overlap_merge(const Schedule& s, ItemKernel wide, ItemKernel narrow, const LaunchChoices& launches,
+                          const DeviceLimits& device) {
+  const bool has_wide = !s.wide_items.empty();
+  Inputs in;
+  in("launches", has_wide + !s.narrow_items.empty() + !s.gemm_chunks.empty())("dependent_launch", yes_no(device.dependent_launch));
+  if (!launches.run_merge) return ruled(false, "overlap_merge", "no", in, "no merge kernel");
+  if ((has_wide && !s.narrow_items.empty()) || !s.gemm_chunks.empty() || !device.dependent_launch) {
+    return ruled(false, "overlap_merge", "no", in, "the merge waits in stream order (two launches, cuBLAS, or no dependent launch)");
+  }
+  const ItemKernel kernel = has_wide ? wide : narrow;
+  const int blocks = launch_blocks(has_wide ? launches.wide_workers : launches.narrow_workers, kernel);
+  const int resident = resident_blocks(kernel, device);
+  in("blocks", blocks)("resident_blocks", resident);
+  const bool yes = blocks > 0 && 2 * blocks <= resident;
+  return ruled(yes, "overlap_merge", yes_no(yes), in,
+               yes ? "the one launch leaves half the GPU idle" : "the launch fills the GPU: overlapping cost time");
+}
+
+Ruled<int> merge_warps(const Schedule& s) {
+  const int most = s.max_partials(), warps = most > kMergeSplitAbove ? kMergeWarps : 1;
+  Inputs in;
+  in("max_partials", most);
+  return ruled(warps, "merge_warps", std::to_string(warps), in,
+               warps > 1 ? "a query of more than 8 partials: four warps load its rows at once" : "a warp per query");
+}
+
+Ruled<LaunchRecipe> launch_recipe(const Schedule& s, const LaunchChoices& launches, int leaf_sms) {
+  const bool narrow = !s.narrow_items.empty(), wide = !s.wide_items.empty(), gemm = !s.gemm_chunks.empty();
+  Inputs in;
+  in("narrow_items", s.narrow_items.size())("wide_items", s.wide_items.size())("gemm_chunks", s.gemm_chunks.size())(
+      "fold", yes_no(launches.fold))("leaf_sms", leaf_sms);
+  LaunchRecipe r = LaunchRecipe::one_launch;
+  if (gemm) {
+    r = LaunchRecipe::gemm_side_by_side;
+  } else if (leaf_sms > 0) {
+    r = LaunchRecipe::leaves_beside;
+  } else if (launches.fold) {
+    r = LaunchRecipe::folded_leaves;
+  } else if (narrow && wide) {
+    r = LaunchRecipe::side_by_side;
+  }
+  return ruled(r, "launch_recipe", recipe_name(r), in, "from the items and the choices above");
+}
+
+}  // namespace hydragen::cuda

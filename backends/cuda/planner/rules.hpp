@@ -1,0 +1,128 @@
+#pragma once
+// Every rule that chooses how a cuda-flash, cuda-hydragen or cuda-hydragen-cublas plan runs: a pure
+// function each, its inputs in, its choice and a Decision (the rule's name, its inputs, one line of
+// why) out. The planner (planner.hpp) calls them in order and keeps their decisions; nothing else
+// decides. docs/planner-rules.md has an entry per rule, under the name below, with the measurements
+// behind its thresholds.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "decision.hpp"
+#include "device_limits.hpp"
+#include "device_rates.hpp"
+#include "hydragen/dtype.hpp"
+#include "hydragen/shape.hpp"
+#include "schedule.hpp"
+
+namespace hydragen::cuda {
+
+template <typename T>
+struct Ruled {
+  T choice;
+  Decision decision;
+};
+
+// ---- thresholds, named (docs/planner-rules.md: each rule's entry says where they were measured) ----
+inline constexpr int kWgmmaWaves = 1;          // wide_target_blocks: a wave of wgmma blocks (one per SM)
+inline constexpr int kMmaWaves = 3;            // ... three of the latency-bound mma.sync blocks
+inline constexpr int kNarrowMaxWaves = 4;      // narrow_split: parts added up to this many waves
+inline constexpr int kInlinePathsShare = 4;    // inline_paths: paths x KV heads at least SMs / this
+inline constexpr int kPersistentItemsPerSlot = 8;  // persistent_workers: items per resident worker, at least
+inline constexpr int kPersistentTilesPerItem = 2;  // ... and at most this many 64-token tiles per item
+// narrow_kernel: a warp per item where items average at most these many 64-token tiles and ...
+inline constexpr int kWarpsShortTiles = 1;     // ... number at least the SMs
+inline constexpr int kWarpsQueuedTiles = 3;    // ... outnumber the resident blocks
+inline constexpr int kWarpsSecondWaveTiles = 8;  // ... number one to two waves of blocks
+inline constexpr int kWarpsAloneTiles = 18;    // ... alone on the GPU, number two to four waves of blocks
+// fold_leaves: the SM time a folding leaf block may leave idle waiting for the wgmma launch.
+inline constexpr long long kFoldForgoneSmTokens = 12 * 4096;
+// leaf_layout: leaves beside the wgmma launch only where predicted this much faster than after, with
+// leaves of at most this many tokens on average (the longest measured), and at most this many parts
+// per persistent wgmma block.
+inline constexpr double kBesideMargin = 0.97;
+inline constexpr double kBesideMaxLeafTokens = 512;
+inline constexpr int kMaxPartsPerWorker = 8;
+// gemm_chunks: the most scores (KV heads x rows x tokens) of one cuBLAS chunk: 256 MiB of fp32
+// scores and their probabilities beside them.
+inline constexpr long long kMaxChunkScores = 1LL << 26;
+
+// ---- the schedule ----
+
+// The kernel of items of more than 16 rows: wgmma where the device runs it, unless `mma_only`
+// (kernel=mma, or cuda-flash's paths: wgmma items read one segment each); mma.sync otherwise; fp32
+// has only CUDA-core narrow blocks.
+Ruled<ItemKernel> wide_kernel(DType dtype, bool mma_only, bool flat_paths, const DeviceLimits& device);
+
+// Whether segments of few readers (their stacked rows fit one narrow block) are read within each
+// reader's path: where such paths x KV heads reach a quarter of the SMs. `option`: auto or never.
+Ruled<bool> inline_paths(const std::string& option, long long narrow_paths, int kv_heads, const DeviceLimits& device);
+
+// The wide launch's target: a wave of wgmma blocks, three of mma.sync ones.
+Ruled<long long> wide_target_blocks(ItemKernel wide, const DeviceLimits& device);
+
+// Parts per narrow block: enough for a block per SM where they stream their own K/V, for a wave of
+// the `narrow_slots` resident blocks otherwise, then more while the last wave would be under half
+// full, up to four waves.
+Ruled<long long> narrow_split(const BlockCensus& census, int narrow_slots, const DeviceLimits& device);
+
+// cuda-hydragen's form=auto: one launch of 16-row blocks where that puts at most one block on each
+// SM and the wide form takes two launches; otherwise the wide form. `narrow_form_items`: the items
+// the 16-row form would make.
+Ruled<bool> one_narrow_launch(const BlockCensus& wide_form, const BlockCensus& narrow_form, long long narrow_form_items,
+                              const DeviceLimits& device);
+
+// Where the leaves run beside a wgmma launch of the shared segments: after it (on the SMs it leaves,
+// then every SM it frees), or beside it (the row blocks cut into parts on fewer persistent wgmma
+// blocks, the leaves a warp each on SMs of their own from the start), by the cost model's predicted
+// times; `option` auto, after or beside (forced where a beside layout exists).
+struct LeafLayout {
+  bool beside = false;
+  int leaf_sms = 0;                // beside: the leaves' SMs
+  long long wide_target_blocks = 0;  // beside: row blocks x parts
+  int wide_workers = 0;            // beside: persistent wgmma blocks
+  double after_ns = 0, beside_ns = 0;  // the model's times; 0 where not predicted
+};
+// Only for a wgmma launch beside leaves under narrow=auto (another narrow kernel keeps them after, or
+// is an error with leaves=beside). `shared_kv_tokens`: the wide blocks' distinct (segment, KV head)
+// tokens, read once from DRAM.
+Ruled<LeafLayout> leaf_layout(const std::string& option, const std::string& narrow_option, ItemKernel wide,
+                              const AttentionShape& shape, const BlockCensus& census, const ItemLengths& after,
+                              const std::optional<DeviceRates>& rates, const DeviceLimits& device);
+
+// ---- the launches of the built schedule ----
+
+// The kernel of the narrow items: CUDA-core blocks for fp32; a warp per item, an SM's twelve to a
+// block, where the leaves have SMs of their own; else `option` (blocks, warps) or, for auto, a warp
+// per item where a 16-row block would spend more on fixed costs than streaming (four measured
+// cases). `alone`: no wide launch or GEMM runs beside.
+Ruled<ItemKernel> narrow_kernel(DType dtype, const std::string& option, int leaf_sms, const std::vector<long long>& items,
+                                bool alone, const DeviceLimits& device);
+
+// The workers of one launch: persistent ones (as many as are resident) for many short items on the
+// mma.sync kernels, else one per item; whole-SM leaf warps fill their SMs; wgmma blocks dealt runs
+// of items (BuildChoices::wide_workers) are those runs.
+Ruled<int> launch_workers(const char* launch, ItemKernel kernel, DType dtype, const std::vector<long long>& items,
+                          int leaf_sms, int dealt_runs, const DeviceLimits& device);
+
+// Whether the narrow launch does the merge, as the wgmma launch's dependent: where its rows can
+// (Schedule::narrow_rows_fold) and waiting for the wgmma launch costs less than the merge.
+Ruled<bool> fold_leaves(const Schedule& s, ItemKernel wide, ItemKernel narrow, int narrow_workers, int leaf_sms,
+                        const DeviceLimits& device);
+
+// Whether the merge kernel runs: some query has no partial row or several, or a cuBLAS row, and the
+// leaves do not fold.
+Ruled<bool> run_merge(const Schedule& s, bool fold);
+
+// Whether the merge starts while the one launch before it ends: only after a single launch that
+// leaves half the GPU idle.
+Ruled<bool> overlap_merge(const Schedule& s, ItemKernel wide, ItemKernel narrow, const LaunchChoices& launches,
+                          const DeviceLimits& device);
+
+// Warps per query of the merge: four for a query of more than kMergeSplitAbove partials.
+Ruled<int> merge_warps(const Schedule& s);
+
+// The launch recipe the choices make.
+Ruled<LaunchRecipe> launch_recipe(const Schedule& s, const LaunchChoices& launches, int leaf_sms);
+
+}  // namespace hydragen::cuda

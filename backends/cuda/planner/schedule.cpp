@@ -1,0 +1,323 @@
+#include "schedule.hpp"
+
+#include <algorithm>
+#include <functional>
+#include <queue>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "hydragen/attention.hpp"
+#include "hydragen/indexing.hpp"
+
+namespace hydragen::cuda {
+
+namespace {
+
+int checked_int(long long value, const char* what) {
+  if (value > 2147483647LL) throw std::invalid_argument(std::string(what) + " of " + std::to_string(value) + " exceeds int");
+  return static_cast<int>(value);
+}
+
+// Partial rows of one group's stacked rows [first, first + count) over KV head kv_head: each row's
+// query, the positions of the group's tokens it may see, and whose leaf (if any) ends them.
+void add_rows(const AttentionShape& shape, const Group& grp, int kv_head, int first, int count, Schedule& s) {
+  const QueryIndex index = query_index(shape);
+  const int per_seq = index.rows_per_seq();
+  for (int r = first; r < first + count; ++r) {
+    const int stacked = r % per_seq;
+    const int seq = grp.seqs[r / per_seq];
+    s.row_query.push_back(static_cast<int>(index.stacked_row(seq, kv_head, stacked)));
+    s.row_limit.push_back(checked_int(attended_tokens(grp.tokens, grp.ends_in_leaf, shape.q_len, stacked / index.group_size),
+                                      "tokens of a path"));
+    s.row_leaf.push_back(grp.ends_in_leaf ? seq : -1);
+  }
+}
+
+int group_rows(const AttentionShape& shape, const Group& grp) {
+  return checked_int(static_cast<long long>(grp.seqs.size()) * query_index(shape).rows_per_seq(), "query rows of a segment");
+}
+
+// A GEMM group's chunks: as many tokens per chunk as keep KV heads x rows x tokens within
+// max_chunk_scores (a multiple of 16, at least 16) and one softmax block's row (kMaxChunkTokens),
+// all stacked rows of every KV head. Rows are numbered chunk by chunk, KV head by KV head within a
+// chunk.
+void add_gemm_chunks(const AttentionShape& shape, const Group& grp, long long max_chunk_scores, Schedule& s) {
+  const int rows = group_rows(shape, grp);
+  const long long per_token = static_cast<long long>(shape.kv_heads) * rows;
+  const long long fit = std::clamp<long long>(max_chunk_scores / per_token / 16 * 16, 16, kMaxChunkTokens);
+  const long long chunks = (grp.tokens + fit - 1) / fit;
+  const int gathered = static_cast<int>(s.gather_query.size());
+  for (long long c = 0; c < chunks; ++c) {
+    GemmChunk chunk;
+    chunk.segment = grp.segments.front();
+    chunk.token_begin = checked_int(grp.tokens * c / chunks, "token");
+    chunk.token_end = checked_int(grp.tokens * (c + 1) / chunks, "token");
+    chunk.rows = rows;
+    chunk.first_row = s.num_rows();
+    chunk.gathered_row = gathered;
+    s.gemm_chunks.push_back(chunk);
+    for (int kv_head = 0; kv_head < shape.kv_heads; ++kv_head) add_rows(shape, grp, kv_head, 0, rows, s);
+  }
+  // Every chunk has the same rows: the gathered queries are the first chunk's.
+  const auto first = s.row_query.begin() + s.gemm_chunks[s.gemm_chunks.size() - chunks].first_row;
+  s.gather_query.insert(s.gather_query.end(), first, first + per_token);
+}
+
+// Persistent wide workers: the wide items, in the order of their parts (every block's first part,
+// then every second part, ...), dealt round-robin to `workers` workers, each worker's items then
+// laid together. The workers' k-th items are then parts of about the same index, so the blocks
+// reading one segment at once read about the same tokens, as a launch of a block per part does; cut
+// into equal runs of the items in block order (stream-K), they read the whole segment at once and
+// the shared tokens no longer stayed in L2 beside the leaves (rule leaf_layout).
+void deal_wide_items(const std::vector<long long>& part, int workers, Schedule& s) {
+  const std::size_t n = s.wide_items.size();
+  std::vector<std::size_t> order(n);
+  for (std::size_t i = 0; i < n; ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) { return part[x] < part[y]; });
+  const std::size_t w_count = std::min<std::size_t>(static_cast<std::size_t>(workers), n);
+  std::vector<WorkItem> dealt;
+  dealt.reserve(n);
+  for (std::size_t w = 0; w < w_count; ++w) {
+    s.wide_worker_items.push_back(static_cast<int>(dealt.size()));
+    for (std::size_t k = w; k < n; k += w_count) dealt.push_back(s.wide_items[order[k]]);
+  }
+  s.wide_worker_items.push_back(static_cast<int>(dealt.size()));
+  s.wide_items = std::move(dealt);
+}
+
+// Sequence seq's path from position `first` to its leaf, laid end to end: one group, or several
+// where it is deeper than kMaxItemSegments (only the last holds the leaf).
+void add_path_groups(const SharingTree& tree, int seq, std::size_t first, std::vector<Group>& groups) {
+  const std::vector<int>& path = tree.path(seq);
+  for (; first < path.size(); first += kMaxItemSegments) {
+    const std::size_t last = std::min(path.size(), first + kMaxItemSegments);
+    Group grp{{path.begin() + static_cast<long>(first), path.begin() + static_cast<long>(last)}, {seq}, 0, last == path.size(), false};
+    for (int segment : grp.segments) grp.tokens += tree.length(segment);
+    groups.push_back(std::move(grp));
+  }
+}
+
+// Whether a segment's readers' stacked rows fit one narrow block.
+bool few_readers(const AttentionShape& shape, const SharingTree& tree, int segment) {
+  return static_cast<long long>(tree.seqs_below(segment).size()) * query_index(shape).rows_per_seq() <= kNarrowRows;
+}
+
+// Position of each path's first segment of few readers (its path's size where there is none). A
+// segment's readers include its children's, so below such a segment every one has few readers.
+std::vector<std::size_t> first_few_readers(const AttentionShape& shape, const SharingTree& tree) {
+  std::vector<std::size_t> first(static_cast<std::size_t>(tree.num_seqs()));
+  for (int seq = 0; seq < tree.num_seqs(); ++seq) {
+    const std::vector<int>& path = tree.path(seq);
+    first[seq] = static_cast<std::size_t>(
+        std::find_if(path.begin(), path.end(), [&](int segment) { return few_readers(shape, tree, segment); }) - path.begin());
+  }
+  return first;
+}
+
+}  // namespace
+
+std::vector<Group> path_groups(const SharingTree& tree) {
+  std::vector<Group> groups;
+  for (int seq = 0; seq < tree.num_seqs(); ++seq) add_path_groups(tree, seq, 0, groups);
+  return groups;
+}
+
+long long narrow_paths(const AttentionShape& shape, const SharingTree& tree) {
+  long long paths = 0;
+  const std::vector<std::size_t> first = first_few_readers(shape, tree);
+  for (int seq = 0; seq < tree.num_seqs(); ++seq) paths += first[seq] < tree.path(seq).size();
+  return paths;
+}
+
+std::vector<Group> segment_groups(const AttentionShape& shape, const SharingTree& tree, bool inline_paths) {
+  std::vector<Group> groups;
+  for (int segment = 0; segment < tree.num_segments(); ++segment) {
+    if (!(inline_paths && few_readers(shape, tree, segment))) {
+      groups.push_back({{segment}, tree.seqs_below(segment), tree.length(segment), tree.is_leaf(segment), false});
+    }
+  }
+  if (inline_paths) {
+    const std::vector<std::size_t> first = first_few_readers(shape, tree);
+    for (int seq = 0; seq < tree.num_seqs(); ++seq) add_path_groups(tree, seq, first[seq], groups);
+  }
+  return groups;
+}
+
+std::vector<RowBlock> row_blocks(const AttentionShape& shape, const std::vector<Group>& groups, int max_rows) {
+  std::vector<RowBlock> blocks;
+  for (const Group& grp : groups) {
+    if (grp.tokens == 0 || grp.gemm) continue;  // attends nothing (the merge writes the identity), or GEMM chunks
+    const int rows = group_rows(shape, grp);
+    const int block_rows = rows <= kNarrowRows ? kNarrowRows : max_rows;
+    for (int kv_head = 0; kv_head < shape.kv_heads; ++kv_head) {
+      for (int r0 = 0; r0 < rows; r0 += block_rows) blocks.push_back({&grp, kv_head, r0, std::min(block_rows, rows - r0)});
+    }
+  }
+  // Items in the order their blocks start: a KV head's blocks (of groups from one first segment)
+  // side by side, so that the resident blocks read one or two KV heads' tokens and share them through
+  // L2. In group order, with 32 or 40 KV heads, one KV head's blocks started 32 or 40 apart and
+  // cuda-flash over shared storage read most of a shared prefix from DRAM. Within a KV head, a
+  // block's parts stay together: part by part (every block reading the same tokens at once) ran 4-8%
+  // slower, and a shared segment's parts start before the leaves of the same launch (perf-notes v14).
+  std::stable_sort(blocks.begin(), blocks.end(), [](const RowBlock& x, const RowBlock& y) {
+    return std::pair(x.group->segments.front(), x.kv_head) < std::pair(y.group->segments.front(), y.kv_head);
+  });
+  return blocks;
+}
+
+BlockCensus census(const std::vector<RowBlock>& blocks, int kv_heads) {
+  BlockCensus c;
+  std::vector<bool> read;  // (segment, KV head) read by a narrow block
+  std::set<std::pair<const Group*, int>> wide_read;  // (group, KV head) read by a wide block
+  c.narrow_stream = true;
+  for (const RowBlock& b : blocks) {
+    if (!b.narrow()) {
+      c.wide_tokens += b.group->tokens;
+      if (wide_read.insert({b.group, b.kv_head}).second) c.wide_distinct_tokens += b.group->tokens;
+      c.wide_block_tokens.push_back(b.group->tokens);
+      c.narrow_stream = false;
+      continue;
+    }
+    ++c.narrow_blocks;
+    c.narrow_tokens.push_back(b.group->tokens);
+    for (int segment : b.group->segments) {
+      const std::size_t at = static_cast<std::size_t>(segment) * kv_heads + b.kv_head;
+      if (at >= read.size()) read.resize(2 * at + 1, false);
+      if (read[at]) c.narrow_stream = false;
+      read[at] = true;
+    }
+  }
+  return c;
+}
+
+long long split_count(long long tokens, long long parts) {
+  return std::clamp<long long>(std::min({parts, tokens / kMinSplitTokens, static_cast<long long>(kMaxSplits)}), 1, tokens);
+}
+
+long long wide_split_count(long long tokens, long long target_blocks, long long wide_tokens) {
+  return split_count(tokens, tokens * target_blocks / wide_tokens);
+}
+
+ItemLengths item_lengths(const BlockCensus& c, const BuildChoices& choices) {
+  ItemLengths out;
+  auto add = [](long long tokens, long long splits, std::vector<long long>& to) {
+    for (long long part = 0; part < splits; ++part) to.push_back(tokens * (part + 1) / splits - tokens * part / splits);
+  };
+  for (long long tokens : c.narrow_tokens) add(tokens, split_count(tokens, choices.narrow_parts), out.narrow);
+  for (long long tokens : c.wide_block_tokens) {
+    add(tokens, wide_split_count(tokens, choices.wide_target_blocks, c.wide_tokens), out.wide);
+  }
+  return out;
+}
+
+Schedule build(const AttentionShape& shape, const std::vector<Group>& groups, const BuildChoices& choices) {
+  Schedule s;
+  for (const Group& grp : groups) {
+    if (grp.gemm && grp.tokens > 0) add_gemm_chunks(shape, grp, choices.max_chunk_scores, s);
+  }
+  const std::vector<RowBlock> blocks = row_blocks(shape, groups, choices.max_rows);
+  long long wide_tokens = 0;
+  for (const RowBlock& b : blocks) wide_tokens += b.narrow() ? 0 : b.group->tokens;
+  auto add_item = [&](const RowBlock& b, long long token_begin, long long token_end) {
+    const Group& grp = *b.group;
+    WorkItem item;
+    item.kv_head = b.kv_head;
+    item.first_row = s.num_rows();
+    item.num_rows = b.count;
+    item.first_segment = static_cast<int>(s.item_segments.size());
+    item.num_segments = static_cast<int>(grp.segments.size());
+    item.token_begin = checked_int(token_begin, "token");
+    item.token_end = checked_int(token_end, "token");
+    (b.narrow() ? s.narrow_items : s.wide_items).push_back(item);
+    s.item_segments.insert(s.item_segments.end(), grp.segments.begin(), grp.segments.end());
+    add_rows(shape, grp, b.kv_head, b.first, b.count, s);
+  };
+  std::vector<long long> wide_part;  // each wide item's part of its block
+  for (const RowBlock& b : blocks) {
+    const long long tokens = b.group->tokens;
+    const long long splits = b.narrow() ? split_count(tokens, choices.narrow_parts)
+                                        : wide_split_count(tokens, choices.wide_target_blocks, wide_tokens);
+    for (long long part = 0; part < splits; ++part) {
+      add_item(b, tokens * part / splits, tokens * (part + 1) / splits);
+      if (!b.narrow()) wide_part.push_back(part);
+    }
+  }
+  if (choices.wide_workers > 0) deal_wide_items(wide_part, choices.wide_workers, s);
+  const int queries = shape.num_seqs * shape.q_len * shape.q_heads;
+  std::vector<std::vector<int>> lists(queries);
+  for (int r = 0; r < s.num_rows(); ++r) lists[s.row_query[r]].push_back(r);
+  s.merge_offsets.push_back(0);
+  for (const auto& l : lists) {
+    s.merge_rows.insert(s.merge_rows.end(), l.begin(), l.end());
+    s.merge_offsets.push_back(static_cast<int>(s.merge_rows.size()));
+  }
+  return s;
+}
+
+int Schedule::max_partials() const {
+  int most = 0;
+  for (std::size_t q = 0; q + 1 < merge_offsets.size(); ++q) most = std::max(most, merge_offsets[q + 1] - merge_offsets[q]);
+  return most;
+}
+
+bool Schedule::needs_merge() const {
+  for (std::size_t q = 0; q + 1 < merge_offsets.size(); ++q) {
+    if (merge_offsets[q + 1] - merge_offsets[q] != 1) return true;
+  }
+  return false;
+}
+
+bool Schedule::narrow_rows_fold(int most_rounds) const {
+  std::vector<int> item_rows(static_cast<std::size_t>(num_rows()), 0);  // of the row's narrow item; 0: a wide row
+  for (const WorkItem& item : narrow_items) std::fill_n(item_rows.begin() + item.first_row, item.num_rows, item.num_rows);
+  for (std::size_t q = 0; q + 1 < merge_offsets.size(); ++q) {
+    const int first = merge_offsets[q], count = merge_offsets[q + 1] - first;
+    if (count == 0) return false;  // the merge writes its identity
+    if (count == 1) continue;      // written by its block
+    int narrow_rows = 0, rows_per_lane = 1;
+    for (int i = first; i < first + count; ++i) {
+      const int rows = item_rows[merge_rows[i]];
+      narrow_rows += rows > 0;
+      if (rows > 8) rows_per_lane = 2;
+    }
+    if (narrow_rows != 1 || (count - 1) * rows_per_lane > most_rounds) return false;
+  }
+  return !narrow_items.empty() && !wide_items.empty();
+}
+
+long long total_tokens(const std::vector<WorkItem>& items) {
+  long long tokens = 0;
+  for (const WorkItem& item : items) tokens += item.token_end - item.token_begin;
+  return tokens;
+}
+
+long long total_tokens(const std::vector<long long>& lengths) {
+  long long tokens = 0;
+  for (long long l : lengths) tokens += l;
+  return tokens;
+}
+
+std::vector<long long> item_lengths(const std::vector<WorkItem>& items) {
+  std::vector<long long> out;
+  out.reserve(items.size());
+  for (const WorkItem& item : items) out.push_back(item.token_end - item.token_begin);
+  return out;
+}
+
+ListSchedule list_schedule(const std::vector<long long>& lengths, int sms) {
+  std::priority_queue<long long, std::vector<long long>, std::greater<>> free_at;  // each SM's end, earliest first
+  for (int i = 0; i < sms; ++i) free_at.push(0);
+  ListSchedule launch;
+  for (long long length : lengths) {
+    const long long end = free_at.top() + length;
+    free_at.pop();
+    free_at.push(end);
+    launch.end_tokens = std::max(launch.end_tokens, end);
+  }
+  launch.idle_sm_tokens = static_cast<long long>(sms) * launch.end_tokens - total_tokens(lengths);
+  return launch;
+}
+
+}  // namespace hydragen::cuda
