@@ -19,7 +19,7 @@ using ::testing::HasSubstr;
 
 const char* const kHeader =
     "device,commit,backend,storage,dtype,B,P,S,q_len,Hq,Hkv,D,tree,median_ms,min_ms,max_ms,tflops,gbps,floor_ms,"
-    "time_over_floor,nominal_share,status,detail\n";
+    "time_over_floor,nominal_share,status,detail,decisions\n";
 
 Row measured_row() {
   Row r{"NVIDIA H100 80GB HBM3", "abc1234", make_point("cuda-flash:redundant", ShapePoint{DType::bf16, 1024, 16384, 64}), {}};

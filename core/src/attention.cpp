@@ -142,4 +142,18 @@ std::unique_ptr<AttentionBackend> make_backend(BackendSpec spec) {
   return std::make_unique<SpecBackend>(std::move(spec));
 }
 
+std::string explain(const std::vector<PlanDecision>& decisions) {
+  std::string out;
+  for (const PlanDecision& d : decisions) out += d.rule + ": " + d.choice + " -- " + d.reason + " [" + d.inputs + "]\n";
+  return out;
+}
+
+std::string decisions_cell(const std::vector<PlanDecision>& decisions) {
+  std::string out;
+  for (const PlanDecision& d : decisions) {
+    out += (out.empty() ? "" : ";") + d.rule + "=" + d.choice.substr(0, d.choice.find(" ("));
+  }
+  return out;
+}
+
 }  // namespace hydragen

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "diff/diff.hpp"
+#include "diff/explain.hpp"
 #include "diff/npy_mode.hpp"
 #include "diff/options.hpp"
 #include "diff/soak.hpp"
@@ -30,6 +31,10 @@ int run_cli(int argc, const char* const argv[], const BackendRegistry& registry,
       const NpyDiffResult result = run_npy_diff(options, registry);
       out << npy_summary_line(result) << '\n';
       return npy_pass(result) ? exit_pass : exit_fail;
+    }
+    if (options.explain) {
+      out << explain_text(options, registry);
+      if (!options.explain_device.empty()) return exit_pass;  // decided for another device: nothing runs here
     }
     const DiffResult result = run_diff(options, registry);
     out << summary_line(result) << '\n';

@@ -115,6 +115,12 @@ void bind(CLI::App& app, Options& o, RawFlags& raw) {
   app.add_flag("--strict-lse", o.strict_lse,
                "with --npy-dir: judge lse.npy by our backends' fp32-grade bound instead of what a merge at O's "
                "precision can see (README: tolerances)");
+  app.add_flag("--explain", o.explain,
+               "print how the backend's plan decided to run, one rule a line (docs/planner-rules.md), before the check");
+  app.add_option("--explain-device", o.explain_device,
+                 "with --explain: decide as the CUDA planner would on that device, without a GPU, and run no check, "
+                 "e.g. \"NVIDIA H100 80GB HBM3,132,wgmma,pdl\" (pdl: programmatic dependent launch, sm_90+)")
+      ->type_name("NAME,SMS,wgmma|no-wgmma,pdl|no-pdl");
   add_integer("--random", o.random,
               "soak: check N random problems drawn from --seed; --backend then takes a comma-separated list "
               "(default: every available backend but reference); see below",
@@ -148,7 +154,8 @@ void reject_if_given(const CLI::App& app, const std::vector<const char*>& flags,
 Action parse_random(const CLI::App& app, Options& o) {
   if (o.random < 1) throw std::invalid_argument("--random must be at least 1, got " + std::to_string(o.random));
   reject_if_given(app, kProblemFlags, "does not apply with --random (the soak draws every problem; --seed seeds the draw)");
-  reject_if_given(app, {"--write-reference", "--reference-dtype", "--strict-lse"}, "does not apply with --random");
+  reject_if_given(app, {"--write-reference", "--reference-dtype", "--strict-lse", "--explain", "--explain-device"},
+                  "does not apply with --random");
   if (app.count("--backend") == 0) return Action::random;
   for (std::size_t start = 0; start <= o.backend.size();) {
     const std::size_t comma = std::min(o.backend.find(',', start), o.backend.size());
@@ -224,7 +231,7 @@ Action Options::parse(int argc, const char* const argv[]) {
   if (list) return Action::list;
   if (!npy_dir.empty()) {
     // The problem comes from DIR/spec.json: the generator's flags would be silently ignored.
-    reject_if_given(app, {"--backend", "--seed", "--random"},
+    reject_if_given(app, {"--backend", "--seed", "--random", "--explain", "--explain-device"},
                     "does not apply with --npy-dir (DIR/spec.json and the .npy files give the problem)");
     reject_if_given(app, kProblemFlags, "does not apply with --npy-dir (DIR/spec.json and the .npy files give the problem)");
     try {
@@ -236,6 +243,7 @@ Action Options::parse(int argc, const char* const argv[]) {
     return Action::run;
   }
   if (app.count("--random") > 0) return parse_random(app, *this);
+  if (!explain_device.empty() && !explain) throw std::invalid_argument("--explain-device needs --explain");
   if (!write_reference.empty()) throw std::invalid_argument("--write-reference needs --npy-dir DIR");
   reject_if_given(app, {"--strict-lse"}, "needs --npy-dir DIR (our backends are always held to the strict LSE bound)");
   reject_if_given(app, {"--reference-dtype"}, "needs --npy-dir DIR and --write-reference OUT");

@@ -57,6 +57,9 @@ struct Options {
   std::string write_reference;                  // --write-reference OUT: our reference O and LSE as .npy (with --npy-dir)
   DType reference_dtype = DType::fp64;          // --reference-dtype: O's dtype in OUT (LSE: lse_dtype of it)
   bool strict_lse = false;                      // --strict-lse: judge an external LSE by our backends' bound
+  bool explain = false;                         // --explain: print the plan's decisions before the check
+  std::string explain_device;                   // --explain-device NAME,SMS,wgmma|no-wgmma,pdl|no-pdl: the CUDA planner's
+                                                //   decisions for that device, no GPU needed, and no check (explain.hpp)
   int random = 0;                               // --random N: soak over N drawn problems (soak.hpp); --seed seeds the draw
   std::vector<BackendChoice> random_backends;   //   --backend A,B,...: the backends it checks; empty: every available one
 

@@ -19,7 +19,7 @@ WARMUP = 3
 
 Point = namedtuple("Point", "B P S q_len Hq Hkv D")
 CSV_HEADER = ("device,commit,backend,storage,dtype,B,P,S,q_len,Hq,Hkv,D,tree,median_ms,min_ms,max_ms,tflops,gbps,"
-              "floor_ms,time_over_floor,nominal_share,status,detail\n")
+              "floor_ms,time_over_floor,nominal_share,status,detail,decisions\n")
 NOMINAL_PEAKS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "core", "nominal-peaks.csv")
 
 
@@ -226,9 +226,9 @@ def csv_row(device, sha, dtype, method, pt, m, flops, floor_bytes, floor_ms, nom
         numbers = [f"{v:.6g}" for v in (ms, m["min_ms"], m["max_ms"], flops / (ms * 1e-3) * 1e-12,
                                           floor_bytes / (ms * 1e-3) * 1e-9, floor_ms)] + [f"{ms / floor_ms:.3f}"]
         numbers.append(f"{nominal_ms / ms:.3f}" if nominal_ms else "")
-    # tree: the peers run the prefix + suffix tree only (hydragen-sweep's "prefix").
+    # tree: the peers run the prefix + suffix tree only (hydragen-sweep's "prefix"); decisions: ours only.
     fields = [quoted(device), sha, method.name, method.storage, dtype, *pt, "prefix", *numbers, m["status"],
-              quoted(m["detail"])]
+              quoted(m["detail"]), quoted("")]
     return ",".join(str(f) for f in fields) + "\n"
 
 

@@ -54,7 +54,8 @@ std::vector<std::pair<const char*, std::string>> fields(const Row& r) {
           {"time_over_floor", floored ? number(m.median_ms / m.floor_ms, "%.3f") : ""},
           {"nominal_share", ok && m.nominal_ms > 0 ? number(m.nominal_ms / m.median_ms, "%.3f") : ""},
           {"status", m.status},
-          {"detail", m.detail}};
+          {"detail", m.detail},
+          {"decisions", m.decisions}};
 }
 
 // The whole text as a number: a hand-edited CSV must not turn "12abc" into 12.
@@ -86,7 +87,7 @@ void write_csv_row(std::ostream& out, const Row& row) {
   const std::vector<std::pair<const char*, std::string>> f = fields(row);
   for (std::size_t i = 0; i < f.size(); ++i) {
     const std::string name = f[i].first;
-    out << (i ? "," : "") << (name == "device" || name == "detail" ? quoted(f[i].second) : f[i].second);
+    out << (i ? "," : "") << (name == "device" || name == "detail" || name == "decisions" ? quoted(f[i].second) : f[i].second);
   }
   out << '\n';
 }

@@ -41,6 +41,7 @@ struct Measurement {
   double flops = 0, bytes = 0;  // the cost model's FLOPs and floor bytes of the point
   double floor_ms = 0;          // max(FLOPs / peak, bytes / peak), the measured peaks: the attainable floor; 0 when none
   double nominal_ms = 0;        // the same at the device's nominal peaks (the physical limit); 0 when not in the table
+  std::string decisions;        // the plan's decisions, "rule=choice;..." (decisions_cell); empty for a plan that makes none
 };
 
 // Column names and values, in the schema's order; empty strings where a value does not apply.

@@ -1,11 +1,12 @@
-// The work schedules of cuda-flash (flat_schedule), cuda-hydragen (segment_schedule) and
-// cuda-hydragen-cublas (gemm_schedule), checked on the host, no GPU needed, by a simulator that
-// replays a schedule the way the kernels execute it: every item's rows attend the positions
-// [token_begin, token_end) of its token list (its segments laid end to end) below their row_limit,
-// with the item's KV head; every GEMM chunk's rows attend its token range of its segment. The simulator then checks that
-// every query attends every token of its path except the causal tail of its leaf, each exactly once,
-// with the KV head of its query head, and that the merge lists and the row blocks are what the
-// kernels and the cost model rely on.
+// The work schedules of cuda-flash (path_groups), cuda-hydragen (segment_groups) and
+// cuda-hydragen-cublas (segment_groups with GEMM groups), as build() cuts them and as the planner
+// (plan_flash, plan_hydragen, plan_hydragen_cublas) decides them, checked on the host, no GPU needed,
+// by a simulator that replays a schedule the way the kernels execute it: every item's rows attend
+// the positions [token_begin, token_end) of its token list (its segments laid end to end) below
+// their row_limit, with the item's KV head; every GEMM chunk's rows attend its token range of its
+// segment. The simulator then checks that every query attends every token of its path except the
+// causal tail of its leaf, each exactly once, with the KV head of its query head, and that the merge
+// lists and the row blocks are what the kernels and the cost model rely on.
 //
 // Positions are recorded as runs (segment, [from, to)): the item's visible interval cut at segment
 // boundaries. A run stands for each of its positions, so the per-query check (runs of a segment tile
@@ -28,6 +29,9 @@
 #include "hydragen/attention.hpp"
 #include "hydragen/shape.hpp"
 #include "hydragen/sharing_tree.hpp"
+#include "plan_forms.hpp"
+#include "planner.hpp"
+#include "rules.hpp"
 #include "schedule.hpp"
 
 namespace hydragen::cuda {
@@ -37,39 +41,83 @@ enum class Kind { flat, segment, gemm };
 constexpr Kind kKinds[] = {Kind::flat, Kind::segment, Kind::gemm};
 
 const char* kind_name(Kind kind) {
-  return kind == Kind::flat ? "flat_schedule" : kind == Kind::segment ? "segment_schedule" : "gemm_schedule";
+  return kind == Kind::flat ? "cuda-flash's schedule" : kind == Kind::segment ? "cuda-hydragen's schedule" : "cuda-hydragen-cublas's schedule";
 }
 
 // Small enough that the random problems' shared segments take several chunks.
 constexpr long long kTestChunkScores = 4096;
 
-Schedule make_schedule(Kind kind, const AttentionShape& shape, const SharingTree& tree, const ScheduleOptions& options,
-                       long long chunk_scores = kTestChunkScores) {
-  switch (kind) {
-    case Kind::flat: return flat_schedule(shape, tree, options);
-    case Kind::segment: return segment_schedule(shape, tree, options);
-    case Kind::gemm: return gemm_schedule(shape, tree, options, chunk_scores);
+// An H100's limits: its name is device-rates.csv's row, so leaf_layout has rates.
+const DeviceLimits kH100{132, true, true, "NVIDIA H100 80GB HBM3"};
+
+PlanOptions flash(const std::string& asked = "") { return resolve_options("cuda-flash", flash_options(), PlanOptions::parse(asked)); }
+PlanOptions hydragen(const std::string& asked = "") {
+  return resolve_options("cuda-hydragen", hydragen_options(), PlanOptions::parse(asked));
+}
+
+// What a test cuts a problem by where it forces what the planner would derive from the device: the
+// SMs (inline_paths' and narrow_split's), the resident narrow blocks narrow_split aims for, the row
+// blocks' size, the wide launch's target and persistent wgmma blocks (BuildChoices), and inline_paths'
+// option (auto, or never: every segment in items of its own however few its readers).
+struct Cuts {
+  int sms = 132;
+  int narrow_slots = 396;
+  int max_rows = kWideRows;
+  long long wide_target_blocks = 1188;
+  int wide_workers = 0;
+  std::string inline_option = "auto";
+};
+
+Cuts cuts_of(int narrow_slots, int max_rows, long long wide_target_blocks, int sms = 132) {
+  return {sms, narrow_slots, max_rows, wide_target_blocks, 0, "auto"};
+}
+
+// An H100's cuts for mma.sync blocks (the planner's for kernel=mma, and cuda-flash's).
+const Cuts kH100Mma = cuts_of(396, kWideRows, 1188);
+
+Cuts segments_apart(Cuts c) {
+  c.inline_option = "never";
+  return c;
+}
+
+// What a whole plan cut by: its device, its build choices, and the inline option it was given.
+Cuts cuts_of(const Planned& p, const std::string& inline_option = "auto") {
+  const PlanDecisions& d = p.decisions;
+  return {d.device.sms, resident_blocks(ItemKernel::narrow, d.device), d.build.max_rows, d.build.wide_target_blocks,
+          d.build.wide_workers, inline_option};
+}
+
+DeviceLimits device_of(const Cuts& c) { return {c.sms, false, false, "test device"}; }
+
+// The groups of `kind`: inline_paths (the rule) decides cuda-hydragen's.
+std::vector<Group> groups_of(Kind kind, const AttentionShape& shape, const SharingTree& tree, const Cuts& c) {
+  if (kind == Kind::flat) return path_groups(tree);
+  const bool inlined = kind == Kind::segment &&
+                       inline_paths(c.inline_option, narrow_paths(shape, tree), shape.kv_heads, device_of(c)).choice;
+  std::vector<Group> groups = segment_groups(shape, tree, inlined);
+  if (kind == Kind::gemm) {
+    for (Group& grp : groups) grp.gemm = grp.seqs.size() > 1;
   }
-  throw std::logic_error("unknown schedule kind");
+  return groups;
 }
 
-// Every field named: the options a test runs under (for_device derives a device's).
-ScheduleOptions options_of(int narrow_slots, int max_rows, int wide_target_blocks, int sms = 132) {
-  ScheduleOptions o;
-  o.sms = sms;
-  o.narrow_slots = narrow_slots;
-  o.max_rows = max_rows;
-  o.wide_target_blocks = wide_target_blocks;
-  return o;
+// The builder under forced cuts, with narrow_split (the rule) choosing the narrow blocks' parts.
+Schedule make_schedule(Kind kind, const AttentionShape& shape, const SharingTree& tree, const Cuts& c,
+                       long long chunk_scores = kTestChunkScores) {
+  validate_problem(shape, tree);
+  const std::vector<Group> groups = groups_of(kind, shape, tree, c);
+  const BlockCensus blocks = census(row_blocks(shape, groups, c.max_rows), shape.kv_heads);
+  const long long parts = narrow_split(blocks, c.narrow_slots, device_of(c)).choice;
+  return build(shape, groups, BuildChoices{c.max_rows, parts, c.wide_target_blocks, c.wide_workers, kind == Kind::gemm ? chunk_scores : 0});
 }
 
-const ScheduleOptions kH100Mma = ScheduleOptions::for_device(132, ItemKernel::wide);
-
-// Options whose segment_schedule gives every segment items of its own, however few its readers:
-// the tests of segment items on trees small enough to be read flat otherwise.
-ScheduleOptions segments_apart(ScheduleOptions o) {
-  o.inline_narrow_segments = false;
-  return o;
+// The decision of `rule` in a plan's log (a failure where it did not fire).
+Decision decision_of(const Planned& p, const std::string& rule) {
+  for (const Decision& d : p.decisions.log) {
+    if (d.rule == rule) return d;
+  }
+  ADD_FAILURE() << "rule " << rule << " did not fire";
+  return {};
 }
 
 long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
@@ -95,9 +143,10 @@ std::string tree_text(const SharingTree& tree) {
          list_text(leaves) + ")";
 }
 
-std::string problem_text(Kind kind, const AttentionShape& shape, const SharingTree& tree, const ScheduleOptions& options) {
+std::string problem_text(Kind kind, const AttentionShape& shape, const SharingTree& tree, const Cuts& cuts) {
   std::ostringstream os;
-  os << kind_name(kind) << " with narrow_slots " << options.narrow_slots << ", max_rows " << options.max_rows
+  os << kind_name(kind) << " with " << cuts.sms << " SMs, narrow_slots " << cuts.narrow_slots << ", max_rows " << cuts.max_rows
+     << ", wide target " << cuts.wide_target_blocks << ", inline=" << cuts.inline_option
      << " of " << shape.describe() << " over " << tree_text(tree);
   return os.str();
 }
@@ -125,9 +174,9 @@ struct Run {
 
 // Replays the schedule and checks every rule; the first broken one is returned with the problem.
 ::testing::AssertionResult check_schedule(Kind kind, const AttentionShape& shape, const SharingTree& tree,
-                                          const ScheduleOptions& options, const Schedule& s,
+                                          const Cuts& cuts, const Schedule& s,
                                           long long chunk_scores = kTestChunkScores) {
-  auto fail = [&] { return ::testing::AssertionFailure() << problem_text(kind, shape, tree, options) << "\n  "; };
+  auto fail = [&] { return ::testing::AssertionFailure() << problem_text(kind, shape, tree, cuts) << "\n  "; };
   const int g = shape.group_size();
   const int queries = shape.num_seqs * shape.q_len * shape.q_heads;
   const int rows = s.num_rows();
@@ -144,10 +193,10 @@ struct Run {
   std::map<ListKey, std::map<int, std::vector<std::pair<int, int>>>> blocks;  // -> first query -> parts
   std::map<ListKey, std::map<int, int>> block_rows;                            // -> first query -> rows
 
-  // flat_schedule reads every segment in each reader's own item (a piece of its path);
-  // segment_schedule only those whose readers' stacked rows fit one narrow block, where
-  // inline_narrow_segments says so and the paths below them, times the KV heads, are at least a
-  // quarter of the SMs; every other one in items of its own.
+  // cuda-flash reads every segment in each reader's own item (a piece of its path); cuda-hydragen
+  // only those whose readers' stacked rows fit one narrow block, where inline=auto and the paths
+  // below them, times the KV heads, are at least a quarter of the SMs (rule inline_paths, written
+  // out); every other one in items of its own.
   auto fits_a_block = [&](int segment) {
     return static_cast<long long>(tree.seqs_below(segment).size()) * shape.q_len * g <= kNarrowRows;
   };
@@ -156,7 +205,7 @@ struct Run {
     const std::vector<int>& path = tree.path(seq);
     narrow_paths += std::any_of(path.begin(), path.end(), fits_a_block);
   }
-  const bool inlining = kind == Kind::segment && options.inline_narrow_segments && 4 * narrow_paths * shape.kv_heads >= options.sms;
+  const bool inlining = kind == Kind::segment && cuts.inline_option == "auto" && 4 * narrow_paths * shape.kv_heads >= cuts.sms;
   auto per_sequence = [&](int segment) { return kind == Kind::flat || (inlining && fits_a_block(segment)); };
   int item_number = 0;
   for (bool wide : {false, true}) {
@@ -166,8 +215,8 @@ struct Run {
       const std::string name = item_text(wide, i, it);
       if (it.kv_head < 0 || it.kv_head >= shape.kv_heads) return fail() << name << ": KV head out of range";
       if (!wide && (it.num_rows < 1 || it.num_rows > kNarrowRows)) return fail() << name << ": a narrow item needs 1..16 rows";
-      if (wide && (it.num_rows <= kNarrowRows || it.num_rows > options.max_rows)) {
-        return fail() << name << ": a wide item needs 17.." << options.max_rows << " rows";
+      if (wide && (it.num_rows <= kNarrowRows || it.num_rows > cuts.max_rows)) {
+        return fail() << name << ": a wide item needs 17.." << cuts.max_rows << " rows";
       }
       if (it.first_row < 0 || it.first_row + it.num_rows > rows) return fail() << name << ": rows outside [0, " << rows << ")";
       if (it.num_segments < 1 || it.num_segments > kMaxItemSegments) {
@@ -243,7 +292,7 @@ struct Run {
   }
   // GEMM chunks: a shared segment's tokens against all its stacked rows, every KV head at once.
   std::map<int, std::vector<std::pair<int, int>>> chunk_ranges;  // segment -> token ranges
-  if (kind != Kind::gemm && !s.gemm_chunks.empty()) return fail() << "only gemm_schedule makes GEMM chunks";
+  if (kind != Kind::gemm && !s.gemm_chunks.empty()) return fail() << "only cuda-hydragen-cublas makes GEMM chunks";
   for (std::size_t i = 0; i < s.gemm_chunks.size(); ++i, ++item_number) {
     const GemmChunk& c = s.gemm_chunks[i];
     const std::string name = "GEMM chunk " + std::to_string(i) + " {segment " + std::to_string(c.segment) + ", tokens [" +
@@ -308,9 +357,9 @@ struct Run {
     const std::string name = "token list " + list_text(list) + " (KV head " + std::to_string(kv_head) +
                              (seq >= 0 ? ", sequence " + std::to_string(seq) : std::string()) + ")";
     if (rows_seen != list_rows) return fail() << name << " has " << rows_seen << " rows in its blocks, expected " << list_rows;
-    if (static_cast<long long>(by_block.size()) != ceil_div(list_rows, options.max_rows)) {
+    if (static_cast<long long>(by_block.size()) != ceil_div(list_rows, cuts.max_rows)) {
       return fail() << name << ": " << list_rows << " rows in " << by_block.size() << " blocks, expected ceil(rows / "
-                    << options.max_rows << ") = " << ceil_div(list_rows, options.max_rows);
+                    << cuts.max_rows << ") = " << ceil_div(list_rows, cuts.max_rows);
     }
     for (auto [first_query, parts] : by_block) {
       std::sort(parts.begin(), parts.end());
@@ -324,7 +373,7 @@ struct Run {
       }
       if (end != list_tokens) return fail() << name << ": split parts end at " << end << " of " << list_tokens << " tokens";
       if (parts.size() > kMaxSplits) return fail() << name << ": split into " << parts.size() << " parts, more than kMaxSplits";
-      if (options.narrow_slots == 1 && options.wide_target_blocks == 1 && parts.size() != 1) {
+      if (cuts.narrow_slots == 1 && cuts.wide_target_blocks == 1 && parts.size() != 1) {
         return fail() << name << ": split into " << parts.size() << " parts although one block is the target";
       }
     }
@@ -413,28 +462,36 @@ struct Run {
 }
 
 // {narrow target, max rows, wide target}: the simulator's "no split" rule needs equal targets at 1.
-const ScheduleOptions kOptions[] = {options_of(1, kNarrowRows, 1),     options_of(1, kWideRows, 1),
-                                    options_of(1, kWgmmaRows, 1),      options_of(8, kNarrowRows, 8),
-                                    options_of(8, kWideRows, 8),       options_of(8, kWgmmaRows, 8),
-                                    options_of(528, kNarrowRows, 528), options_of(528, kWideRows, 528),
-                                    options_of(1188, kWgmmaRows, 132)};
+const Cuts kCuts[] = {cuts_of(1, kNarrowRows, 1),     cuts_of(1, kWideRows, 1),     cuts_of(1, kWgmmaRows, 1),
+                      cuts_of(8, kNarrowRows, 8),     cuts_of(8, kWideRows, 8),     cuts_of(8, kWgmmaRows, 8),
+                      cuts_of(528, kNarrowRows, 528), cuts_of(528, kWideRows, 528), cuts_of(1188, kWgmmaRows, 132)};
 
-// Every schedule under every option set; returns how many schedules were replayed.
+// Every kind of schedule under every set of cuts (cuda-hydragen's with inline=auto and never), and
+// the whole plans an H100 makes (each backend's default, cuda-hydragen's leaves=beside); returns how
+// many schedules were replayed.
 long long check_all_options(const AttentionShape& shape, const SharingTree& tree, long long chunk_scores = kTestChunkScores) {
   long long replayed = 0;
-  for (const ScheduleOptions& each : kOptions) {
+  for (const Cuts& each : kCuts) {
     for (Kind kind : kKinds) {
-      for (bool inline_narrow : {true, false}) {
-        if (!inline_narrow && kind != Kind::segment) continue;  // only segment_schedule reads it
-        ScheduleOptions options = each;
-        options.inline_narrow_segments = inline_narrow;
-        const Schedule s = make_schedule(kind, shape, tree, options, chunk_scores);
-        EXPECT_TRUE(check_schedule(kind, shape, tree, options, s, chunk_scores));
+      for (const char* inline_option : {"auto", "never"}) {
+        if (kind != Kind::segment && std::string(inline_option) == "never") continue;  // only cuda-hydragen's reads it
+        Cuts cuts = each;
+        cuts.inline_option = inline_option;
+        const Schedule s = make_schedule(kind, shape, tree, cuts, chunk_scores);
+        EXPECT_TRUE(check_schedule(kind, shape, tree, cuts, s, chunk_scores));
         ++replayed;
       }
     }
   }
-  return replayed;
+  const Planned flat = plan_flash(shape, tree, flash(), kH100);
+  EXPECT_TRUE(check_schedule(Kind::flat, shape, tree, cuts_of(flat), flat.schedule));
+  for (const char* asked : {"", "leaves=beside"}) {
+    const Planned segment = plan_hydragen(shape, tree, hydragen(asked), kH100);
+    EXPECT_TRUE(check_schedule(Kind::segment, shape, tree, cuts_of(segment), segment.schedule)) << asked;
+  }
+  const Planned gemm = plan_hydragen_cublas(shape, tree, kH100);
+  EXPECT_TRUE(check_schedule(Kind::gemm, shape, tree, cuts_of(gemm, "never"), gemm.schedule, kMaxChunkScores));
+  return replayed + 4;
 }
 
 // ---- random problems ----------------------------------------------------------------------------
@@ -549,9 +606,9 @@ TEST(BothSchedules, HideTheCausalTailOfTheLeafAndNothingElse) {
   const AttentionShape shape = make_shape(1, 4, 1, 1, 64, DType::bf16);
   for (Kind kind : {Kind::flat, Kind::segment}) {
     SCOPED_TRACE(kind_name(kind));
-    const ScheduleOptions options = segments_apart(options_of(1, kWideRows, 1));
-    const Schedule s = make_schedule(kind, shape, tree, options);
-    EXPECT_TRUE(check_schedule(kind, shape, tree, options, s));
+    const Cuts cuts = segments_apart(cuts_of(1, kWideRows, 1));
+    const Schedule s = make_schedule(kind, shape, tree, cuts);
+    EXPECT_TRUE(check_schedule(kind, shape, tree, cuts, s));
     ASSERT_EQ(s.num_rows(), kind == Kind::flat ? 4 : 8);
     // flat: one list prefix + leaf (8 tokens); segment: the prefix's 4 rows, then the leaf's 4 rows.
     const std::vector<int> want = kind == Kind::flat ? std::vector<int>{5, 6, 7, 8} : std::vector<int>{5, 5, 5, 5, 0, 1, 2, 3};
@@ -565,29 +622,36 @@ TEST(BothSchedules, LeaveAQueryWhosePathIsEmptyToTheMerge) {
   const SharingTree tree = SharingTree::from_parents({-1, 0, -1}, {0, 0, 5}, {1, 2});
   const AttentionShape shape = make_shape(2, 1, 4, 1, 64, DType::bf16);
   check_all_options(shape, tree);
-  for (Kind kind : {Kind::flat, Kind::segment}) {
-    const Schedule s = make_schedule(kind, shape, tree, kH100Mma);
-    for (int q = 0; q < 8; ++q) {
-      EXPECT_EQ(s.merge_offsets[q + 1] - s.merge_offsets[q], q < 4 ? 0 : 1) << kind_name(kind) << " query " << q;
-    }
-    EXPECT_TRUE(s.needs_merge()) << kind_name(kind);
+  for (const Planned& p : {plan_flash(shape, tree, flash(), kH100), plan_hydragen(shape, tree, hydragen(), kH100)}) {
+    const Schedule& s = p.schedule;
+    for (int q = 0; q < 8; ++q) EXPECT_EQ(s.merge_offsets[q + 1] - s.merge_offsets[q], q < 4 ? 0 : 1) << "query " << q;
+    EXPECT_TRUE(s.needs_merge());
+    EXPECT_TRUE(p.decisions.launches.run_merge) << decision_of(p, "merge").reason;
   }
 }
 
 TEST(BothSchedules, SkipTheMergeWhenEveryQueryHasOneRow) {
   const SharingTree tree = SharingTree::prefix_suffix(300, {40, 40});
   const AttentionShape shape = make_shape(2, 1, 8, 1, 64, DType::bf16);
-  const ScheduleOptions options = options_of(1, kNarrowRows, 1, 8);  // 2 paths x 1 KV head: a quarter of 8 SMs
-  EXPECT_FALSE(flat_schedule(shape, tree, options).needs_merge()) << "one item per sequence";
-  EXPECT_FALSE(segment_schedule(shape, tree, options).needs_merge()) << "2 x 8 rows over the prefix: read in each item";
-  EXPECT_TRUE(segment_schedule(shape, tree, segments_apart(options)).needs_merge()) << "prefix and suffix partials";
+  const DeviceLimits eight_sms{8, false, false, "an 8-SM test device"};  // 2 paths x 1 KV head: a quarter of 8 SMs
+  const Planned flat = plan_flash(shape, tree, flash(), eight_sms);
+  EXPECT_FALSE(flat.schedule.needs_merge()) << "one item per sequence";
+  EXPECT_FALSE(flat.decisions.launches.run_merge);
+  const Planned inlined = plan_hydragen(shape, tree, hydragen(), eight_sms);
+  EXPECT_TRUE(inlined.decisions.inline_paths);
+  EXPECT_FALSE(inlined.schedule.needs_merge()) << "2 x 8 rows over the prefix: read in each item";
+  EXPECT_FALSE(inlined.decisions.launches.run_merge);
+  const Planned apart = plan_hydragen(shape, tree, hydragen("inline=never"), eight_sms);
+  EXPECT_TRUE(apart.schedule.needs_merge()) << "prefix and suffix partials";
+  EXPECT_TRUE(apart.decisions.launches.run_merge);
 }
 
 TEST(BothSchedules, RefuseALeafTooShortForTheCausalQueries) {
   const SharingTree tree = SharingTree::prefix_suffix(10, {2});  // q_len 4 needs a leaf of >= 3
   const AttentionShape shape = make_shape(1, 4, 4, 1, 64, DType::bf16);
-  EXPECT_THROW(flat_schedule(shape, tree, kH100Mma), std::invalid_argument);
-  EXPECT_THROW(segment_schedule(shape, tree, kH100Mma), std::invalid_argument);
+  EXPECT_THROW(plan_flash(shape, tree, flash(), kH100), std::invalid_argument);
+  EXPECT_THROW(plan_hydragen(shape, tree, hydragen(), kH100), std::invalid_argument);
+  EXPECT_THROW(plan_hydragen_cublas(shape, tree, kH100), std::invalid_argument);
 }
 
 // A chain of 70 segments (some empty) with a second sequence branching off at depth 40.
@@ -602,13 +666,13 @@ SharingTree deep_chain() {
   return SharingTree::from_parents(parents, lengths, {69, 70});
 }
 
-TEST(FlatSchedule, CutsAPathDeeperThanKMaxItemSegmentsIntoSeveralItems) {
+TEST(FlashSchedule, CutsAPathDeeperThanKMaxItemSegmentsIntoSeveralItems) {
   const SharingTree tree = deep_chain();
   ASSERT_GT(tree.depth(), 2 * kMaxItemSegments);
   for (int q_len : {1, 4}) {
     const AttentionShape shape = make_shape(2, q_len, 8, 2, 64, DType::bf16);
     check_all_options(shape, tree);
-    const Schedule s = flat_schedule(shape, tree, options_of(1, kWideRows, 1));
+    const Schedule s = make_schedule(Kind::flat, shape, tree, cuts_of(1, kWideRows, 1));
     // Sequence 0's 70 segments need ceil(70 / 32) = 3 token lists per KV head.
     int lists_of_seq0 = 0;
     for (const auto* items : {&s.narrow_items, &s.wide_items}) {
@@ -638,64 +702,85 @@ std::vector<WorkItem> items_over(const Schedule& s, int segment) {
   return out;
 }
 
-// n one-row items of `tokens` tokens each: the leaves of a decode step.
-std::vector<WorkItem> leaves(int n, int tokens) {
-  WorkItem leaf;
-  leaf.num_rows = 1;
-  leaf.num_segments = 1;
-  leaf.token_end = tokens;
-  return std::vector<WorkItem>(static_cast<std::size_t>(n), leaf);
+// n one-row items of `tokens` tokens each, as rules read them (their lengths): the leaves of a decode step.
+std::vector<long long> leaves(int n, long long tokens) { return std::vector<long long>(static_cast<std::size_t>(n), tokens); }
+
+// Rule launch_workers for a launch of 16-row blocks on the H100 (396 resident, one item each).
+int narrow_workers(const std::vector<long long>& items) {
+  return launch_workers("narrow", ItemKernel::narrow, DType::bf16, items, 0, 0, kH100).choice;
 }
 
-TEST(PersistentBlocks, OnlyForManyShortItems) {
-  const int slots = 396;  // 3 blocks on each of 132 SMs
-  EXPECT_TRUE(persistent_blocks(leaves(8192, 64), slots)) << "MHA (256, 8192, 64): 8192 one-tile leaves";
-  EXPECT_FALSE(persistent_blocks(leaves(1024, 64), slots)) << "(1024, 16384, 64): under 8 blocks' worth per slot";
-  EXPECT_FALSE(persistent_blocks(leaves(4096, 1088), slots)) << "cuda-flash B = 4096: long paths";
-  EXPECT_TRUE(persistent_blocks(leaves(8 * slots, 128), slots)) << "the limits themselves";
-  EXPECT_FALSE(persistent_blocks(leaves(8 * slots - 1, 64), slots));
-  EXPECT_FALSE(persistent_blocks(leaves(8 * slots, 129), slots));
+TEST(LaunchWorkers, PersistentOnlyForManyShortItems) {
+  const int slots = 396;  // 3 blocks on each of 132 SMs: persistent workers are as many
+  EXPECT_EQ(narrow_workers(leaves(8192, 64)), slots) << "MHA (256, 8192, 64): 8192 one-tile leaves";
+  EXPECT_EQ(narrow_workers(leaves(1024, 64)), 1024) << "(1024, 16384, 64): under 8 blocks' worth per slot";
+  EXPECT_EQ(narrow_workers(leaves(4096, 1088)), 4096) << "cuda-flash B = 4096: long paths";
+  EXPECT_EQ(narrow_workers(leaves(8 * slots, 128)), slots) << "the limits themselves";
+  EXPECT_EQ(narrow_workers(leaves(8 * slots - 1, 64)), 8 * slots - 1);
+  EXPECT_EQ(narrow_workers(leaves(8 * slots, 129)), 8 * slots);
 }
 
-TEST(NarrowItemKernel, AWarpPerItemForManyShortItems) {
-  const ScheduleOptions h100 = ScheduleOptions::for_device(132, ItemKernel::wgmma);  // 396 narrow slots
-  EXPECT_EQ(narrow_item_kernel(leaves(5120, 8), false, h100), ItemKernel::warps) << "CodeLlama-13b's decode leaves, 5 heads x 1024";
-  EXPECT_EQ(narrow_item_kernel(leaves(256, 64), false, h100), ItemKernel::warps) << "(256, P, 64), g = 8: one leaf per sequence";
-  EXPECT_EQ(narrow_item_kernel(leaves(4096, 192), false, h100), ItemKernel::warps) << "three tiles each, ten times the slots";
+TEST(LaunchWorkers, NeverPersistentForWgmmaBlocksOrFp32) {
+  // Only the mma.sync kernels run persistent workers; dealt wgmma runs are the runs.
+  EXPECT_EQ(launch_workers("wide", ItemKernel::wgmma, DType::bf16, leaves(8192, 64), 0, 0, kH100).choice, 8192);
+  EXPECT_EQ(launch_workers("narrow", ItemKernel::narrow, DType::fp32, leaves(8192, 64), 0, 0, kH100).choice, 8192);
+  EXPECT_EQ(launch_workers("wide", ItemKernel::wgmma, DType::bf16, leaves(200, 3251), 0, 100, kH100).choice, 100);
+  // Whole-SM leaf warps: twelve per leaf SM, at most one per item.
+  EXPECT_EQ(launch_workers("narrow", ItemKernel::sm_warps, DType::bf16, leaves(5120, 64), 32, 0, kH100).choice, 32 * kSmWarps);
+  EXPECT_EQ(launch_workers("narrow", ItemKernel::sm_warps, DType::bf16, leaves(100, 64), 32, 0, kH100).choice, 100);
+}
+
+// Rule narrow_kernel under narrow=auto on the H100 (396 resident narrow blocks).
+ItemKernel narrow_kernel_of(const std::vector<long long>& items, bool alone) {
+  return narrow_kernel(DType::bf16, "auto", 0, items, alone, kH100).choice;
+}
+
+TEST(NarrowKernel, AWarpPerItemForManyShortItems) {
+  EXPECT_EQ(narrow_kernel_of(leaves(5120, 8), false), ItemKernel::warps) << "CodeLlama-13b's decode leaves, 5 heads x 1024";
+  EXPECT_EQ(narrow_kernel_of(leaves(256, 64), false), ItemKernel::warps) << "(256, P, 64), g = 8: one leaf per sequence";
+  EXPECT_EQ(narrow_kernel_of(leaves(4096, 192), false), ItemKernel::warps) << "three tiles each, ten times the slots";
   // Fewer items than SMs: each finishes sooner with its tiles over four warps.
-  EXPECT_EQ(narrow_item_kernel(leaves(32, 64), false, h100), ItemKernel::narrow) << "(32, P, 64), g = 8";
-  EXPECT_EQ(narrow_item_kernel(leaves(131, 64), false, h100), ItemKernel::narrow);
-  EXPECT_EQ(narrow_item_kernel(leaves(132, 64), false, h100), ItemKernel::warps) << "one per SM";
+  EXPECT_EQ(narrow_kernel_of(leaves(32, 64), false), ItemKernel::narrow) << "(32, P, 64), g = 8";
+  EXPECT_EQ(narrow_kernel_of(leaves(131, 64), false), ItemKernel::narrow);
+  EXPECT_EQ(narrow_kernel_of(leaves(132, 64), false), ItemKernel::warps) << "one per SM";
   // Longer items stream better in 64-token tiles, unless narrow blocks would each run several.
-  EXPECT_EQ(narrow_item_kernel(leaves(256, 65), false, h100), ItemKernel::narrow) << "over a tile, fewer items than slots";
-  EXPECT_EQ(narrow_item_kernel(leaves(128, 128), false, h100), ItemKernel::narrow) << "(128, P, 128), g = 8";
-  EXPECT_EQ(narrow_item_kernel(leaves(512, 128), false, h100), ItemKernel::warps) << "(512, P, 128), g = 8";
-  EXPECT_EQ(narrow_item_kernel(leaves(256, 256), false, h100), ItemKernel::narrow) << "four tiles, fewer items than slots";
-  EXPECT_EQ(narrow_item_kernel(leaves(396, 192), false, h100), ItemKernel::narrow);
-  EXPECT_EQ(narrow_item_kernel(leaves(397, 192), false, h100), ItemKernel::warps);
-  EXPECT_EQ(narrow_item_kernel(leaves(4096, 193), false, h100), ItemKernel::narrow);
-  EXPECT_EQ(narrow_item_kernel(leaves(1024, 256), false, h100), ItemKernel::narrow) << "(512, P, 512)'s leaves split in two";
+  EXPECT_EQ(narrow_kernel_of(leaves(256, 65), false), ItemKernel::narrow) << "over a tile, fewer items than slots";
+  EXPECT_EQ(narrow_kernel_of(leaves(128, 128), false), ItemKernel::narrow) << "(128, P, 128), g = 8";
+  EXPECT_EQ(narrow_kernel_of(leaves(512, 128), false), ItemKernel::warps) << "(512, P, 128), g = 8";
+  EXPECT_EQ(narrow_kernel_of(leaves(256, 256), false), ItemKernel::narrow) << "four tiles, fewer items than slots";
+  EXPECT_EQ(narrow_kernel_of(leaves(396, 192), false), ItemKernel::narrow);
+  EXPECT_EQ(narrow_kernel_of(leaves(397, 192), false), ItemKernel::warps);
+  EXPECT_EQ(narrow_kernel_of(leaves(4096, 193), false), ItemKernel::narrow);
+  EXPECT_EQ(narrow_kernel_of(leaves(1024, 256), false), ItemKernel::narrow) << "(512, P, 512)'s leaves split in two";
   // Between one and two waves of blocks: one wave of warps, up to eight tiles.
-  EXPECT_EQ(narrow_item_kernel(leaves(512, 240), false, h100), ItemKernel::warps) << "(512, P, 240), g = 8";
-  EXPECT_EQ(narrow_item_kernel(leaves(512, 496), false, h100), ItemKernel::warps) << "(512, P, 496), g = 8";
-  EXPECT_EQ(narrow_item_kernel(leaves(512, 513), false, h100), ItemKernel::narrow) << "over eight tiles";
-  EXPECT_EQ(narrow_item_kernel(leaves(791, 512), false, h100), ItemKernel::warps);
-  EXPECT_EQ(narrow_item_kernel(leaves(792, 512), false, h100), ItemKernel::narrow) << "two whole waves of blocks";
-  EXPECT_EQ(narrow_item_kernel(leaves(512, 1088), true, h100), ItemKernel::narrow) << "cuda-flash's paths";
-  EXPECT_EQ(narrow_item_kernel({}, false, h100), ItemKernel::narrow) << "no narrow launch";
+  EXPECT_EQ(narrow_kernel_of(leaves(512, 240), false), ItemKernel::warps) << "(512, P, 240), g = 8";
+  EXPECT_EQ(narrow_kernel_of(leaves(512, 496), false), ItemKernel::warps) << "(512, P, 496), g = 8";
+  EXPECT_EQ(narrow_kernel_of(leaves(512, 513), false), ItemKernel::narrow) << "over eight tiles";
+  EXPECT_EQ(narrow_kernel_of(leaves(791, 512), false), ItemKernel::warps);
+  EXPECT_EQ(narrow_kernel_of(leaves(792, 512), false), ItemKernel::narrow) << "two whole waves of blocks";
+  EXPECT_EQ(narrow_kernel_of(leaves(512, 1088), true), ItemKernel::narrow) << "cuda-flash's paths";
+  EXPECT_EQ(narrow_kernel_of({}, false), ItemKernel::narrow) << "no narrow launch";
 }
 
-TEST(NarrowItemKernel, AloneOneWaveOfWarpsForTwoToFourWavesOfBlocks) {
-  const ScheduleOptions h100 = ScheduleOptions::for_device(132, ItemKernel::wgmma);  // 396 narrow slots
-  EXPECT_EQ(narrow_item_kernel(leaves(1024, 544), true, h100), ItemKernel::warps) << "cuda-flash (512, 1024, 64): paths split in two";
-  EXPECT_EQ(narrow_item_kernel(leaves(1024, 544), false, h100), ItemKernel::narrow) << "beside a wide launch";
-  EXPECT_EQ(narrow_item_kernel(leaves(1024, 1152), true, h100), ItemKernel::warps) << "18 tiles";
-  EXPECT_EQ(narrow_item_kernel(leaves(1024, 1153), true, h100), ItemKernel::narrow);
-  EXPECT_EQ(narrow_item_kernel(leaves(1024, 2080), true, h100), ItemKernel::narrow) << "cuda-flash (512, 4096, 64)";
-  EXPECT_EQ(narrow_item_kernel(leaves(792, 1088), true, h100), ItemKernel::narrow) << "two whole waves of blocks";
-  EXPECT_EQ(narrow_item_kernel(leaves(793, 1088), true, h100), ItemKernel::warps);
-  EXPECT_EQ(narrow_item_kernel(leaves(1584, 1088), true, h100), ItemKernel::warps) << "one whole wave of warps";
-  EXPECT_EQ(narrow_item_kernel(leaves(1585, 1088), true, h100), ItemKernel::narrow);
+TEST(NarrowKernel, AloneOneWaveOfWarpsForTwoToFourWavesOfBlocks) {
+  EXPECT_EQ(narrow_kernel_of(leaves(1024, 544), true), ItemKernel::warps) << "cuda-flash (512, 1024, 64): paths split in two";
+  EXPECT_EQ(narrow_kernel_of(leaves(1024, 544), false), ItemKernel::narrow) << "beside a wide launch";
+  EXPECT_EQ(narrow_kernel_of(leaves(1024, 1152), true), ItemKernel::warps) << "18 tiles";
+  EXPECT_EQ(narrow_kernel_of(leaves(1024, 1153), true), ItemKernel::narrow);
+  EXPECT_EQ(narrow_kernel_of(leaves(1024, 2080), true), ItemKernel::narrow) << "cuda-flash (512, 4096, 64)";
+  EXPECT_EQ(narrow_kernel_of(leaves(792, 1088), true), ItemKernel::narrow) << "two whole waves of blocks";
+  EXPECT_EQ(narrow_kernel_of(leaves(793, 1088), true), ItemKernel::warps);
+  EXPECT_EQ(narrow_kernel_of(leaves(1584, 1088), true), ItemKernel::warps) << "one whole wave of warps";
+  EXPECT_EQ(narrow_kernel_of(leaves(1585, 1088), true), ItemKernel::narrow);
+}
+
+TEST(NarrowKernel, TakesTheOptionFp32AndLeavesBesideBeforeItsThresholds) {
+  // 5120 one-tile leaves would be warps under auto.
+  EXPECT_EQ(narrow_kernel(DType::bf16, "blocks", 0, leaves(5120, 8), false, kH100).choice, ItemKernel::narrow);
+  EXPECT_EQ(narrow_kernel(DType::bf16, "warps", 0, leaves(32, 1024), false, kH100).choice, ItemKernel::warps);
+  EXPECT_EQ(narrow_kernel(DType::fp32, "warps", 0, leaves(5120, 8), false, kH100).choice, ItemKernel::narrow) << "CUDA cores only";
+  EXPECT_EQ(narrow_kernel(DType::bf16, "blocks", 12, leaves(32, 1024), false, kH100).choice, ItemKernel::sm_warps)
+      << "leaves on SMs of their own";
 }
 
 TEST(SegmentSchedule, SplitABlockIntoAtMostKMaxSplitsParts) {
@@ -980,7 +1065,7 @@ TEST(SegmentSchedule, StartsEveryPartOfASharedSegmentBeforeTheLeaves) {
 TEST(HydragenSchedule, RunsOneNarrowLaunchWhereItPutsAtMostOneBlockOnEachSm) {
   const ScheduleOptions options = options_of(396, kWgmmaRows, 132);
   ScheduleOptions narrow_options = options;
-  narrow_options.max_rows = kNarrowRows;
+  narrow_cuts.max_rows = kNarrowRows;
   struct Row {
     int batch, prefix, suffix;
     bool one_launch;

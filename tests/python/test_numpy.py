@@ -141,3 +141,9 @@ def test_trees_from_their_builders_and_from_token_ids():
     assert hydragen.detect_sharing(prompts, shape=shape)[0].num_seqs == 3
     with pytest.raises(ValueError, match="lengths\\[1\\]"):
         hydragen.SharingTree.from_parents([-1, 0], [4, -1], [1])
+
+
+def test_a_host_plan_decides_nothing_so_explains_nothing():
+    tree = hydragen.SharingTree.prefix_suffix(8, [3, 5])
+    p = random_problem(tree, seed=1).mapped(lambda x: x.astype(np.float32))
+    assert hydragen.plan(p.q, p.k, p.v, tree, backend="cpu-hydragen").explain() == ""

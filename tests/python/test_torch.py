@@ -199,3 +199,14 @@ def test_devices_are_named():
         hydragen.attention(q, segments(k, tree), [x.cpu() if i == 1 else x for i, x in enumerate(segments(v, tree))], tree)
     with pytest.raises(ValueError, match=r"backend 'cpu-hydragen' runs on host memory, but the tensors are on cuda:0"):
         hydragen.attention(q, k, v, tree, backend="cpu-hydragen")
+
+
+@needs_cuda
+def test_a_cuda_hydragen_plan_explains_its_decisions_rule_by_rule():
+    tree = hydragen.SharingTree.prefix_suffix(1024, [32] * 64)
+    q, k, v = random_inputs(tree, "cuda", torch.bfloat16, seed=2)
+    lines = hydragen.plan(q, k, v, tree, backend="cuda-hydragen").explain().splitlines()
+    rules = [line.split(":")[0] for line in lines]
+    assert rules[0] == "device" and torch.cuda.get_device_name() in lines[0]
+    for rule in ("wide_kernel", "leaf_layout", "narrow_kernel", "merge", "launch_recipe"):
+        assert rule in rules, f"{rule} missing from:\n" + "\n".join(lines)

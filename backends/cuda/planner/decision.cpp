@@ -1,7 +1,5 @@
 #include "decision.hpp"
 
-#include <sstream>
-
 namespace hydragen::cuda {
 
 const char* recipe_name(LaunchRecipe recipe) {
@@ -24,14 +22,6 @@ const char* kernel_name(ItemKernel kernel) {
     case ItemKernel::wgmma: return "wgmma";
   }
   return "?";
-}
-
-std::string PlanDecisions::explain() const {
-  std::ostringstream out;
-  out << "device: " << (device.name.empty() ? "unnamed" : device.name) << ", " << device.sms << " SMs, wgmma "
-      << (device.wgmma ? "yes" : "no") << ", dependent launch " << (device.dependent_launch ? "yes" : "no") << "\n";
-  for (const Decision& d : log) out << d.rule << ": " << d.choice << " -- " << d.reason << " [" << d.inputs << "]\n";
-  return out.str();
 }
 
 }  // namespace hydragen::cuda

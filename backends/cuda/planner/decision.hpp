@@ -3,21 +3,19 @@
 // record the plan runs from. A plan computes it once (planner.hpp); building the schedule and the
 // launches only read it. --explain prints it (hydragen-diff --explain, the sweep's `decisions`
 // column, plan.explain() in Python).
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "device_limits.hpp"
+#include "device_rates.hpp"
+#include "hydragen/attention.hpp"
 #include "kernels/tile_config.hpp"
 
 namespace hydragen::cuda {
 
-// One rule's decision: docs/planner-rules.md has an entry under each rule's name.
-struct Decision {
-  std::string rule;    // e.g. "leaf_layout"
-  std::string choice;  // e.g. "beside (leaf SMs 12, 2 parts per row block on 120 blocks)"
-  std::string inputs;  // what it was decided from, "name=value" pairs
-  std::string reason;  // one line: why this choice, with the predicted times it compared, if any
-};
+// One rule's decision (docs/planner-rules.md has an entry under each rule's name).
+using Decision = PlanDecision;
 
 // How a plan's launches run: a closed set, one short function each (segment_plan.cpp).
 enum class LaunchRecipe {
@@ -55,10 +53,8 @@ struct PlanDecisions {
   LaunchChoices launches;
   LaunchRecipe recipe = LaunchRecipe::one_launch;
   DeviceLimits device;
-  std::vector<Decision> log;  // every rule that fired, in order
-
-  // One line per decision: "rule: choice (reason) [inputs]", after a line naming the device.
-  std::string explain() const;
+  std::optional<DeviceRates> rates;  // device-rates.csv's for the device; none where it has no row
+  std::vector<Decision> log;  // the device first (its limits, the rates' source), then every rule that fired, in order
 };
 
 const char* kernel_name(ItemKernel kernel);

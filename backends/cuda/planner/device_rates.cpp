@@ -27,13 +27,13 @@ std::optional<DeviceRates> device_rates(const std::string& device) {
   std::string line;
   std::getline(table, line);  // the header
   std::map<std::string, double> rates;
-  std::string measured;
+  std::string measured;  // the rows' sources, each once
   while (std::getline(table, line)) {
     const std::vector<std::string> f = fields(line);
     if (f.size() < 6) throw std::logic_error("device-rates.csv: malformed row '" + line + "'");
     if (f[0] != device) continue;
     rates[f[1]] = std::stod(f[2]);
-    measured = f[5];
+    if (measured.find(f[5]) == std::string::npos) measured += (measured.empty() ? "" : ", ") + f[5];
   }
   if (rates.empty()) return std::nullopt;
   auto rate = [&](const char* name) {
@@ -49,7 +49,7 @@ std::optional<DeviceRates> device_rates(const std::string& device) {
   r.merge_ns = rate("merge");
   r.part_switch_ns = rate("part_switch");
   r.fixed_ns = rate("fixed");
-  r.source = "device-rates.csv: " + device + " (" + measured + ")";
+  r.source = "device-rates.csv: " + device + " (measured: " + measured + ")";
   return r;
 }
 

@@ -53,9 +53,10 @@ void decide_launches(const AttentionShape& shape, const Schedule& s, const std::
   d.recipe = log(launch_recipe(s, l, d.leaf_sms));
 }
 
-PlanDecisions begin(const DeviceLimits& device) {
+PlanDecisions begin(const DeviceLimits& limits) {
   PlanDecisions d;
-  d.device = device;
+  d.device = limits;
+  d.rates = Log(d)(device_and_rates(limits));
   return d;
 }
 
@@ -101,7 +102,7 @@ Planned plan_hydragen(const AttentionShape& shape, const SharingTree& tree, cons
   const Decision split = chosen.narrow_split.decision;
   const ItemLengths after = item_lengths(chosen.census, d.build);
   const LeafLayout layout = log(leaf_layout(options.at("leaves"), options.at("narrow"), d.wide_kernel, shape, chosen.census, after,
-                                            device_rates(device.name), device));
+                                            d.rates, device));
   if (layout.beside) {
     // The wgmma launch on fewer persistent blocks: the narrow split for the leaves' SMs.
     d.build.wide_target_blocks = layout.wide_target_blocks;

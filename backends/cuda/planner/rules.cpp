@@ -43,6 +43,15 @@ std::string ns_text(double ns) {
 
 }  // namespace
 
+Ruled<std::optional<DeviceRates>> device_and_rates(const DeviceLimits& device) {
+  Inputs in;
+  in("sms", device.sms)("wgmma", yes_no(device.wgmma))("dependent_launch", yes_no(device.dependent_launch));
+  std::optional<DeviceRates> rates = device_rates(device.name);
+  const std::string why = rates ? "rates: " + rates->source
+                                : "rates: none (device-rates.csv has no row for it; the cost models abstain)";
+  return ruled(std::move(rates), "device", device.name.empty() ? "unnamed" : device.name, in, why);
+}
+
 Ruled<ItemKernel> wide_kernel(DType dtype, bool mma_only, bool flat_paths, const DeviceLimits& device) {
   Inputs in;
   in("dtype", dtype_name(dtype))("kernel_option", mma_only ? "mma" : "auto")("wgmma_device", yes_no(device.wgmma));
@@ -90,7 +99,7 @@ Ruled<long long> narrow_split(const BlockCensus& census, int narrow_slots, const
   }
   Inputs in;
   in("narrow_blocks", count)("streaming", yes_no(census.narrow_stream))("resident_blocks", slots)("sms", device.sms);
-  return ruled(parts, "narrow_split", std::to_string(parts) + " parts per block", in,
+  return ruled(parts, "narrow_split", std::to_string(parts) + (parts == 1 ? " part" : " parts") + " per block", in,
                census.narrow_stream ? "blocks streaming their own K/V aim for one per SM, then fill the last wave"
                                     : "blocks sharing K/V through L2 aim for a wave of resident blocks, then fill the last wave");
 }
@@ -234,7 +243,7 @@ Ruled<int> launch_workers(const char* launch, ItemKernel kernel, DType dtype, co
   Inputs in;
   in("kernel", kernel_name(kernel))("items", n)("tokens", total_tokens(items))("sms", device.sms);
   auto out = [&](int workers, std::string why) {
-    return ruled(workers, "launch_workers", std::to_string(workers) + " (" + launch + ")", in, std::move(why));
+    return ruled(workers, "launch_workers", std::string(launch) + ":" + std::to_string(workers), in, std::move(why));
   };
   if (dealt_runs > 0) return out(dealt_runs, "persistent wgmma blocks, a run of dealt items each");
   if (kernel == ItemKernel::sm_warps) return out(std::min(n, leaf_sms * kSmWarps), "a warp for each of the leaves' SMs' warps");

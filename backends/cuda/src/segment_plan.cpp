@@ -76,7 +76,7 @@ class SegmentPlan final : public CudaPlan {
     }
   }
 
-  std::string explain() const override { return decisions_.explain(); }
+  std::vector<PlanDecision> decisions() const override { return decisions_.log; }
 
  private:
   // One run's launch parameters, bound to its tensors.

@@ -16,6 +16,12 @@ class Plan:
     shape = property(lambda self: self._plan.shape, doc="the AttentionShape (B, q_len, Hq, Hkv, D, dtype, scale)")
     tree = property(lambda self: self._plan.tree, doc="the SharingTree")
 
+    def explain(self):
+        """How the plan decided to run: one line per rule that fired, "rule: choice -- reason [inputs]" (the CUDA
+        planner's rules, docs/planner-rules.md), the device and its rates' source first; "" for a plan (the CPU
+        backends') that decides nothing."""
+        return self._plan.explain()
+
     def run(self, q, k_segments, v_segments, o=None, lse=None, *, leaf_lengths=None, stream=None):
         """Attention of q over the segments into o and lse (allocated beside q when None; pass both inside a
         CUDA graph capture, where a new tensor would be a new set). Returns (o, lse).

@@ -98,6 +98,8 @@ void bind_plan(nb::module_& m) {
       .def_prop_ro("shape", &Plan::shape)
       .def_prop_ro("tree", &Plan::tree)
       .def_prop_ro("backend", &Plan::backend)
+      .def("explain", &Plan::explain, "How the plan decided to run, one rule a line (docs/planner-rules.md); \"\" for a plan "
+           "that decides nothing")
       .def_prop_ro("memory", [](const Plan& p) { return p.place().memory; })
       .def_prop_ro("device_id", [](const Plan& p) { return p.place().device_id; })
       .def_prop_ro("dtype", [](const Plan& p) { return std::string(dtype_name(p.shape().dtype)); })

@@ -31,6 +31,8 @@ class Plan {
   const SharingTree& tree() const { return tree_; }
   const std::string& backend() const { return label_; }  // "cuda-hydragen:form=wide"
   const Place& place() const { return place_; }
+  // The plan's decisions, one a line (AttentionPlan::decisions; empty for a plan that makes none).
+  std::string explain() const { return hydragen::explain(plan_->decisions()); }
 
  private:
   AttentionShape shape_;

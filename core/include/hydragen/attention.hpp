@@ -54,6 +54,19 @@ void check_io(const AttentionShape& shape, const SharingTree& tree, const Attent
 // naming the sequence). Host backends call it after check_io.
 std::vector<long long> run_lengths(const AttentionShape& shape, const SharingTree& tree, const AttentionInputs& inputs);
 
+// One decision a plan made: the rule (e.g. the CUDA planner's, docs/planner-rules.md), what it
+// chose, from what, and why.
+struct PlanDecision {
+  std::string rule;    // e.g. "leaf_layout"
+  std::string choice;  // e.g. "beside (12 leaf SMs, ...)": a short word first, details in parentheses
+  std::string inputs;  // "name=value" pairs
+  std::string reason;  // one line, with the predicted times compared, if any
+};
+// One decision a line: "rule: choice -- reason [inputs]".
+std::string explain(const std::vector<PlanDecision>& decisions);
+// "rule=choice;rule=choice", each choice without its parenthesized details: one CSV cell.
+std::string decisions_cell(const std::vector<PlanDecision>& decisions);
+
 class AttentionPlan {
  public:
   virtual ~AttentionPlan() = default;
@@ -62,9 +75,9 @@ class AttentionPlan {
   // later runs with the same tensors launch kernels only, and one plan may serve several sets (the
   // layers of a model, each with its own KV cache).
   virtual void run(const AttentionInputs& inputs, const AttentionOutputs& outputs, Stream stream = {}) = 0;
-  // How this plan decided to run, one decision a line (the CUDA planner's rules: docs/planner-rules.md);
-  // empty for a plan that decides nothing.
-  virtual std::string explain() const { return {}; }
+  // How this plan decided to run, in the order decided (the CUDA planner's rules:
+  // docs/planner-rules.md); none for a plan that decides nothing.
+  virtual std::vector<PlanDecision> decisions() const { return {}; }
 };
 
 // Whether a backend handles a problem; if not, why.

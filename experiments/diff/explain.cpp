@@ -1,0 +1,71 @@
+#include "diff/explain.hpp"
+
+#include <charconv>
+#include <sstream>
+#include <stdexcept>
+#include <vector>
+
+#include "diff/problem_from_options.hpp"
+#include "hydragen/problem.hpp"
+#include "plan_forms.hpp"
+#include "planner.hpp"
+
+namespace hydragen::diff {
+
+namespace {
+
+// "NAME,SMS,wgmma|no-wgmma,pdl|no-pdl" -> the planner's device limits.
+cuda::DeviceLimits parse_device(const std::string& text) {
+  std::vector<std::string> f;
+  std::stringstream in(text);
+  for (std::string field; std::getline(in, field, ',');) f.push_back(field);
+  auto bad = [&](const std::string& why) {
+    return std::invalid_argument("--explain-device '" + text + "': " + why + " (NAME,SMS,wgmma|no-wgmma,pdl|no-pdl)");
+  };
+  if (f.size() != 4) throw bad("four fields expected");
+  cuda::DeviceLimits d;
+  d.name = f[0];
+  const auto [end, ec] = std::from_chars(f[1].data(), f[1].data() + f[1].size(), d.sms);
+  if (ec != std::errc{} || end != f[1].data() + f[1].size() || d.sms < 1) throw bad("SMS must be a positive integer");
+  if (f[2] != "wgmma" && f[2] != "no-wgmma") throw bad("the third field is wgmma or no-wgmma");
+  if (f[3] != "pdl" && f[3] != "no-pdl") throw bad("the fourth field is pdl or no-pdl");
+  d.wgmma = f[2] == "wgmma";
+  d.dependent_launch = f[3] == "pdl";
+  return d;
+}
+
+std::vector<PlanDecision> planner_decisions(const Options& options, const AttentionShape& shape, const SharingTree& tree) {
+  const cuda::DeviceLimits device = parse_device(options.explain_device);
+  const std::string& name = parse_backend_choice(options.backend).backend;
+  if (name == "cuda-flash") {
+    return cuda::plan_flash(shape, tree, resolve_options(name, cuda::flash_options(), options.plan_options), device).decisions.log;
+  }
+  if (name == "cuda-hydragen") {
+    return cuda::plan_hydragen(shape, tree, resolve_options(name, cuda::hydragen_options(), options.plan_options), device)
+        .decisions.log;
+  }
+  if (name == "cuda-hydragen-cublas") {
+    resolve_options(name, {}, options.plan_options);
+    return cuda::plan_hydragen_cublas(shape, tree, device).decisions.log;
+  }
+  throw std::invalid_argument("--explain-device: the CUDA planner plans cuda-flash, cuda-hydragen and cuda-hydragen-cublas, not " +
+                              name);
+}
+
+}  // namespace
+
+std::string explain_text(const Options& options, const BackendRegistry& registry) {
+  const SharingTree tree = tree_from_options(options);
+  const AttentionShape shape = shape_from_options(options, tree);
+  const SharingTree planned = options.storage == Storage::shared ? tree : tree.flattened();
+  if (!options.explain_device.empty()) return explain(planner_decisions(options, shape, planned));
+  const AttentionBackend& b = registry.get(options.backend);
+  if (const std::string why = b.memory().unavailable_reason(); !why.empty()) {
+    throw std::invalid_argument("backend '" + b.name() + "' cannot plan here: " + why +
+                                " (--explain-device decides for a device you describe, without one)");
+  }
+  const std::vector<PlanDecision> decisions = b.plan(shape, planned, options.plan_options)->decisions();
+  return decisions.empty() ? b.name() + "'s plan decides nothing: it runs one way\n" : explain(decisions);
+}
+
+}  // namespace hydragen::diff
