@@ -1,48 +1,75 @@
-// cuda-hydragen's choice between leaves after the wgmma launch and leaves beside it
-// (leaf_placement.hpp), on the H100's points of perf-notes v19. Host only.
+// cuda-hydragen's choice between leaves after the wgmma launch and leaves beside it (rule
+// leaf_layout, docs/planner-rules.md), on the H100's points of perf-notes v19-v21, and what a device
+// without rates in device-rates.csv gets. Host only.
 #include <gtest/gtest.h>
 
+#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "hydragen/attention.hpp"
 #include "hydragen/shape.hpp"
 #include "hydragen/sharing_tree.hpp"
 #include "hydragen/tree_spec.hpp"
-#include "leaf_placement.hpp"
+#include "plan_forms.hpp"
+#include "planner.hpp"
+#include "rules.hpp"
 #include "schedule.hpp"
 
 namespace hydragen::cuda {
 namespace {
+
+const DeviceLimits kH100{132, true, true, "NVIDIA H100 80GB HBM3"};
 
 struct Point {
   int batch, prefix, suffix, q_heads, kv_heads, head_dim;
   const char* why;
 };
 
-LeafPlacement placement_at(const Point& p, bool force, const TreeSpec& levels = {}) {
+// cuda-hydragen's plan at a point (leaves=auto, or beside: forced), and rule leaf_layout's layout
+// with the times it predicted, the rule run again on what the plan gave it (the wide form's row
+// blocks, the after layout's items: the plan keeps the times only in its decision's reason).
+struct Placed {
+  Planned plan;
+  LeafLayout layout;
+};
+
+Placed placement_at(const Point& p, const std::string& leaves, const TreeSpec& levels = {}, const DeviceLimits& device = kH100) {
   const AttentionShape shape = make_shape(p.batch, 1, p.q_heads, p.kv_heads, p.head_dim, DType::bf16);
   const SharingTree tree = levels.build(p.batch, p.prefix, p.suffix);
-  const ScheduleOptions h100 = ScheduleOptions::for_device(132, ItemKernel::wgmma);
-  return place_leaves(shape, tree, h100, segment_schedule(shape, tree, h100), force);
+  const PlanOptions options = resolve_options("cuda-hydragen", hydragen_options(), PlanOptions::parse("leaves=" + leaves));
+  Placed placed{plan_hydragen(shape, tree, options, device), {}};
+  const std::vector<Group> groups = segment_groups(shape, tree, placed.plan.decisions.inline_paths);
+  const BlockCensus c = census(row_blocks(shape, groups, kWgmmaRows), shape.kv_heads);
+  const BuildChoices after{kWgmmaRows, narrow_split(c, resident_blocks(ItemKernel::narrow, device), device).choice,
+                           wide_target_blocks(ItemKernel::wgmma, device).choice, 0, 0};
+  placed.layout =
+      leaf_layout(leaves, "auto", ItemKernel::wgmma, shape, c, item_lengths(c, after), device_rates(device.name), device).choice;
+  EXPECT_EQ(placed.layout.beside, placed.plan.decisions.leaf_sms > 0) << "the rule again decides as the plan did";
+  return placed;
 }
 
-std::string describe(const Point& p, const LeafPlacement& l) {
+std::string describe(const Point& p, const LeafLayout& l) {
   return "(" + std::to_string(p.batch) + ", " + std::to_string(p.prefix) + ", " + std::to_string(p.suffix) + "), " +
          std::to_string(p.q_heads) + "/" + std::to_string(p.kv_heads) + " heads, D " + std::to_string(p.head_dim) + ": " +
          p.why + "; after " + std::to_string(l.after_ns / 1000) + " us, beside " + std::to_string(l.beside_ns / 1000) + " us";
 }
 
-// The persistent wgmma blocks' runs: W blocks of at most m parts each, every wide item in one run.
-void expect_runs(const LeafPlacement& l) {
-  const std::vector<int>& runs = l.schedule.wide_worker_items;
+// The persistent wgmma blocks' runs: W blocks of at most m parts each, every wide item in one run,
+// beside the leaves' SMs.
+void expect_runs(const Planned& p) {
+  const std::vector<int>& runs = p.schedule.wide_worker_items;
   ASSERT_GE(runs.size(), 2u);
   EXPECT_EQ(runs.front(), 0);
-  EXPECT_EQ(runs.back(), static_cast<int>(l.schedule.wide_items.size()));
+  EXPECT_EQ(runs.back(), static_cast<int>(p.schedule.wide_items.size()));
   for (std::size_t w = 0; w + 1 < runs.size(); ++w) {
     EXPECT_GE(runs[w + 1] - runs[w], 1);
     EXPECT_LE(runs[w + 1] - runs[w], kMaxPartsPerWorker);
   }
-  EXPECT_LE(static_cast<int>(runs.size()) - 1 + l.leaf_sms, 132) << "wgmma blocks and leaf blocks side by side";
+  EXPECT_LE(static_cast<int>(runs.size()) - 1 + p.decisions.leaf_sms, 132) << "wgmma blocks and leaf blocks side by side";
+  EXPECT_EQ(p.decisions.launches.wide_workers, static_cast<int>(runs.size()) - 1);
+  EXPECT_EQ(p.decisions.narrow_kernel, ItemKernel::sm_warps);
+  EXPECT_EQ(p.decisions.recipe, LaunchRecipe::leaves_beside);
 }
 
 TEST(LeafPlacement, PutsTheLeavesBesideWhereTheyStreamBesideAComputeBoundPrefix) {
@@ -55,11 +82,11 @@ TEST(LeafPlacement, PutsTheLeavesBesideWhereTheyStreamBesideAComputeBoundPrefix)
                          Point{1024, 2048, 128, 8, 1, 128, "128-token leaves beside a short prefix"},
                          Point{1024, 2048, 320, 8, 1, 128, "320-token leaves beside a short prefix"},
                          Point{256, 2048, 64, 32, 8, 128, "GQA 4, a short prefix"}}) {
-    const LeafPlacement l = placement_at(p, false);
-    SCOPED_TRACE(describe(p, l));
-    EXPECT_TRUE(l.beside);
-    EXPECT_LT(l.beside_ns, kBesideMargin * l.after_ns);
-    expect_runs(l);
+    const Placed l = placement_at(p, "auto");
+    SCOPED_TRACE(describe(p, l.layout));
+    EXPECT_TRUE(l.layout.beside);
+    EXPECT_LT(l.layout.beside_ns, kBesideMargin * l.layout.after_ns);
+    expect_runs(l.plan);
   }
 }
 
@@ -67,11 +94,11 @@ TEST(LeafPlacement, TakesFewPartsPerWgmmaBlock) {
   // Fig. 3b's shard (40 row blocks of 16256 tokens): five parts each, two to a block on 100 SMs, ran
   // 0.118 ms; sixteen parts, seven to a block on 92, 0.165 (each move to a part cost ~9 us).
   const Point p{1024, 16256, 64, 5, 5, 128, ""};
-  const LeafPlacement l = placement_at(p, false);
-  SCOPED_TRACE(describe(p, l));
-  EXPECT_EQ(l.schedule.wide_items.size(), 200u);
-  EXPECT_EQ(l.schedule.wide_worker_items.size(), 101u);
-  EXPECT_EQ(l.leaf_sms, 32) << "the SMs that stream the leaves within the wgmma launch's time, not all 32 left";
+  const Placed l = placement_at(p, "auto");
+  SCOPED_TRACE(describe(p, l.layout));
+  EXPECT_EQ(l.plan.schedule.wide_items.size(), 200u);
+  EXPECT_EQ(l.plan.schedule.wide_worker_items.size(), 101u);
+  EXPECT_EQ(l.plan.decisions.leaf_sms, 32) << "the SMs that stream the leaves within the wgmma launch's time, not all 32 left";
 }
 
 TEST(LeafPlacement, KeepsTheLeavesAfterWhereBesideLost) {
@@ -88,10 +115,11 @@ TEST(LeafPlacement, KeepsTheLeavesAfterWhereBesideLost) {
                          Point{256, 8192, 64, 40, 40, 128, "MHA, 40 heads: 503 MB from DRAM"},
                          Point{256, 8192, 64, 32, 32, 64, "MHA, D = 64"},
                          Point{1024, 2048, 512, 8, 1, 128, "268 MB of leaves beside 1 MB of prefix"}}) {
-    const LeafPlacement l = placement_at(p, false);
-    SCOPED_TRACE(describe(p, l));
-    EXPECT_FALSE(l.beside);
-    EXPECT_GT(l.beside_ns, kBesideMargin * l.after_ns);
+    const Placed l = placement_at(p, "auto");
+    SCOPED_TRACE(describe(p, l.layout));
+    EXPECT_FALSE(l.layout.beside);
+    EXPECT_GT(l.layout.beside_ns, kBesideMargin * l.layout.after_ns);
+    EXPECT_EQ(l.plan.decisions.leaf_sms, 0);
   }
 }
 
@@ -101,38 +129,80 @@ TEST(LeafPlacement, TimesATreesUnevenWideItemsAsTheBlockSchedulerPlacesThem) {
   // v21); "waves x longest item" predicted after at 139 us (two waves of the 4096-token item) and
   // chose beside. The blocks' list schedule ends with the longest item, 57 us, at 69 us in all.
   const Point p{1024, 4096, 64, 8, 1, 128, "4x1024/4x256: a long prefix beside short groups"};
-  const LeafPlacement l = placement_at(p, false, TreeSpec::parse("4x1024/4x256"));
-  SCOPED_TRACE(describe(p, l));
-  EXPECT_FALSE(l.beside);
-  EXPECT_NEAR(l.after_ns, 76900, 0.15 * 76900) << "the measured after time";
-  EXPECT_NEAR(l.beside_ns, 102400, 0.15 * 102400) << "the measured beside time";
+  const Placed l = placement_at(p, "auto", TreeSpec::parse("4x1024/4x256"));
+  SCOPED_TRACE(describe(p, l.layout));
+  EXPECT_FALSE(l.layout.beside);
+  EXPECT_NEAR(l.layout.after_ns, 76900, 0.15 * 76900) << "the measured after time";
+  EXPECT_NEAR(l.layout.beside_ns, 102400, 0.15 * 102400) << "the measured beside time";
 }
 
 TEST(LeafPlacement, KeepsLeavesLongerThanTheMeasuredOnesAfterUnlessForced) {
   const Point p{1024, 16384, 1024, 8, 1, 128, "1024-token leaves: predicted faster beside, never measured there"};
-  const LeafPlacement l = placement_at(p, false);
-  SCOPED_TRACE(describe(p, l));
-  EXPECT_LT(l.beside_ns, kBesideMargin * l.after_ns);
-  EXPECT_FALSE(l.beside);
-  EXPECT_TRUE(placement_at(p, true).beside);
+  const Placed l = placement_at(p, "auto");
+  SCOPED_TRACE(describe(p, l.layout));
+  EXPECT_LT(l.layout.beside_ns, kBesideMargin * l.layout.after_ns);
+  EXPECT_FALSE(l.layout.beside);
+  const Placed forced = placement_at(p, "beside");
+  EXPECT_TRUE(forced.layout.beside);
+  expect_runs(forced.plan);
 }
 
 TEST(LeafPlacement, ForcedTakesTheBestBesideLayout) {
   for (const Point& p : {Point{256, 8192, 64, 32, 8, 128, "GQA 4, 64 row blocks"},
                          Point{4096, 4096, 64, 8, 1, 128, "256 row blocks: several parts to a block"}}) {
-    const LeafPlacement l = placement_at(p, true);
-    SCOPED_TRACE(describe(p, l));
-    EXPECT_TRUE(l.beside);
-    EXPECT_GT(l.beside_ns, 0);
-    expect_runs(l);
+    const Placed l = placement_at(p, "beside");
+    SCOPED_TRACE(describe(p, l.layout));
+    EXPECT_TRUE(l.layout.beside);
+    EXPECT_GT(l.layout.beside_ns, 0);
+    expect_runs(l.plan);
   }
 }
 
 TEST(LeafPlacement, HasNothingToPlaceWithoutLeavesOrAWgmmaLaunch) {
   const Point no_leaves{1024, 16384, 0, 8, 1, 128, "no suffix"};
-  EXPECT_FALSE(placement_at(no_leaves, true).beside);
+  EXPECT_FALSE(placement_at(no_leaves, "beside").layout.beside);
   const Point no_wide{2, 1024, 64, 8, 1, 128, "16 query rows on the prefix: every item narrow"};
-  EXPECT_FALSE(placement_at(no_wide, true).beside);
+  EXPECT_FALSE(placement_at(no_wide, "beside").layout.beside);
+}
+
+// A device device-rates.csv does not name gets no H100 numbers: leaf_layout abstains (leaves after,
+// the rate-free choice) where the H100 takes beside, and the plan is the H100's with leaves=after.
+TEST(LeafPlacement, AbstainsOnADeviceWithoutRates) {
+  const Point p{1024, 2048, 320, 8, 1, 128, "320-token leaves beside a short prefix"};
+  const DeviceLimits imaginary{132, true, true, "Imaginary GPU"};
+  ASSERT_FALSE(device_rates(imaginary.name).has_value());
+  ASSERT_TRUE(device_rates(kH100.name).has_value());
+  EXPECT_TRUE(placement_at(p, "auto").layout.beside) << "the H100 at the same limits";
+  const Placed l = placement_at(p, "auto", {}, imaginary);
+  EXPECT_FALSE(l.layout.beside);
+  EXPECT_EQ(l.layout.after_ns, 0) << "no times predicted";
+  EXPECT_FALSE(l.plan.decisions.rates.has_value());
+  Decision rule;
+  for (const Decision& d : l.plan.decisions.log) {
+    if (d.rule == "leaf_layout") rule = d;
+  }
+  EXPECT_EQ(rule.choice, "after");
+  EXPECT_NE(rule.reason.find("device-rates.csv"), std::string::npos) << rule.reason;
+  EXPECT_NE(rule.reason.find("Imaginary GPU"), std::string::npos) << rule.reason;
+  const Planned after = placement_at(p, "after").plan;
+  EXPECT_EQ(l.plan.schedule.wide_items.size(), after.schedule.wide_items.size());
+  EXPECT_EQ(l.plan.schedule.narrow_items.size(), after.schedule.narrow_items.size());
+  EXPECT_EQ(l.plan.schedule.row_query, after.schedule.row_query);
+  EXPECT_EQ(l.plan.decisions.recipe, after.decisions.recipe);
+}
+
+TEST(LeafPlacement, RefusesBesideOnADeviceWithoutRatesNamingIt) {
+  const AttentionShape shape = make_shape(1024, 1, 8, 1, 128, DType::bf16);
+  const SharingTree tree = SharingTree::prefix_suffix(2048, std::vector<int>(1024, 320));
+  const PlanOptions beside = resolve_options("cuda-hydragen", hydragen_options(), PlanOptions::parse("leaves=beside"));
+  try {
+    plan_hydragen(shape, tree, beside, DeviceLimits{132, true, true, "Imaginary GPU"});
+    ADD_FAILURE() << "no exception";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("Imaginary GPU"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("device-rates.csv"), std::string::npos) << e.what();
+  }
+  EXPECT_GT(plan_hydragen(shape, tree, beside, kH100).decisions.leaf_sms, 0) << "the H100 has the rates";
 }
 
 }  // namespace

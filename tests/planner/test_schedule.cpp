@@ -41,7 +41,9 @@ enum class Kind { flat, segment, gemm };
 constexpr Kind kKinds[] = {Kind::flat, Kind::segment, Kind::gemm};
 
 const char* kind_name(Kind kind) {
-  return kind == Kind::flat ? "cuda-flash's schedule" : kind == Kind::segment ? "cuda-hydragen's schedule" : "cuda-hydragen-cublas's schedule";
+  return kind == Kind::flat      ? "cuda-flash's schedule"
+         : kind == Kind::segment ? "cuda-hydragen's schedule"
+                                 : "cuda-hydragen-cublas's schedule";
 }
 
 // Small enough that the random problems' shared segments take several chunks.
@@ -108,7 +110,8 @@ Schedule make_schedule(Kind kind, const AttentionShape& shape, const SharingTree
   const std::vector<Group> groups = groups_of(kind, shape, tree, c);
   const BlockCensus blocks = census(row_blocks(shape, groups, c.max_rows), shape.kv_heads);
   const long long parts = narrow_split(blocks, c.narrow_slots, device_of(c)).choice;
-  return build(shape, groups, BuildChoices{c.max_rows, parts, c.wide_target_blocks, c.wide_workers, kind == Kind::gemm ? chunk_scores : 0});
+  const long long chunks = kind == Kind::gemm ? chunk_scores : 0;
+  return build(shape, groups, BuildChoices{c.max_rows, parts, c.wide_target_blocks, c.wide_workers, chunks});
 }
 
 // The decision of `rule` in a plan's log (a failure where it did not fire).
@@ -788,9 +791,9 @@ TEST(SegmentSchedule, SplitABlockIntoAtMostKMaxSplitsParts) {
   // merge folds 32 partials per round.
   const SharingTree tree = SharingTree::prefix_suffix(16384, std::vector<int>(32, 64));
   const AttentionShape shape = make_shape(32, 1, 8, 1, 128, DType::bf16);
-  const ScheduleOptions options = options_of(1188, kWgmmaRows, 132);
-  const Schedule s = segment_schedule(shape, tree, options);
-  EXPECT_TRUE(check_schedule(Kind::segment, shape, tree, options, s));
+  const Cuts cuts = cuts_of(1188, kWgmmaRows, 132);
+  const Schedule s = make_schedule(Kind::segment, shape, tree, cuts);
+  EXPECT_TRUE(check_schedule(Kind::segment, shape, tree, cuts, s));
   const std::vector<WorkItem> over_prefix = items_over(s, 0);
   EXPECT_EQ(over_prefix.size(), 2u * kMaxSplits);
   for (const WorkItem& it : over_prefix) EXPECT_EQ(it.token_end - it.token_begin, 16384 / kMaxSplits);
@@ -803,11 +806,11 @@ TEST(SegmentSchedule, DealsTheWideItemsToPersistentWorkersInTheOrderOfTheirParts
   // about the same tokens).
   const SharingTree tree = SharingTree::prefix_suffix(16384, std::vector<int>(256, 64));
   const AttentionShape shape = make_shape(256, 1, 8, 1, 128, DType::bf16);
-  ScheduleOptions options = options_of(396, kWgmmaRows, 80);
-  const Schedule one_each = segment_schedule(shape, tree, options);
-  options.wide_workers = 30;
-  const Schedule s = segment_schedule(shape, tree, options);
-  EXPECT_TRUE(check_schedule(Kind::segment, shape, tree, options, s));
+  Cuts cuts = cuts_of(396, kWgmmaRows, 80);
+  const Schedule one_each = make_schedule(Kind::segment, shape, tree, cuts);
+  cuts.wide_workers = 30;
+  const Schedule s = make_schedule(Kind::segment, shape, tree, cuts);
+  EXPECT_TRUE(check_schedule(Kind::segment, shape, tree, cuts, s));
   ASSERT_EQ(s.wide_items.size(), 80u);
   ASSERT_EQ(s.wide_worker_items.size(), 31u);
   EXPECT_TRUE(one_each.wide_worker_items.empty()) << "a block per item unless workers are asked for";
@@ -833,9 +836,9 @@ TEST(SegmentSchedule, DealsTheWideItemsToPersistentWorkersInTheOrderOfTheirParts
 TEST(SegmentSchedule, DealsToNoMoreWorkersThanItems) {
   const SharingTree tree = SharingTree::prefix_suffix(1024, std::vector<int>(256, 64));
   const AttentionShape shape = make_shape(256, 1, 8, 1, 128, DType::bf16);
-  ScheduleOptions options = options_of(396, kWgmmaRows, 16);
-  options.wide_workers = 100;
-  const Schedule s = segment_schedule(shape, tree, options);
+  Cuts cuts = cuts_of(396, kWgmmaRows, 16);
+  cuts.wide_workers = 100;
+  const Schedule s = make_schedule(Kind::segment, shape, tree, cuts);
   ASSERT_EQ(s.wide_items.size(), 16u);
   EXPECT_EQ(s.wide_worker_items.size(), 17u) << "one item each";
 }
@@ -845,11 +848,13 @@ TEST(SegmentSchedule, SplitsWideBlocksByTheirShareOfTheTokensNotByTheirCount) {
   // wgmma blocks, and each leaf's 32 rows a one-tile wide block of its own. Counted as equals, the
   // 80 blocks would share 132 targets and leave the prefix unsplit on 16 SMs; by tokens each prefix
   // block takes floor(16384 * 132 / (16 * 16384 + 64 * 64)) = 8 parts and each leaf one.
+  // cuda-hydragen on the H100: a wave of 132 wgmma blocks is the target.
   const SharingTree tree = SharingTree::prefix_suffix(16384, std::vector<int>(64, 64));
   const AttentionShape shape = make_shape(64, 4, 8, 1, 128, DType::bf16);
-  const ScheduleOptions options = options_of(396, kWgmmaRows, 132);
-  const Schedule s = segment_schedule(shape, tree, options);
-  EXPECT_TRUE(check_schedule(Kind::segment, shape, tree, options, s));
+  const Planned p = plan_hydragen(shape, tree, hydragen(), kH100);
+  ASSERT_EQ(p.decisions.build.wide_target_blocks, 132);
+  const Schedule& s = p.schedule;
+  EXPECT_TRUE(check_schedule(Kind::segment, shape, tree, cuts_of(p), s));
   const std::vector<WorkItem> over_prefix = items_over(s, 0);
   EXPECT_EQ(over_prefix.size(), 16u * 8);
   for (const WorkItem& it : over_prefix) EXPECT_EQ(it.token_end - it.token_begin, 2048);
@@ -862,9 +867,9 @@ TEST(BothSchedules, SplitALongSegmentIntoPartsOfAtLeastKMinSplitTokensWhenTheGri
   const AttentionShape shape = make_shape(2, 1, 8, 1, 128, DType::bf16);
   for (Kind kind : {Kind::flat, Kind::segment}) {
     SCOPED_TRACE(kind_name(kind));
-    const ScheduleOptions options = segments_apart(options_of(528, kWideRows, 528));
-    const Schedule s = make_schedule(kind, shape, tree, options);
-    EXPECT_TRUE(check_schedule(kind, shape, tree, options, s));
+    const Cuts cuts = segments_apart(cuts_of(528, kWideRows, 528));
+    const Schedule s = make_schedule(kind, shape, tree, cuts);
+    EXPECT_TRUE(check_schedule(kind, shape, tree, cuts, s));
     const std::vector<WorkItem> over_prefix = items_over(s, 0);
     // flat: one block per sequence over its 8256-token path; segment: one block of 16 rows.
     const std::size_t blocks = kind == Kind::flat ? 2 : 1;
@@ -886,7 +891,7 @@ TEST(BothSchedules, DoNotSplitWithOneSlotAndATargetOfOneBlock) {
   const SharingTree tree = SharingTree::prefix_suffix(8192, {64, 64});
   const AttentionShape shape = make_shape(2, 1, 8, 1, 128, DType::bf16);
   for (Kind kind : {Kind::flat, Kind::segment}) {
-    const Schedule s = make_schedule(kind, shape, tree, segments_apart(options_of(1, kWideRows, 1)));
+    const Schedule s = make_schedule(kind, shape, tree, segments_apart(cuts_of(1, kWideRows, 1)));
     EXPECT_EQ(items_over(s, 0).size(), kind == Kind::flat ? 2u : 1u) << kind_name(kind);
   }
 }
@@ -914,20 +919,20 @@ TEST(SegmentSchedule, ReadsASharedPrefixOncePerRowBlockOfStackedQueriesNotOncePe
                        Row{1024, 1, 8, 1, kWideRows}, Row{3, 1, 4, 4, kWideRows}, Row{1024, 1, 8, 1, kWgmmaRows}}) {
     const SharingTree tree = SharingTree::prefix_suffix(prefix, std::vector<int>(c.batch, 17));
     const AttentionShape shape = make_shape(c.batch, c.q_len, c.q_heads, c.kv_heads, 64, DType::bf16);
-    const ScheduleOptions options = segments_apart(options_of(1, c.max_rows, 1));  // B = 3 at g = 1: 3 rows
+    const Cuts cuts = segments_apart(cuts_of(1, c.max_rows, 1));  // B = 3 at g = 1: 3 rows
     const long long rows = static_cast<long long>(c.batch) * c.q_len * shape.group_size();
     SCOPED_TRACE(shape.describe() + ", max_rows " + std::to_string(c.max_rows));
-    const Schedule hydragen = segment_schedule(shape, tree, options);
-    EXPECT_TRUE(check_schedule(Kind::segment, shape, tree, options, hydragen));
-    const std::vector<WorkItem> over_prefix = items_over(hydragen, 0);
+    const Schedule segments = make_schedule(Kind::segment, shape, tree, cuts);
+    EXPECT_TRUE(check_schedule(Kind::segment, shape, tree, cuts, segments));
+    const std::vector<WorkItem> over_prefix = items_over(segments, 0);
     EXPECT_EQ(static_cast<long long>(over_prefix.size()), c.kv_heads * ceil_div(rows, c.max_rows));
     long long stacked = 0;
     for (const WorkItem& it : over_prefix) stacked += it.num_rows;
     EXPECT_EQ(stacked, rows * c.kv_heads) << "every query row of every sequence is stacked over the prefix";
-    EXPECT_EQ(tokens_read(hydragen, 0, tree), prefix * c.kv_heads * ceil_div(rows, c.max_rows));
+    EXPECT_EQ(tokens_read(segments, 0, tree), prefix * c.kv_heads * ceil_div(rows, c.max_rows));
     // cuda-flash reads the prefix once per sequence (and per row block of a sequence's q_len * g rows).
-    const Schedule flash = flat_schedule(shape, tree, options);
-    EXPECT_EQ(tokens_read(flash, 0, tree),
+    const Schedule paths = make_schedule(Kind::flat, shape, tree, cuts);
+    EXPECT_EQ(tokens_read(paths, 0, tree),
               static_cast<long long>(prefix) * c.kv_heads * c.batch * ceil_div(static_cast<long long>(c.q_len) * shape.group_size(), c.max_rows));
   }
 }
@@ -937,7 +942,7 @@ TEST(SegmentSchedule, ReadsASegmentOfTooFewReadersForA16RowBlockWithinEachReader
   // (segment 2), 256 tokens each, then a 64-token leaf each.
   const SharingTree tree = SharingTree::from_parents({-1, 0, 0, 1, 1, 2, 2, 2, 2}, {1000, 256, 256, 64, 64, 64, 64, 64, 64},
                                                      {3, 4, 5, 6, 7, 8});
-  const ScheduleOptions options = options_of(1, kWideRows, 1, 8);
+  const Cuts cuts = cuts_of(1, kWideRows, 1, 8);
   auto segments_of = [](const Schedule& s, int segment) {
     std::vector<int> counts;
     for (const WorkItem& it : items_over(s, segment)) counts.push_back(it.num_segments);
@@ -946,29 +951,34 @@ TEST(SegmentSchedule, ReadsASegmentOfTooFewReadersForA16RowBlockWithinEachReader
   {
     // Hq / Hkv = 8: the pair's 16 rows fit one narrow block, the four's 32 and the prefix's 48 do not.
     const AttentionShape shape = make_shape(6, 1, 8, 1, 64, DType::bf16);
-    const Schedule s = segment_schedule(shape, tree, options);
-    EXPECT_TRUE(check_schedule(Kind::segment, shape, tree, options, s));
+    const Schedule s = make_schedule(Kind::segment, shape, tree, cuts);
+    EXPECT_TRUE(check_schedule(Kind::segment, shape, tree, cuts, s));
     EXPECT_EQ(segments_of(s, 0), std::vector<int>{1});
     EXPECT_EQ(segments_of(s, 1), (std::vector<int>{2, 2})) << "the pair's segment, then each one's leaf";
     EXPECT_EQ(segments_of(s, 2), std::vector<int>{1});
     EXPECT_EQ(tokens_read(s, 1, tree), 2 * 256);
-    const Schedule apart = segment_schedule(shape, tree, segments_apart(options));
-    EXPECT_TRUE(check_schedule(Kind::segment, shape, tree, segments_apart(options), apart));
+    const Schedule apart = make_schedule(Kind::segment, shape, tree, segments_apart(cuts));
+    EXPECT_TRUE(check_schedule(Kind::segment, shape, tree, segments_apart(cuts), apart));
     EXPECT_EQ(segments_of(apart, 1), std::vector<int>{1});
     EXPECT_EQ(tokens_read(apart, 1, tree), 256);
     // Six paths (every leaf fits a block) x 1 KV head are under a quarter of 25 SMs: on so idle a GPU
     // a path's split parts would run a tile longer than the segments' own, so they stay apart.
-    const ScheduleOptions idle = options_of(1, kWideRows, 1, 25);
-    const Schedule few = segment_schedule(shape, tree, idle);
+    const Cuts idle = cuts_of(1, kWideRows, 1, 25);
+    const Schedule few = make_schedule(Kind::segment, shape, tree, idle);
     EXPECT_TRUE(check_schedule(Kind::segment, shape, tree, idle, few));
     EXPECT_EQ(segments_of(few, 1), std::vector<int>{1});
+    const Ruled<bool> rule = inline_paths("auto", narrow_paths(shape, tree), shape.kv_heads, device_of(idle));
+    EXPECT_FALSE(rule.choice);
+    for (const char* input : {"narrow_paths=6", "kv_heads=1", "sms=25"}) {
+      EXPECT_NE(rule.decision.inputs.find(input), std::string::npos) << rule.decision.inputs;
+    }
   }
   {
     // One row per sequence: even the prefix's 6 fit a block, so every sequence reads its whole path
-    // in one item, as flat_schedule does, and no query needs the merge.
+    // in one item, as cuda-flash does, and no query needs the merge.
     const AttentionShape shape = make_shape(6, 1, 1, 1, 64, DType::bf16);
-    const Schedule s = segment_schedule(shape, tree, options);
-    EXPECT_TRUE(check_schedule(Kind::segment, shape, tree, options, s));
+    const Schedule s = make_schedule(Kind::segment, shape, tree, cuts);
+    EXPECT_TRUE(check_schedule(Kind::segment, shape, tree, cuts, s));
     EXPECT_EQ(segments_of(s, 0), std::vector<int>(6, 3));
     EXPECT_FALSE(s.needs_merge());
   }
@@ -978,8 +988,8 @@ TEST(BothSchedules, CoverTheLargeProblemsOfTheGpuTests) {
   // test_large.cpp's cases, replayed here so that a failure there is not a schedule bug.
   std::vector<int> ragged;
   for (int i = 0; i < 256; ++i) ragged.push_back(3 + (i * 37) % 65);
-  // GEMM chunks of the plan's size (gemm_schedule's bound in segment_plan.cpp), not the random tests' small ones.
-  const long long plan_chunk = 1LL << 26;
+  // GEMM chunks of the plan's size (rules.hpp: kMaxChunkScores), not the random tests' small ones.
+  const long long plan_chunk = kMaxChunkScores;
   check_all_options(make_shape(1024, 1, 8, 1, 128, DType::bf16), SharingTree::prefix_suffix(16384, std::vector<int>(1024, 64)), plan_chunk);
   check_all_options(make_shape(64, 1, 32, 32, 128, DType::bf16), SharingTree::prefix_suffix(8192, std::vector<int>(64, 64)), plan_chunk);
   check_all_options(make_shape(256, 4, 8, 2, 64, DType::bf16), SharingTree::prefix_suffix(4096, ragged), plan_chunk);
@@ -989,7 +999,7 @@ TEST(SegmentSchedule, StacksRowsSequenceBySequenceQueryByQueryHeadByHeadInABlock
   // Rows of a segment's block: sequence-major, then query index, then query head within the KV head.
   const SharingTree tree = SharingTree::prefix_suffix(40, {3, 5});
   const AttentionShape shape = make_shape(2, 2, 4, 2, 64, DType::bf16);
-  const Schedule s = segment_schedule(shape, tree, segments_apart(options_of(1, kWideRows, 1)));
+  const Schedule s = make_schedule(Kind::segment, shape, tree, segments_apart(cuts_of(1, kWideRows, 1)));
   const std::vector<WorkItem> over_prefix = items_over(s, 0);
   ASSERT_EQ(over_prefix.size(), 2u);  // one per KV head, 8 rows each
   for (const WorkItem& it : over_prefix) {
@@ -1001,43 +1011,44 @@ TEST(SegmentSchedule, StacksRowsSequenceBySequenceQueryByQueryHeadByHeadInABlock
   }
 }
 
-// Narrow blocks on 396 resident slots: parts enough for a wave, then more only while the last wave
-// would be less than half full (a short wave of streaming blocks cannot keep DRAM busy), up to 4 waves.
-TEST(FlatSchedule, SplitNarrowBlocksIntoAWaveWithNoShortLastWave) {
-  const ScheduleOptions options = options_of(396, kNarrowRows, 132);
+// cuda-flash on the H100: narrow blocks on 396 resident slots, parts enough for a wave, then more
+// only while the last wave would be less than half full (a short wave of streaming blocks cannot
+// keep DRAM busy), up to 4 waves (rule narrow_split).
+TEST(FlashSchedule, SplitNarrowBlocksIntoAWaveWithNoShortLastWave) {
   // B sequences -> parts per sequence: 64 -> 6 (384 blocks); 256 -> 1 (a wave of 256 blocks);
   // 512 -> 2 (1024 blocks: the last wave holds 232, not 116); 2048 -> 1 (more than four waves).
   for (const auto& [batch, parts] : std::vector<std::pair<int, std::size_t>>{{64, 6}, {256, 1}, {512, 2}, {2048, 1}}) {
     const SharingTree tree = SharingTree::prefix_suffix(4096, std::vector<int>(batch, 64));
     const AttentionShape shape = make_shape(batch, 1, 8, 1, 128, DType::bf16);
-    const Schedule s = flat_schedule(shape, tree, options);
-    EXPECT_EQ(s.narrow_items.size(), batch * parts) << "B = " << batch;
+    const Planned p = plan_flash(shape, tree, flash(), kH100);
+    EXPECT_EQ(p.schedule.narrow_items.size(), batch * parts) << "B = " << batch;
+    EXPECT_EQ(p.decisions.build.narrow_parts, static_cast<long long>(parts)) << "B = " << batch;
   }
 }
 
 // Narrow blocks that alone read their K/V (a flat tree: cuda-flash over redundant storage) stream
 // from DRAM and need one block per SM, not a full wave of resident ones; the short-last-wave rule
 // still holds beyond one wave. Blocks that share a prefix (the test above) keep the full wave.
-TEST(FlatSchedule, SplitStreamingNarrowBlocksToOnePerSm) {
-  const ScheduleOptions options = options_of(396, kNarrowRows, 132);
+TEST(FlashSchedule, SplitStreamingNarrowBlocksToOnePerSm) {
   // B sequences -> parts: 32 -> 4 (128 blocks); 64 -> 2; 128 -> 1; 512 -> 2 (1024 blocks: one part
   // would leave 116 blocks in the second wave of 396).
   for (const auto& [batch, parts] : std::vector<std::pair<int, std::size_t>>{{32, 4}, {64, 2}, {128, 1}, {512, 2}}) {
     const SharingTree tree = SharingTree::flat(std::vector<int>(batch, 4096));
     const AttentionShape shape = make_shape(batch, 1, 8, 1, 128, DType::bf16);
-    const Schedule s = flat_schedule(shape, tree, options);
-    EXPECT_EQ(s.narrow_items.size(), batch * parts) << "B = " << batch;
-    EXPECT_TRUE(check_schedule(Kind::flat, shape, tree, options, s));
+    const Planned p = plan_flash(shape, tree, flash(), kH100);
+    EXPECT_EQ(p.schedule.narrow_items.size(), batch * parts) << "B = " << batch;
+    EXPECT_NE(decision_of(p, "narrow_split").inputs.find("streaming=yes"), std::string::npos);
+    EXPECT_TRUE(check_schedule(Kind::flat, shape, tree, cuts_of(p), p.schedule));
   }
 }
 
 // The blocks resident at once share what they read through L2 only if they read the same KV
 // head: cuda-flash's items come KV head by KV head, every sequence's items of one KV head side by
 // side. In sequence order, 40 KV heads apart, it read a shared prefix from DRAM.
-TEST(FlatSchedule, ListsItemsKvHeadByKvHead) {
+TEST(FlashSchedule, ListsItemsKvHeadByKvHead) {
   const SharingTree tree = SharingTree::prefix_suffix(8192, std::vector<int>(16, 64));
   const AttentionShape shape = make_shape(16, 1, 4, 4, 128, DType::bf16);
-  const Schedule s = flat_schedule(shape, tree, options_of(396, kWideRows, 132));
+  const Schedule s = plan_flash(shape, tree, flash(), kH100).schedule;
   ASSERT_GT(s.narrow_items.size(), 16u * 4) << "the paths are split into parts";
   for (std::size_t i = 1; i < s.narrow_items.size(); ++i) {
     EXPECT_LE(s.narrow_items[i - 1].kv_head, s.narrow_items[i].kv_head) << "item " << i;
@@ -1049,7 +1060,7 @@ TEST(FlatSchedule, ListsItemsKvHeadByKvHead) {
 TEST(SegmentSchedule, StartsEveryPartOfASharedSegmentBeforeTheLeaves) {
   const SharingTree tree = SharingTree::prefix_suffix(8192, std::vector<int>(256, 64));
   const AttentionShape shape = make_shape(256, 4, 8, 1, 128, DType::bf16);
-  const Schedule s = segment_schedule(shape, tree, options_of(396, kWideRows, 396));
+  const Schedule s = make_schedule(Kind::segment, shape, tree, cuts_of(396, kWideRows, 396));
   ASSERT_GT(items_over(s, 0).size(), 256u * 4 * 8 / kWideRows) << "the prefix is split into parts";
   bool leaf_seen = false;
   for (const WorkItem& it : s.wide_items) {
@@ -1060,12 +1071,10 @@ TEST(SegmentSchedule, StartsEveryPartOfASharedSegmentBeforeTheLeaves) {
   EXPECT_TRUE(leaf_seen) << "the leaves are wide blocks";
 }
 
-// cuda-hydragen on an H100 (132 SMs, wgmma blocks): one launch of narrow blocks only where it puts
-// at most one block on each SM and the wide form would need a second launch for the leaves.
-TEST(HydragenSchedule, RunsOneNarrowLaunchWhereItPutsAtMostOneBlockOnEachSm) {
-  const ScheduleOptions options = options_of(396, kWgmmaRows, 132);
-  ScheduleOptions narrow_options = options;
-  narrow_cuts.max_rows = kNarrowRows;
+// cuda-hydragen on an H100 (132 SMs, wgmma blocks), form=auto: one launch of narrow blocks only
+// where it puts at most one block on each SM and the wide form would need a second launch for the
+// leaves (rule form).
+TEST(HydragenPlan, RunsOneNarrowLaunchWhereItPutsAtMostOneBlockOnEachSm) {
   struct Row {
     int batch, prefix, suffix;
     bool one_launch;
@@ -1079,23 +1088,26 @@ TEST(HydragenSchedule, RunsOneNarrowLaunchWhereItPutsAtMostOneBlockOnEachSm) {
     const SharingTree tree = SharingTree::prefix_suffix(c.prefix, std::vector<int>(c.batch, c.suffix));
     const AttentionShape shape = make_shape(c.batch, 1, 8, 1, 128, DType::bf16);
     SCOPED_TRACE(shape.describe() + ", prefix " + std::to_string(c.prefix) + ", suffix " + std::to_string(c.suffix));
-    const Schedule s = hydragen_schedule(shape, tree, options);
+    const Planned p = plan_hydragen(shape, tree, hydragen(), kH100);
+    const Schedule& s = p.schedule;
+    EXPECT_EQ(decision_of(p, "form").choice.rfind(c.one_launch ? "narrow" : "wide", 0), 0u) << decision_of(p, "form").choice;
+    EXPECT_TRUE(check_schedule(Kind::segment, shape, tree, cuts_of(p), s));
     if (c.one_launch) {
       EXPECT_TRUE(s.wide_items.empty());
       EXPECT_LE(s.narrow_items.size(), 132u);
-      EXPECT_TRUE(check_schedule(Kind::segment, shape, tree, narrow_options, s));
+      EXPECT_EQ(p.decisions.build.max_rows, kNarrowRows);
     } else {
       EXPECT_FALSE(s.wide_items.empty());
-      EXPECT_TRUE(check_schedule(Kind::segment, shape, tree, options, s));
+      EXPECT_EQ(p.decisions.build.max_rows, kWgmmaRows);
     }
   }
 }
 
 // The leaves can do the merge (MergeParams::fold_wide_rows) where each query has its leaf's row and
 // a few of the prefix's parts. Not where the prefix is cut into many parts (for a lane's two rows,
-// more than two), a leaf is split, a sequence has no leaf, or there are no leaves.
-TEST(HydragenSchedule, LetsTheLeavesFoldTheMergeWhereEachQueryHasOneLeafRowAndFewWideRows) {
-  const ScheduleOptions options = options_of(396, kWgmmaRows, 132);
+// more than two), a leaf is split, a sequence has no leaf, or there are no leaves. (leaves=after:
+// the layout whose leaves may fold.)
+TEST(HydragenPlan, LetsTheLeavesFoldTheMergeWhereEachQueryHasOneLeafRowAndFewWideRows) {
   struct Row {
     int batch, prefix, suffix, q_len, q_heads, kv_heads;
     bool last_leaf_empty, fold;
@@ -1114,90 +1126,104 @@ TEST(HydragenSchedule, LetsTheLeavesFoldTheMergeWhereEachQueryHasOneLeafRowAndFe
     const SharingTree tree = SharingTree::prefix_suffix(c.prefix, suffixes);
     const AttentionShape shape = make_shape(c.batch, c.q_len, c.q_heads, c.kv_heads, 128, DType::bf16);
     SCOPED_TRACE(shape.describe() + ", prefix " + std::to_string(c.prefix) + ", suffix " + std::to_string(c.suffix) + ": " + c.why);
-    const Schedule s = hydragen_schedule(shape, tree, options);
-    EXPECT_EQ(s.narrow_rows_fold(kFoldRounds), c.fold);
-    EXPECT_TRUE(check_schedule(Kind::segment, shape, tree, options, s));
+    const Planned p = plan_hydragen(shape, tree, hydragen("leaves=after"), kH100);
+    EXPECT_EQ(p.schedule.narrow_rows_fold(kFoldRounds), c.fold);
+    EXPECT_TRUE(check_schedule(Kind::segment, shape, tree, cuts_of(p), p.schedule));
   }
 }
+
+// A wgmma launch of items of these lengths, then leaves whose rows fold (no query has rows that
+// cannot): what rule fold_leaves weighs.
+Schedule wgmma_then_leaves(const std::vector<long long>& wide_lengths) {
+  Schedule s;
+  for (long long tokens : wide_lengths) {
+    WorkItem item{};
+    item.token_end = static_cast<int>(tokens);
+    s.wide_items.push_back(item);
+  }
+  s.narrow_items.push_back(WorkItem{});
+  s.merge_offsets = {0};
+  return s;
+}
+
+// Rule fold_leaves on the H100 for a wgmma launch of `wide_blocks` equal items (or `wide_lengths`)
+// and `narrow_blocks` 16-row leaf blocks.
+Ruled<bool> fold(const std::vector<long long>& wide_lengths, int narrow_blocks, const DeviceLimits& device = kH100) {
+  const Schedule s = wgmma_then_leaves(wide_lengths);
+  EXPECT_TRUE(s.narrow_rows_fold(kFoldRounds));
+  return fold_leaves(s, ItemKernel::wgmma, ItemKernel::narrow, narrow_blocks, 0, device);
+}
+bool folds(int wide_blocks, long long tokens, int narrow_blocks) { return fold(leaves(wide_blocks, tokens), narrow_blocks).choice; }
 
 // Folding leaves wait at their end for the wgmma launch: only where they all fit beside it at once,
 // or it leaves little SM time idle (the H100's cases of perf-notes v18, v21). Equal items leave the
 // SMs without a block idle for the whole launch.
-TEST(FoldingLeaves, PayWhereTheyAllFitBesideTheWgmmaLaunchOrItLeavesLittleRoomBesideIt) {
-  EXPECT_TRUE(folding_leaves_pay(32, 100 * 256, 128, 3, 132)) << "(128, 1024, 64): 100 SMs free hold all 128";
-  EXPECT_TRUE(folding_leaves_pay(128, 4 * 4096, 512, 3, 132)) << "GQA (256, 8192, 64): 4 SMs free";
-  EXPECT_TRUE(folding_leaves_pay(264, 0, 256, 3, 132)) << "two full waves of wgmma blocks";
-  EXPECT_TRUE(folding_leaves_pay(120, 12 * 2731, 640, 3, 132)) << "MHA 40 heads (64, 8192, 64): 12 SMs free, a short launch";
-  EXPECT_TRUE(folding_leaves_pay(120, 12 * 341, 1280, 3, 132)) << "Fig. 3b's shard at P = 1024";
-  EXPECT_FALSE(folding_leaves_pay(120, 12 * 5419, 1280, 3, 132)) << "Fig. 3b's shard at P = 16256: 12 SMs free, a long launch";
-  EXPECT_FALSE(folding_leaves_pay(80, 52 * 8192, 2560, 3, 132)) << "MHA 40 heads (256, 8192, 64): 52 SMs free";
-  EXPECT_FALSE(folding_leaves_pay(128, 4 * 16384, 256, 3, 132)) << "(1024, 16384, 64): 4 SMs free through 16384 tokens";
+TEST(FoldLeaves, WhereTheyAllFitBesideTheWgmmaLaunchOrItLeavesLittleRoomBesideIt) {
+  EXPECT_TRUE(folds(32, 256, 128)) << "(128, 1024, 64): 100 SMs free hold all 128";
+  EXPECT_TRUE(folds(128, 4096, 512)) << "GQA (256, 8192, 64): 4 SMs free";
+  EXPECT_TRUE(folds(264, 256, 256)) << "two full waves of wgmma blocks";
+  EXPECT_TRUE(folds(120, 2731, 640)) << "MHA 40 heads (64, 8192, 64): 12 SMs free, a short launch";
+  EXPECT_TRUE(folds(120, 341, 1280)) << "Fig. 3b's shard at P = 1024";
+  EXPECT_FALSE(folds(120, 5419, 1280)) << "Fig. 3b's shard at P = 16256: 12 SMs free, a long launch";
+  EXPECT_FALSE(folds(80, 8192, 2560)) << "MHA 40 heads (256, 8192, 64): 52 SMs free";
+  EXPECT_FALSE(folds(128, 16384, 256)) << "(1024, 16384, 64): 4 SMs free through 16384 tokens";
 }
 
-std::vector<WorkItem> items_of(const std::vector<std::pair<int, int>>& count_tokens) {
-  std::vector<WorkItem> items;
-  for (auto [count, tokens] : count_tokens) {
-    for (int i = 0; i < count; ++i) {
-      WorkItem item{};
-      item.token_end = tokens;
-      items.push_back(item);
-    }
-  }
-  return items;
+TEST(FoldLeaves, OnlyAfterAWgmmaLaunchWithDependentLaunchAndLeavesAfterIt) {
+  const Schedule s = wgmma_then_leaves(leaves(32, 256));  // folds on the H100 (the test above)
+  EXPECT_FALSE(fold_leaves(s, ItemKernel::wide, ItemKernel::narrow, 128, 0, kH100).choice) << "mma.sync wide blocks";
+  EXPECT_FALSE(fold_leaves(s, ItemKernel::wgmma, ItemKernel::narrow, 128, 12, kH100).choice) << "leaves beside";
+  const DeviceLimits no_pdl{132, true, false, "NVIDIA H100 80GB HBM3"};
+  const Ruled<bool> without = fold_leaves(s, ItemKernel::wgmma, ItemKernel::narrow, 128, 0, no_pdl);
+  EXPECT_FALSE(without.choice);
+  EXPECT_NE(without.decision.reason.find("dependent launch"), std::string::npos) << without.decision.reason;
 }
 
 TEST(ListSchedule, EndsWithTheLongestItemAndCountsTheRoomTheShortOnesLeave) {
   // Equal items: whole waves, and the SMs without a block idle throughout.
-  const ListSchedule one_wave = list_schedule(items_of({{128, 4096}}), 132);
+  const ListSchedule one_wave = list_schedule(leaves(128, 4096), 132);
   EXPECT_EQ(one_wave.end_tokens, 4096);
   EXPECT_EQ(one_wave.idle_sm_tokens, 4 * 4096);
-  const ListSchedule waves = list_schedule(items_of({{200, 1000}}), 132);
+  const ListSchedule waves = list_schedule(leaves(200, 1000), 132);
   EXPECT_EQ(waves.end_tokens, 2000);
   EXPECT_EQ(waves.idle_sm_tokens, 64 * 1000) << "the second wave's 68 blocks leave 64 SMs";
   // The two-level tree 16x1024 at B = 1024: 64 prefix row blocks of 4096 tokens, 64 group row blocks
   // of 1024; the groups' SMs idle three quarters of the launch, where folding leaves cannot run
   // (1.04x slower than the merge kernel on the H100, perf-notes v21).
-  const ListSchedule tree = list_schedule(items_of({{64, 4096}, {64, 1024}}), 132);
+  std::vector<long long> two_level = leaves(64, 4096);
+  for (long long l : leaves(64, 1024)) two_level.push_back(l);
+  const ListSchedule tree = list_schedule(two_level, 132);
   EXPECT_EQ(tree.end_tokens, 4096);
   EXPECT_EQ(tree.idle_sm_tokens, 64 * 3072 + 4 * 4096);
-  EXPECT_FALSE(folding_leaves_pay(128, tree.idle_sm_tokens, 256, 3, 132));
+  const Ruled<bool> folding = fold(two_level, 256);
+  EXPECT_FALSE(folding.choice);
+  EXPECT_NE(folding.decision.inputs.find("idle_sm_tokens=" + std::to_string(tree.idle_sm_tokens)), std::string::npos)
+      << folding.decision.inputs;
   // Blocks go to the first SM free, in item order: the short items fill in behind the long ones.
-  const ListSchedule filled = list_schedule(items_of({{2, 4096}, {8, 1024}}), 4);
-  EXPECT_EQ(filled.end_tokens, 4096);
-  EXPECT_EQ(filled.idle_sm_tokens, 0);
+  std::vector<long long> filled = leaves(2, 4096);
+  for (long long l : leaves(8, 1024)) filled.push_back(l);
+  const ListSchedule behind = list_schedule(filled, 4);
+  EXPECT_EQ(behind.end_tokens, 4096);
+  EXPECT_EQ(behind.idle_sm_tokens, 0);
 }
 
 // ---- the device's numbers and cuda-hydragen-cublas's chunks ---------------------------------------
 
-TEST(ScheduleOptions, ComeFromTheSmCountOfTheDevice) {
-  const ScheduleOptions h100 = ScheduleOptions::for_device(132, ItemKernel::wgmma);
-  EXPECT_EQ(h100.sms, 132);
-  EXPECT_EQ(h100.narrow_slots, 396) << "3 narrow blocks per SM";
-  EXPECT_EQ(h100.max_rows, kWgmmaRows);
-  EXPECT_EQ(h100.wide_target_blocks, 132) << "one wave of one wgmma block per SM";
-  const ScheduleOptions a100 = ScheduleOptions::for_device(108, ItemKernel::wide);
-  EXPECT_EQ(a100.narrow_slots, 324);
-  EXPECT_EQ(a100.max_rows, kWideRows);
-  EXPECT_EQ(a100.wide_target_blocks, 972) << "three waves of 3 mma.sync blocks per SM";
-  EXPECT_EQ(ScheduleOptions::for_device(142, ItemKernel::narrow).max_rows, kNarrowRows);
-}
-
-TEST(ScheduleOptions, AScheduleRefusesOptionsNotTakenFromADevice) {
-  const SharingTree tree = SharingTree::prefix_suffix(64, {3, 5});
-  const AttentionShape shape = make_shape(2, 1, 8, 1, 64, DType::bf16);
-  ScheduleOptions unset;
-  EXPECT_THROW(segment_schedule(shape, tree, unset), std::invalid_argument);
-  unset = kH100Mma;
-  unset.wide_workers = -1;
-  EXPECT_THROW(segment_schedule(shape, tree, unset), std::invalid_argument);
-  unset = kH100Mma;
-  unset.sms = 0;
-  try {
-    flat_schedule(shape, tree, unset);
-    ADD_FAILURE() << "no exception";
-  } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("ScheduleOptions.sms must be positive"), std::string::npos) << e.what();
-  }
+TEST(PlanDecisions, BuildChoicesComeFromTheSmCountOfTheDevice) {
+  const SharingTree tree = SharingTree::prefix_suffix(16384, std::vector<int>(1024, 64));
+  const AttentionShape shape = make_shape(1024, 1, 8, 1, 128, DType::bf16);
+  const Planned h100 = plan_hydragen(shape, tree, hydragen(), kH100);
+  EXPECT_EQ(h100.decisions.build.max_rows, kWgmmaRows);
+  EXPECT_EQ(h100.decisions.build.wide_target_blocks, 132) << "one wave of one wgmma block per SM";
+  EXPECT_NE(decision_of(h100, "narrow_split").inputs.find("resident_blocks=396"), std::string::npos) << "3 narrow blocks per SM";
+  const Planned a100 = plan_hydragen(shape, tree, hydragen(), DeviceLimits{108, false, false, "NVIDIA A100-SXM4-80GB"});
+  EXPECT_EQ(a100.decisions.build.max_rows, kWideRows);
+  EXPECT_EQ(a100.decisions.build.wide_target_blocks, 972) << "three waves of 3 mma.sync blocks per SM";
+  EXPECT_NE(decision_of(a100, "narrow_split").inputs.find("resident_blocks=324"), std::string::npos);
+  const AttentionShape fp32 = make_shape(1024, 1, 8, 1, 128, DType::fp32);
+  EXPECT_EQ(plan_hydragen(fp32, tree, hydragen(), DeviceLimits{142, true, true, "a 142-SM test device"}).decisions.build.max_rows,
+            kNarrowRows)
+      << "fp32 has only CUDA-core 16-row blocks";
 }
 
 TEST(GemmSchedule, ChunksEachSharedSegmentWithinTheBoundAndLeavesTheOthersToItems) {
@@ -1205,7 +1231,7 @@ TEST(GemmSchedule, ChunksEachSharedSegmentWithinTheBoundAndLeavesTheOthersToItem
   // bound of 6400 scores fits 100 tokens, 96 as a multiple of 16: ceil(1000 / 96) = 11 chunks.
   const SharingTree tree = SharingTree::prefix_suffix(1000, std::vector<int>(8, 17));
   const AttentionShape shape = make_shape(8, 1, 8, 2, 64, DType::bf16);
-  const Schedule s = gemm_schedule(shape, tree, kH100Mma, 6400);
+  const Schedule s = make_schedule(Kind::gemm, shape, tree, kH100Mma, 6400);
   EXPECT_TRUE(check_schedule(Kind::gemm, shape, tree, kH100Mma, s, 6400));
   ASSERT_EQ(s.gemm_chunks.size(), 11u);
   for (const GemmChunk& c : s.gemm_chunks) {
@@ -1221,18 +1247,20 @@ TEST(GemmSchedule, ChunksEachSharedSegmentWithinTheBoundAndLeavesTheOthersToItem
 }
 
 TEST(GemmSchedule, CutsALongSegmentOfFewRowsIntoChunksOneSoftmaxBlockHolds) {
-  // 2 sequences x g 8 = 16 rows: the score bound alone would allow a 100000-token chunk.
+  // 2 sequences x g 8 = 16 rows: the plan's score bound alone would allow a 100000-token chunk.
   const SharingTree tree = SharingTree::prefix_suffix(100000, {5, 5});
   const AttentionShape shape = make_shape(2, 1, 8, 1, 128, DType::bf16);
-  const Schedule s = gemm_schedule(shape, tree, kH100Mma, 1LL << 26);
-  EXPECT_TRUE(check_schedule(Kind::gemm, shape, tree, kH100Mma, s, 1LL << 26));
-  EXPECT_EQ(s.gemm_chunks.size(), static_cast<std::size_t>((100000 + kMaxChunkTokens - 1) / kMaxChunkTokens));
+  const Planned p = plan_hydragen_cublas(shape, tree, kH100);
+  ASSERT_EQ(p.decisions.build.max_chunk_scores, kMaxChunkScores);
+  EXPECT_TRUE(check_schedule(Kind::gemm, shape, tree, cuts_of(p, "never"), p.schedule, kMaxChunkScores));
+  EXPECT_EQ(p.schedule.gemm_chunks.size(), static_cast<std::size_t>((100000 + kMaxChunkTokens - 1) / kMaxChunkTokens));
+  EXPECT_EQ(p.decisions.recipe, LaunchRecipe::gemm_side_by_side);
 }
 
 TEST(GemmSchedule, TakesAtLeast16TokensAChunkWhateverTheBound) {
   const SharingTree tree = SharingTree::prefix_suffix(100, std::vector<int>(4, 3));
   const AttentionShape shape = make_shape(4, 1, 4, 1, 64, DType::bf16);
-  const Schedule s = gemm_schedule(shape, tree, kH100Mma, 1);
+  const Schedule s = make_schedule(Kind::gemm, shape, tree, kH100Mma, 1);
   EXPECT_TRUE(check_schedule(Kind::gemm, shape, tree, kH100Mma, s, 1));
   EXPECT_EQ(s.gemm_chunks.size(), 7u) << "ceil(100 / 16)";
 }

@@ -1,0 +1,84 @@
+// A plan's record of its decisions (decision.hpp): every rule that fired, by name, with its inputs,
+// its choice and why, as --explain prints it. Host only.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "hydragen/attention.hpp"
+#include "hydragen/shape.hpp"
+#include "hydragen/sharing_tree.hpp"
+#include "plan_forms.hpp"
+#include "planner.hpp"
+
+namespace hydragen::cuda {
+namespace {
+
+const DeviceLimits kH100{132, true, true, "NVIDIA H100 80GB HBM3"};
+const DeviceLimits kA100{108, false, false, "NVIDIA A100-SXM4-80GB"};
+
+PlanOptions hydragen(const std::string& asked) {
+  return resolve_options("cuda-hydragen", hydragen_options(), PlanOptions::parse(asked));
+}
+
+// One plan of each backend, on a shared prefix and on a flat batch, for both devices, with
+// cuda-hydragen's forms: between them every rule fires.
+std::vector<Planned> plans() {
+  std::vector<Planned> out;
+  const AttentionShape shape = make_shape(256, 1, 8, 1, 128, DType::bf16);
+  for (const SharingTree& tree :
+       {SharingTree::prefix_suffix(4096, std::vector<int>(256, 256)), SharingTree::flat(std::vector<int>(256, 300))}) {
+    for (const DeviceLimits& device : {kH100, kA100}) {
+      out.push_back(plan_flash(shape, tree, resolve_options("cuda-flash", flash_options(), PlanOptions{}), device));
+      for (const PlanOptions& variant : hydragen_variants()) {
+        if (!device.wgmma && variant.has("leaves")) continue;  // beside needs a wgmma launch
+        out.push_back(plan_hydragen(shape, tree, resolve_options("cuda-hydragen", hydragen_options(), variant), device));
+      }
+      out.push_back(plan_hydragen_cublas(shape, tree, device));
+    }
+  }
+  return out;
+}
+
+TEST(PlanDecisions, EveryRuleInTheLogHasANameAChoiceAndAReason) {
+  std::vector<std::string> fired;
+  for (const Planned& p : plans()) {
+    ASSERT_FALSE(p.decisions.log.empty());
+    for (const Decision& d : p.decisions.log) {
+      EXPECT_FALSE(d.rule.empty());
+      EXPECT_FALSE(d.choice.empty()) << d.rule;
+      EXPECT_FALSE(d.reason.empty()) << d.rule;
+      EXPECT_FALSE(d.inputs.empty()) << d.rule;
+      fired.push_back(d.rule);
+    }
+  }
+  // docs/planner-rules.md's rules, each seen at least once.
+  for (const char* rule : {"device", "wide_kernel", "inline_paths", "wide_target_blocks", "narrow_split", "form", "leaf_layout",
+                           "narrow_kernel", "launch_workers", "fold_leaves", "merge", "overlap_merge", "merge_warps",
+                           "launch_recipe"}) {
+    EXPECT_NE(std::find(fired.begin(), fired.end(), rule), fired.end()) << rule << " never fired";
+  }
+}
+
+TEST(PlanDecisions, ExplainListsEachRuleByNameWithItsInputs) {
+  const AttentionShape shape = make_shape(1024, 1, 8, 1, 128, DType::bf16);
+  const SharingTree tree = SharingTree::prefix_suffix(2048, std::vector<int>(1024, 320));
+  const Planned p = plan_hydragen(shape, tree, hydragen("leaves=beside"), kH100);
+  const std::string text = explain(p.decisions.log);
+  std::size_t at = 0;
+  for (const Decision& d : p.decisions.log) {
+    // In order, one line each: "rule: choice -- reason [inputs]".
+    const std::string line = d.rule + ": " + d.choice + " -- " + d.reason + " [" + d.inputs + "]\n";
+    const std::size_t found = text.find(line, at);
+    ASSERT_NE(found, std::string::npos) << "no line for rule " << d.rule << " after offset " << at << " in\n" << text;
+    at = found + line.size();
+  }
+  EXPECT_EQ(at, text.size()) << "nothing but the decisions";
+  EXPECT_EQ(text.rfind("device: NVIDIA H100 80GB HBM3", 0), 0u) << "the device first:\n" << text;
+  EXPECT_NE(text.find("leaf_layout: beside"), std::string::npos) << text;
+  EXPECT_NE(text.find("leaves_option=beside"), std::string::npos) << "the rule's inputs:\n" << text;
+}
+
+}  // namespace
+}  // namespace hydragen::cuda
