@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -31,6 +32,9 @@
 #include "hydragen/cost_model.hpp"
 #include "hydragen/problem.hpp"
 #include "timing/plan_timing.hpp"
+#ifdef HYDRAGEN_WITH_CUDA
+#include "hydragen/cuda/calibration.hpp"
+#endif
 
 namespace {
 
@@ -202,6 +206,26 @@ void register_benchmarks(const std::vector<std::string>& shape_names, const std:
 
 }  // namespace
 
+// --calibrate: the planner's rates measured here, written for later runs (calibration.hpp).
+int calibrate_rates() {
+#ifdef HYDRAGEN_WITH_CUDA
+  try {
+    const hydragen::cuda::Calibration c = hydragen::cuda::calibrate_device_rates();
+    const std::filesystem::path file = hydragen::cuda::calibration_file();
+    if (file.has_parent_path()) std::filesystem::create_directories(file.parent_path());
+    std::ofstream(file) << c.csv;
+    std::printf("%sdevice rates written to %s\n", c.report.c_str(), file.c_str());
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "hydragen-bench: --calibrate: %s\n", e.what());
+    return 1;
+  }
+#else
+  std::fprintf(stderr, "hydragen-bench: --calibrate: this build has no CUDA backends\n");
+  return 2;
+#endif
+}
+
 int main(int argc, char** argv) {
   std::string shapes_text = "cpu-mha,cpu-gqa", backends_text;
   TimingConfig config;
@@ -226,6 +250,11 @@ int main(int argc, char** argv) {
   app.add_option("--cpu-replays", config.cpu_replays, "timed runs per CPU benchmark, after a warm-up (at least 1)")
       ->check(hydragen::flags::decimal<int>())
       ->capture_default_str();
+  bool calibrate = false;
+  app.add_flag("--calibrate", calibrate,
+               "measure the CUDA planner's device rates on this GPU (tens of milliseconds), write them where later runs "
+               "read them ($HYDRAGEN_RATES_FILE, else ~/.cache/hydragen/device-rates.csv), print them beside the built-in "
+               "table's, and exit");
   for (CLI::Option* option : app.get_options()) {
     if (option->get_type_size() > 0) option->check(CLI::Validator(hydragen::flags::empty_error, ""));
   }
@@ -235,6 +264,7 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
     hydragen::flags::reject_repeats(app);
+    if (calibrate) return calibrate_rates();
     for (const auto& [flag, value] : {std::pair<const char*, int>{"--replays", config.gpu_replays},
                                       {"--cpu-replays", config.cpu_replays}}) {
       if (value < 1) throw std::invalid_argument(std::string(flag) + " must be at least 1, got " + std::to_string(value));

@@ -22,4 +22,12 @@ struct DeviceRates {
 // for it. Throws std::logic_error when the compiled-in table is malformed.
 std::optional<DeviceRates> device_rates(const std::string& device);
 
+// The same from another file of the table's columns (a calibration's: hydragen-bench --calibrate),
+// `where` naming it in the source. Throws std::invalid_argument naming `where` and the row that is
+// malformed or the rate a device's rows lack.
+std::optional<DeviceRates> device_rates_in(const std::string& csv, const std::string& device, const std::string& where);
+
+// The table's rows (header first) for `device` at `rates`, each labelled `measured`.
+std::string device_rates_csv(const std::string& device, const DeviceRates& rates, const std::string& measured);
+
 }  // namespace hydragen::cuda

@@ -1,5 +1,7 @@
 #include "planner.hpp"
 
+#include <stdexcept>
+#include <string>
 #include <utility>
 
 #include "hydragen/attention.hpp"
@@ -54,6 +56,7 @@ void decide_launches(const AttentionShape& shape, const Schedule& s, const std::
 }
 
 PlanDecisions begin(const DeviceLimits& limits) {
+  if (limits.sms < 1) throw std::invalid_argument("the planner's device has " + std::to_string(limits.sms) + " SMs; at least 1");
   PlanDecisions d;
   d.device = limits;
   d.rates = Log(d)(device_and_rates(limits));

@@ -46,7 +46,7 @@ std::string ns_text(double ns) {
 Ruled<std::optional<DeviceRates>> device_and_rates(const DeviceLimits& device) {
   Inputs in;
   in("sms", device.sms)("wgmma", yes_no(device.wgmma))("dependent_launch", yes_no(device.dependent_launch));
-  std::optional<DeviceRates> rates = device_rates(device.name);
+  std::optional<DeviceRates> rates = device.rates ? device.rates : device_rates(device.name);
   const std::string why = rates ? "rates: " + rates->source
                                 : "rates: none (device-rates.csv has no row for it; the cost models abstain)";
   return ruled(std::move(rates), "device", device.name.empty() ? "unnamed" : device.name, in, why);

@@ -49,8 +49,8 @@ inline constexpr long long kMaxChunkScores = 1LL << 26;
 
 // ---- the schedule ----
 
-// Rule `device`: the device the plan is for, and the rates its cost models use: device-rates.csv's row for its name,
-// or none (the rules that need rates then abstain, and say so).
+// Rule `device`: the device the plan is for, and the rates its cost models use: those it carries,
+// else device-rates.csv's row for its name, else none (the rules that need rates abstain, and say so).
 Ruled<std::optional<DeviceRates>> device_and_rates(const DeviceLimits& device);
 
 // The kernel of items of more than 16 rows: wgmma where the device runs it, unless `mma_only`

@@ -6,6 +6,7 @@
 
 #include "hydragen/attention.hpp"
 #include "plan_forms.hpp"  // the options and variants of cuda-flash and cuda-hydragen
+#include "planner.hpp"
 
 namespace hydragen::cuda {
 
@@ -21,6 +22,12 @@ std::unique_ptr<AttentionPlan> make_hydragen_plan(const AttentionShape& shape, c
 // cuda-hydragen-cublas: the shared segments as cuBLAS products (gemm_attention.hpp), the others on
 // the fused kernel, then the same merge.
 std::unique_ptr<AttentionPlan> make_hydragen_cublas_plan(const AttentionShape& shape, const SharingTree& tree);
+
+// The plan that runs `planned` as decided (its decisions by the planner, or set by hand: calibrate.cpp).
+std::unique_ptr<AttentionPlan> make_segment_plan(const AttentionShape& shape, const SharingTree& tree, const Planned& planned);
+
+// The current device's limits with the rates plans use on it (calibrate.hpp: resolve_device_rates).
+DeviceLimits planning_device();
 
 // The device bytes each plan allocates (AttentionBackend::workspace_bytes), from the same schedule.
 std::size_t naive_workspace_bytes(const AttentionShape& shape, const SharingTree& tree);

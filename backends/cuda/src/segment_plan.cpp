@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "calibrate.hpp"
 #include "cuda_plan.hpp"
 #include "gemm_attention.hpp"
 #include "hydragen/cuda/check.hpp"
@@ -210,24 +211,34 @@ class SegmentPlan final : public CudaPlan {
 
 }  // namespace
 
+DeviceLimits planning_device() {
+  DeviceLimits device = device_limits();
+  device.rates = resolve_device_rates(device);
+  return device;
+}
+
+std::unique_ptr<AttentionPlan> make_segment_plan(const AttentionShape& shape, const SharingTree& tree, const Planned& planned) {
+  return std::make_unique<SegmentPlan>(shape, tree, planned);
+}
+
 std::unique_ptr<AttentionPlan> make_flash_plan(const AttentionShape& shape, const SharingTree& tree, const PlanOptions& options) {
-  return std::make_unique<SegmentPlan>(shape, tree, plan_flash(shape, tree, options, device_limits()));
+  return std::make_unique<SegmentPlan>(shape, tree, plan_flash(shape, tree, options, planning_device()));
 }
 std::size_t flash_workspace_bytes(const AttentionShape& shape, const SharingTree& tree, const PlanOptions& options) {
-  return SegmentPlan::device_bytes(shape, tree, plan_flash(shape, tree, options, device_limits()));
+  return SegmentPlan::device_bytes(shape, tree, plan_flash(shape, tree, options, planning_device()));
 }
 std::unique_ptr<AttentionPlan> make_hydragen_plan(const AttentionShape& shape, const SharingTree& tree,
                                                   const PlanOptions& options) {
-  return std::make_unique<SegmentPlan>(shape, tree, plan_hydragen(shape, tree, options, device_limits()));
+  return std::make_unique<SegmentPlan>(shape, tree, plan_hydragen(shape, tree, options, planning_device()));
 }
 std::size_t hydragen_workspace_bytes(const AttentionShape& shape, const SharingTree& tree, const PlanOptions& options) {
-  return SegmentPlan::device_bytes(shape, tree, plan_hydragen(shape, tree, options, device_limits()));
+  return SegmentPlan::device_bytes(shape, tree, plan_hydragen(shape, tree, options, planning_device()));
 }
 std::unique_ptr<AttentionPlan> make_hydragen_cublas_plan(const AttentionShape& shape, const SharingTree& tree) {
-  return std::make_unique<SegmentPlan>(shape, tree, plan_hydragen_cublas(shape, tree, device_limits()));
+  return std::make_unique<SegmentPlan>(shape, tree, plan_hydragen_cublas(shape, tree, planning_device()));
 }
 std::size_t hydragen_cublas_workspace_bytes(const AttentionShape& shape, const SharingTree& tree) {
-  return SegmentPlan::device_bytes(shape, tree, plan_hydragen_cublas(shape, tree, device_limits()));
+  return SegmentPlan::device_bytes(shape, tree, plan_hydragen_cublas(shape, tree, planning_device()));
 }
 
 }  // namespace hydragen::cuda

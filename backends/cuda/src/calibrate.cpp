@@ -1,0 +1,224 @@
+#include "calibrate.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <stdexcept>
+#include <vector>
+
+#include "hydragen/cuda/calibration.hpp"
+#include "hydragen/cuda/check.hpp"
+#include "hydragen/cuda/device_array.hpp"
+#include "hydragen/cuda/timing.hpp"
+#include "kernels/launch.hpp"
+#include "planner.hpp"
+#include "plans.hpp"
+
+namespace hydragen::cuda {
+
+namespace {
+
+constexpr int kD = 128;          // the shapes the table's rates were measured at: bf16, D 128, one KV head
+constexpr int kQueryHeads = 8;   // 8 rows per sequence: 16 sequences fill a wgmma block's 128 rows
+constexpr int kRuns = 5;         // timed runs per size; the median
+constexpr double kTokenBytes = 2.0 * kD * 2;  // K and V of one token, bf16
+
+// Zero-filled device tensors of one problem, bound as a plan's inputs and outputs.
+class Staged {
+ public:
+  Staged(const AttentionShape& shape, const SharingTree& tree)
+      : q_(tensor_bytes(shape.num_seqs * shape.q_heads)), o_(tensor_bytes(shape.num_seqs * shape.q_heads)),
+        lse_(static_cast<std::size_t>(shape.num_seqs) * shape.q_heads) {
+    for (int s = 0; s < tree.num_segments(); ++s) {
+      k_.emplace_back(tensor_bytes(tree.length(s)));
+      v_.emplace_back(tensor_bytes(tree.length(s)));
+    }
+    for (auto* a : {&q_, &o_}) CUDA_CHECK(cudaMemset(a->data(), 0, a->bytes()));
+    for (auto* side : {&k_, &v_}) {
+      for (auto& a : *side) CUDA_CHECK(cudaMemset(a.data(), 0, a.bytes()));
+    }
+    in_.q = {q_.data(), DType::bf16, q_.size() / 2};
+    for (int s = 0; s < tree.num_segments(); ++s) {
+      in_.k.push_back({k_[s].data(), DType::bf16, k_[s].size() / 2});
+      in_.v.push_back({v_[s].data(), DType::bf16, v_[s].size() / 2});
+    }
+    out_.o = {o_.data(), DType::bf16, o_.size() / 2};
+    out_.lse = {lse_.data(), DType::fp32, lse_.size()};
+  }
+  const AttentionInputs& in() const { return in_; }
+  const AttentionOutputs& out() const { return out_; }
+
+ private:
+  static std::size_t tensor_bytes(long long rows) { return static_cast<std::size_t>(rows) * kD * 2; }
+  DeviceArray<unsigned char> q_, o_;  // [B, 1, Hq, D] bf16
+  DeviceArray<float> lse_;            // [B, 1, Hq]
+  std::vector<DeviceArray<unsigned char>> k_, v_;  // per segment [length, 1, D] bf16
+  AttentionInputs in_;
+  AttentionOutputs out_;
+};
+
+AttentionShape shape_of(int sequences) { return make_shape(sequences, 1, kQueryHeads, 1, kD, DType::bf16); }
+
+// The median time of a plan that runs `planned` (its decisions set by hand), in ns.
+double time_ns(const AttentionShape& shape, const SharingTree& tree, const Planned& planned, RunTimer& timer) {
+  const Staged staged(shape, tree);
+  const auto plan = make_segment_plan(shape, tree, planned);
+  plan->run(staged.in(), staged.out(), Stream{timer.stream()});  // uploads the tables
+  std::vector<double> ms;
+  for (int i = 0; i < kRuns; ++i) {
+    ms.push_back(timer.time_ms([&](cudaStream_t s) { plan->run(staged.in(), staged.out(), Stream{s}); }));
+  }
+  std::nth_element(ms.begin(), ms.begin() + kRuns / 2, ms.end());
+  return ms[kRuns / 2] * 1e6;
+}
+
+// One wgmma block's row block of 128 rows over a shared segment of `tokens`, cut into `parts` dealt to
+// `workers` persistent blocks (0: a block per part).
+double wgmma_ns(int tokens, int parts, int workers, const DeviceLimits& device, RunTimer& timer) {
+  const int seqs = kWgmmaRows / kQueryHeads;
+  const AttentionShape shape = shape_of(seqs);
+  const SharingTree tree = SharingTree::prefix_suffix(tokens, std::vector<int>(seqs, 0));
+  Planned p;
+  p.decisions.device = device;
+  p.decisions.wide_kernel = ItemKernel::wgmma;
+  p.decisions.build = BuildChoices{kWgmmaRows, 1, parts, workers, 0};
+  p.schedule = build(shape, segment_groups(shape, tree, false), p.decisions.build);
+  p.decisions.launches.wide_workers = workers > 0 ? workers : static_cast<int>(p.schedule.wide_items.size());
+  p.decisions.launches.run_merge = false;  // several parts' rows go unmerged: the time is the attention's alone
+  p.decisions.recipe = LaunchRecipe::one_launch;
+  return time_ns(shape, tree, p, timer);
+}
+
+// `sms` SMs of whole-SM leaf warps, twelve sequences each streaming its own `tokens`.
+double leaves_ns(int sms, int tokens, const DeviceLimits& device, RunTimer& timer) {
+  const AttentionShape shape = shape_of(kSmWarps * sms);
+  const SharingTree tree = SharingTree::flat(std::vector<int>(static_cast<std::size_t>(shape.num_seqs), tokens));
+  Planned p;
+  p.decisions.device = device;
+  p.decisions.narrow_kernel = ItemKernel::sm_warps;
+  p.decisions.leaf_sms = sms;
+  p.decisions.build = BuildChoices{kNarrowRows, 1, 1, 0, 0};
+  p.schedule = build(shape, path_groups(tree), p.decisions.build);
+  p.decisions.launches.narrow_workers = static_cast<int>(p.schedule.narrow_items.size());
+  p.decisions.recipe = LaunchRecipe::one_launch;
+  return time_ns(shape, tree, p, timer);
+}
+
+// The merge kernel alone over 1024 sequences' 8 queries of two partial rows each.
+double merge_ns(RunTimer& timer) {
+  const int queries = 1024 * kQueryHeads, rows = 2 * queries;
+  DeviceArray<float> partial_o(static_cast<std::size_t>(rows) * kD), partial_lse(static_cast<std::size_t>(rows)), lse(queries);
+  DeviceArray<unsigned char> o(static_cast<std::size_t>(queries) * kD * 2);
+  std::vector<int> offsets, order;
+  for (int q = 0; q <= queries; ++q) offsets.push_back(2 * q);
+  for (int r = 0; r < rows; ++r) order.push_back(r);
+  const DeviceArray<int> offsets_d = upload(offsets), rows_d = upload(order);
+  for (auto* a : {&partial_o, &partial_lse}) CUDA_CHECK(cudaMemset(a->data(), 0, a->bytes()));
+  MergeParams m;
+  m.partial_o = partial_o.data();
+  m.partial_lse = partial_lse.data();
+  m.offsets = offsets_d.data();
+  m.rows = rows_d.data();
+  m.o = o.data();
+  m.lse = lse.data();
+  m.num_queries = queries;
+  std::vector<double> ms;
+  for (int i = 0; i < kRuns; ++i) ms.push_back(timer.time_ms([&](cudaStream_t s) { launch_merge(m, 1, false, DType::bf16, kD, s); }));
+  std::nth_element(ms.begin(), ms.begin() + kRuns / 2, ms.end());
+  return ms[kRuns / 2] * 1e6;
+}
+
+std::string today() {
+  const std::time_t now = std::time(nullptr);
+  char text[16];
+  std::strftime(text, sizeof text, "%Y-%m-%d", std::gmtime(&now));
+  return text;
+}
+
+}  // namespace
+
+DeviceRates measure_device_rates() {
+  DeviceLimits device = device_limits();
+  if (!device.wgmma) {
+    throw std::invalid_argument("measuring the planner's rates needs the wgmma kernel (compute capability 9.0, an sm_90a build): " +
+                                device.name + " has none, and its plans use no rates");
+  }
+  device.rates = DeviceRates{};  // the synthetic plans decide nothing: no lookup, no recursion
+  RunTimer timer;
+  DeviceRates r;
+  // Steady rates: the difference of two sizes, so that launches and pipeline fills cancel.
+  const int t1 = 8192, t2 = 16384;
+  r.wgmma_sm_flops_per_ns = 4.0 * kWgmmaRows * kD * (t2 - t1) / (wgmma_ns(t2, 1, 0, device, timer) - wgmma_ns(t1, 1, 0, device, timer));
+  r.leaf_sm_bytes_per_ns = kSmWarps * kTokenBytes * (t2 - t1) / (leaves_ns(1, t2, device, timer) - leaves_ns(1, t1, device, timer));
+  const int s1 = 1024, s2 = 2048;
+  auto dram = [&](int sms) {
+    return kSmWarps * sms * kTokenBytes * (s2 - s1) / (leaves_ns(sms, s2, device, timer) - leaves_ns(sms, s1, device, timer));
+  };
+  r.leaf_dram_bytes_per_ns = dram(device.sms);
+  r.beside_leaf_dram_share = std::min(1.0, dram(device.sms * 3 / 4) / r.leaf_dram_bytes_per_ns);
+  r.merge_ns = merge_ns(timer);
+  // Four parts on one persistent block against one part of the same tokens: three moves.
+  r.part_switch_ns = std::max(0.0, (wgmma_ns(t2, 4, 1, device, timer) - wgmma_ns(t2, 1, 0, device, timer)) / 3);
+  // A part's time beyond its tokens' at the steady rate: the launch, the pipeline fill, the tail.
+  r.fixed_ns = std::max(0.0, wgmma_ns(t1, 1, 0, device, timer) - 4.0 * kWgmmaRows * kD * t1 / r.wgmma_sm_flops_per_ns);
+  r.source = "measured on this " + device.name + " " + today();
+  return r;
+}
+
+std::string calibration_file() {
+  if (const char* file = std::getenv("HYDRAGEN_RATES_FILE"); file != nullptr && *file != '\0') return file;
+  if (const char* cache = std::getenv("XDG_CACHE_HOME"); cache != nullptr && *cache != '\0') {
+    return std::string(cache) + "/hydragen/device-rates.csv";
+  }
+  const char* home = std::getenv("HOME");
+  return std::string(home != nullptr ? home : ".") + "/.cache/hydragen/device-rates.csv";
+}
+
+std::optional<DeviceRates> resolve_device_rates(const DeviceLimits& device) {
+  static std::mutex mutex;
+  static std::map<std::string, std::optional<DeviceRates>> resolved;  // by device name
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (const auto it = resolved.find(device.name); it != resolved.end()) return it->second;
+  const char* mode = std::getenv("HYDRAGEN_RATES");
+  const bool measure = mode != nullptr && std::string(mode) == "measure";
+  std::optional<DeviceRates> rates = measure ? std::nullopt : device_rates(device.name);
+  if (!rates && !measure) {
+    const std::string file = calibration_file();
+    if (std::ifstream in(file); in) {
+      std::stringstream text;
+      text << in.rdbuf();
+      rates = device_rates_in(text.str(), device.name, file);
+    }
+  }
+  if (!rates && device.wgmma) rates = measure_device_rates();
+  resolved[device.name] = rates;
+  return rates;
+}
+
+Calibration calibrate_device_rates() {
+  const DeviceRates r = measure_device_rates();
+  const DeviceLimits device = device_limits();
+  Calibration c;
+  c.csv = device_rates_csv(device.name, r, "hydragen-bench --calibrate " + today());
+  const std::optional<DeviceRates> table = device_rates(device.name);
+  std::ostringstream report;
+  report.precision(4);
+  const std::pair<const char*, double DeviceRates::*> rows[] = {
+      {"wgmma_sm_flops (FLOP/ns)", &DeviceRates::wgmma_sm_flops_per_ns}, {"leaf_sm_bytes (B/ns)", &DeviceRates::leaf_sm_bytes_per_ns},
+      {"leaf_dram_bytes (B/ns)", &DeviceRates::leaf_dram_bytes_per_ns},  {"beside_leaf_dram_share", &DeviceRates::beside_leaf_dram_share},
+      {"merge (ns)", &DeviceRates::merge_ns},                            {"part_switch (ns)", &DeviceRates::part_switch_ns},
+      {"fixed (ns)", &DeviceRates::fixed_ns}};
+  for (const auto& [name, field] : rows) {
+    report << name << ": " << r.*field;
+    if (table) report << " (the table's: " << (*table).*field << ", measured / table " << r.*field / (*table).*field << ")";
+    report << "\n";
+  }
+  c.report = report.str();
+  return c;
+}
+
+}  // namespace hydragen::cuda
