@@ -5,8 +5,9 @@
 
 The rows hold the same points at two or more tp values, TP 1 among them. Left: step_ms against B or P,
 one color per mode, one line style per TP. Right: step_ms(TP 1) / step_ms(TP n) where both ran, the
-all-reduces' share of the TP n step (allreduce_ms / step_ms) on a second axis, and the ideal speedup n.
-Prints one line per mode and TP n > 1 with both ranges.
+all-reduces' share of the TP n step (allreduce_ms / step_ms: measured, the step's collectives replayed
+alone) on a second axis, and the ideal speedup n. Prints one line per mode and TP n > 1 with the speedups,
+their scaling efficiency (speedup / n) and the shares, then hydragen's speedup over paged at each TP.
 """
 from matplotlib import ticker
 from matplotlib.lines import Line2D
@@ -62,17 +63,31 @@ def scaling(steps, reduces, tps):
             {(mode, n): shares[(("all-reduces", mode, n), (mode, n))] for mode, n in pairs})
 
 
-def summary(mode, n, speedups, shares):
-    """'hydragen TP 2: 1.68x-1.71x over TP 1, all-reduces 9.2%-12.3% of the step' (one value when all agree)."""
-    def span(values, text):
-        low, high = text(min(values)), text(max(values))
-        return low if low == high else f"{low}-{high}"
+def span(values, text):
+    """'1.60x-1.78x' over the values as text() writes each, one value when all agree."""
+    low, high = text(min(values)), text(max(values))
+    return low if low == high else f"{low}-{high}"
 
-    gain = (f"{span(speedups.values(), lambda v: f'{v:.2f}x')} over TP 1" if speedups else
+
+def summary(mode, n, speedups, shares):
+    """'hydragen TP 2: 1.68x-1.71x over TP 1 (scaling efficiency 84.0%-85.5%), all-reduces 9.2%-12.3% of the
+    step' (one value when all agree); the efficiency is the speedup over n."""
+    gain = (f"{span(speedups.values(), lambda v: f'{v:.2f}x')} over TP 1 (scaling efficiency "
+            f"{span([v / n for v in speedups.values()], lambda v: f'{100 * v:.1f}%')})" if speedups else
             f"no point where TP 1 and TP {n} both ran")
     share = (f"all-reduces {span(shares.values(), lambda v: f'{100 * v:.1f}%')} of the step" if shares else
              f"no ok TP {n} row")
     return f"{mode} TP {n}: {gain}, {share}"
+
+
+def over_paged(steps, tps):
+    """'TP 2: hydragen 1.76x-3.89x over paged' per TP where both ran at a point."""
+    lines = []
+    for n in tps:
+        gains = decode.ratios(steps, [(("paged", n), ("hydragen", n))])[(("paged", n), ("hydragen", n))]
+        if gains:
+            lines.append(f"TP {n}: hydragen {span(gains.values(), lambda v: f'{v:.2f}x')} over paged")
+    return lines
 
 
 def draw_steps(ax, steps, tps, x):
@@ -184,6 +199,8 @@ def main():
                                f"{decode.fixed_text(setting, other, fixed)}: decode step time at TP {', '.join(map(str, tps))}")
     for mode, n in speedups:
         print(summary(mode, n, speedups[(mode, n)], shares[(mode, n)]))
+    for line in over_paged(steps, tps):
+        print(line)
 
 
 if __name__ == "__main__":

@@ -30,10 +30,11 @@ DECODE = os.path.join(HERE, "testdata", "decode.csv")
 # descriptions shared or copied; the copied form out of memory at 16 problems) from a made-up step-time
 # model, in hydragen-decode's format with its groups columns.
 FIG6 = os.path.join(HERE, "testdata", "decode_fig6.csv")
-# SYNTHETIC too: made-up round step times for decode_tp.py, hydragen and paged at TP 1 and TP 2 (gpus = tp)
+# SYNTHETIC too: made-up round step times for decode_tp.py, hydragen and paged at TP 1, 2 and 4 (gpus = tp)
 # over P = 1024, 2048, 4096 at B = 64 (codellama-13b, 10 layers), paged TP 1 out of memory at P = 4096;
 # chosen so that the speedups and all-reduce shares print exactly (hydragen TP 2: 10 / 6.25 = 1.60x to
-# 16 / 9 = 1.78x, all-reduces 0.5 / 6.25 = 8% to 0.9 / 9 = 10%).
+# 16 / 9 = 1.78x, all-reduces 0.5 / 6.25 = 8% to 0.9 / 9 = 10%; TP 4: 10 / 4 = 2.50x to 16 / 5.6 = 2.86x,
+# 0.5 / 4 = 12.5% at every P).
 DECODE_TP = os.path.join(HERE, "testdata", "decode-tp.csv")
 # The whole transcription of the paper's Tables 1-6 lives outside this repository; used when present.
 FULL_PAPER = "/work/shared/paper_data/hydragen_e2e_tables.csv"
@@ -157,9 +158,14 @@ class Scripts(unittest.TestCase):
         done = plot("decode_tp.py", DECODE_TP, "--out", out)
         self.assertEqual(done.returncode, 0, done.stderr)
         self.assertEqual(done.stdout.splitlines(), [
-            "hydragen TP 2: 1.60x-1.78x over TP 1, all-reduces 8.0%-10.0% of the step",
+            "hydragen TP 2: 1.60x-1.78x over TP 1 (scaling efficiency 80.0%-88.9%), all-reduces 8.0%-10.0% of the step",
+            "hydragen TP 4: 2.50x-2.86x over TP 1 (scaling efficiency 62.5%-71.4%), all-reduces 12.5% of the step",
             # P = 4096 has no speedup (TP 1 out of memory) but a share: 1.05 / 35 = 3%.
-            "paged TP 2: 1.82x-1.89x over TP 1, all-reduces 3.0%-5.0% of the step"])
+            "paged TP 2: 1.82x-1.89x over TP 1 (scaling efficiency 90.9%-94.7%), all-reduces 3.0%-5.0% of the step",
+            "paged TP 4: 3.33x-3.60x over TP 1 (scaling efficiency 83.3%-90.0%), all-reduces 5.0%-10.0% of the step",
+            "TP 1: hydragen 2.00x-3.00x over paged",
+            "TP 2: hydragen 1.76x-3.89x over paged",
+            "TP 4: hydragen 1.50x-3.21x over paged"])
 
     def test_tp_refusals(self):
         error = self.assert_bad_input("decode_tp.py", DECODE_TP, "--where", "tp=1")

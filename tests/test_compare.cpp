@@ -15,6 +15,7 @@ namespace hydragen {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::ThrowsMessage;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -156,6 +157,24 @@ TEST(Compare, TheORatioCountsTheRelativeL2Error) {
 TEST(Compare, OValuesThatAreNotWholeRowsAreRefused) {
   const Results ref{{1, 2, 3}, {0, 0}};
   EXPECT_THROW(compare(ref, ref, kTol), std::invalid_argument);
+}
+
+// compare_rows: O's rule over rows of any length, each element's atol scaled by its own row's rms.
+TEST(CompareRows, ScalesAtolByEachRowsRms) {
+  // Rows of rms 3.54 and 35.4: an error of 0.5 fails the first's bound (0.354), one of 3 passes the second's (3.54).
+  const std::vector<double> ref = {3, 4, 30, 40}, out = {3.5, 4, 33, 40};
+  const Comparison c = compare_rows(out, ref, 2, Tolerance{0, 0.1, 1, 0});
+  EXPECT_EQ(c.failed_elements, 1U);
+  EXPECT_EQ(c.worst_index, 0U);
+  EXPECT_FALSE(c.pass);
+  EXPECT_TRUE(compare_rows({3, 4, 33, 40}, ref, 2, Tolerance{0, 0.1, 1, 0}).pass);
+}
+
+TEST(CompareRows, RefusesSizesThatDifferOrAreNotWholeRows) {
+  EXPECT_THAT([] { compare_rows({1, 2}, {1, 2, 3}, 1, kTol); }, ThrowsMessage<std::invalid_argument>(HasSubstr("3")));
+  EXPECT_THAT([] { compare_rows({1, 2, 3}, {1, 2, 3}, 2, kTol); },
+              ThrowsMessage<std::invalid_argument>(HasSubstr("not whole rows of 2")));
+  EXPECT_THROW(compare_rows({}, {}, 0, kTol), std::invalid_argument);
 }
 
 TEST(Compare, WrongLseFails) {

@@ -287,6 +287,14 @@ TEST_F(Forward64Test, GreedyTakesTheArgmaxOfTheLastPosition) {
   EXPECT_TRUE(forward.greedy(prompt, 0).empty());
 }
 
+// A dropped key changes the last position alone (the earlier ones never attend it from there).
+TEST_F(Forward64Test, ADroppedKeyLeavesTheLastTokensAttentionAlone) {
+  const std::vector<int> four = {5, 17, 40, 3};
+  const Eigen::MatrixXd whole = forward.logits(four), dropped = forward.logits(four, 0, 1);
+  EXPECT_EQ(dropped.topRows(3), whole.topRows(3));
+  EXPECT_GT((dropped.row(3) - whole.row(3)).cwiseAbs().maxCoeff(), 1e-3 * whole.row(3).cwiseAbs().maxCoeff());
+}
+
 TEST_F(Forward64Test, RefusesBadInput) {
   EXPECT_THAT([&] { forward.logits({1, 2, 97}); },
               ThrowsMessage<std::invalid_argument>(
@@ -294,6 +302,8 @@ TEST_F(Forward64Test, RefusesBadInput) {
   EXPECT_THAT([&] { forward.logits({-1}); }, ThrowsMessage<std::invalid_argument>(HasSubstr("token -1 at index 0")));
   EXPECT_THAT([&] { forward.logits({1}, -1); },
               ThrowsMessage<std::invalid_argument>(HasSubstr("position_offset must be at least 0, got -1")));
+  EXPECT_THAT([&] { forward.logits({1, 2, 3}, 0, 2); },
+              ThrowsMessage<std::invalid_argument>(HasSubstr("dropped_key 2 is not a key before the last of 3 tokens")));
   EXPECT_THAT([&] { forward.greedy({}, 1); }, ThrowsMessage<std::invalid_argument>(HasSubstr("non-empty prompt")));
   EXPECT_THAT([&] { forward.greedy({1}, -2); },
               ThrowsMessage<std::invalid_argument>(HasSubstr("steps must be at least 0, got -2")));

@@ -41,32 +41,28 @@ Tolerance with_merge_lse_bound(Tolerance strict, DType o_dtype) {
   return strict;
 }
 
-Comparison compare(const Results& out, const Results& ref, const Tolerance& tol) {
-  if (out.o.size() != ref.o.size() || out.lse.size() != ref.lse.size()) {
-    throw std::invalid_argument("compare: output has " + std::to_string(out.o.size()) + " O and " +
-                                std::to_string(out.lse.size()) + " LSE values, the reference " +
-                                std::to_string(ref.o.size()) + " and " + std::to_string(ref.lse.size()));
+Comparison compare_rows(const std::vector<double>& out, const std::vector<double>& ref, std::size_t row, const Tolerance& tol) {
+  if (out.size() != ref.size()) {
+    throw std::invalid_argument("compare: output has " + std::to_string(out.size()) + " values, the reference " +
+                                std::to_string(ref.size()));
+  }
+  if (row == 0 || ref.size() % row != 0) {
+    throw std::invalid_argument("compare: " + std::to_string(ref.size()) + " values are not whole rows of " + std::to_string(row));
   }
   Comparison c;
   c.tolerance = tol;
-  // A row is the D outputs of one query row and head: O holds one per LSE value.
-  const std::size_t row = ref.lse.empty() ? std::max<std::size_t>(ref.o.size(), 1) : ref.o.size() / ref.lse.size();
-  if (!ref.lse.empty() && ref.o.size() % ref.lse.size() != 0) {
-    throw std::invalid_argument("compare: " + std::to_string(ref.o.size()) + " O values are not whole rows of " +
-                                std::to_string(ref.lse.size()) + " LSE values");
-  }
   double ref_sq = 0, err_sq = 0;
-  for (double r : ref.o) ref_sq += r * r;
+  for (double r : ref) ref_sq += r * r;
   double worst_excess = -std::numeric_limits<double>::infinity();
   double row_rms = 0;
-  for (std::size_t i = 0; i < ref.o.size(); ++i) {
+  for (std::size_t i = 0; i < ref.size(); ++i) {
     if (i % row == 0) {
       double sq = 0;
-      for (std::size_t j = i; j < i + row; ++j) sq += ref.o[j] * ref.o[j];
+      for (std::size_t j = i; j < i + row; ++j) sq += ref[j] * ref[j];
       row_rms = std::sqrt(sq / static_cast<double>(row));
     }
-    const double err = std::fabs(out.o[i] - ref.o[i]);  // NaN if either is NaN
-    const double bound = tol.rtol * std::fabs(ref.o[i]) + tol.atol * row_rms;
+    const double err = std::fabs(out[i] - ref[i]);  // NaN if either is NaN
+    const double bound = tol.rtol * std::fabs(ref[i]) + tol.atol * row_rms;
     const double excess = std::isnan(err) ? std::numeric_limits<double>::infinity() : err - bound;
     if (!(err <= bound)) ++c.failed_elements;
     c.o_bound_ratio = std::fmax(c.o_bound_ratio, bound_ratio(err, bound));
@@ -78,12 +74,30 @@ Comparison compare(const Results& out, const Results& ref, const Tolerance& tol)
     if (!std::isnan(c.max_abs_error)) c.max_abs_error = std::isnan(err) ? err : std::fmax(c.max_abs_error, err);
     err_sq += std::isnan(err) ? std::numeric_limits<double>::infinity() : err * err;
   }
-  if (!ref.o.empty()) {
-    c.worst_value = out.o[c.worst_index];
-    c.worst_reference = ref.o[c.worst_index];
+  if (!ref.empty()) {
+    c.worst_value = out[c.worst_index];
+    c.worst_reference = ref[c.worst_index];
   }
   c.rel_l2_error = ref_sq > 0 ? std::sqrt(err_sq / ref_sq) : std::sqrt(err_sq);
   c.o_bound_ratio = std::fmax(c.o_bound_ratio, bound_ratio(c.rel_l2_error, tol.l2));
+  c.pass = c.failed_elements == 0 && c.rel_l2_error <= tol.l2;
+  return c;
+}
+
+Comparison compare(const Results& out, const Results& ref, const Tolerance& tol) {
+  if (out.o.size() != ref.o.size() || out.lse.size() != ref.lse.size()) {
+    throw std::invalid_argument("compare: output has " + std::to_string(out.o.size()) + " O and " +
+                                std::to_string(out.lse.size()) + " LSE values, the reference " +
+                                std::to_string(ref.o.size()) + " and " + std::to_string(ref.lse.size()));
+  }
+  // A row is the D outputs of one query row and head: O holds one per LSE value.
+  const std::size_t row = ref.lse.empty() ? std::max<std::size_t>(ref.o.size(), 1) : ref.o.size() / ref.lse.size();
+  if (!ref.lse.empty() && ref.o.size() % ref.lse.size() != 0) {
+    throw std::invalid_argument("compare: " + std::to_string(ref.o.size()) + " O values are not whole rows of " +
+                                std::to_string(ref.lse.size()) + " LSE values");
+  }
+  Comparison c = ref.o.empty() ? Comparison{} : compare_rows(out.o, ref.o, row, tol);
+  c.tolerance = tol;
   double lse_worst_excess = -std::numeric_limits<double>::infinity();
   for (std::size_t i = 0; i < ref.lse.size(); ++i) {
     const double l = out.lse[i], r = ref.lse[i];

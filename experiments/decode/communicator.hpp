@@ -1,11 +1,12 @@
 #pragma once
 // The collectives of a tensor-parallel decoder (Megatron-style, issue 21): every rank runs the same
 // step over its shard of the model (decoder.hpp: DecoderOptions::comm) and calls these in the same
-// order. Two implementations: ranks as threads on host runtimes (here; the tests' reference) and
-// ranks as threads on the GPUs of one host through NCCL (nccl_ranks.hpp). A decoder without one runs
+// order. Two implementations: host runtimes' ranks (here; the tests' reference), as threads or as
+// processes, and GPUs' ranks through NCCL (nccl_ranks.hpp), as threads of one process or processes. A decoder without one runs
 // its shard alone (hydragen-decode --tp N: one GPU's share timed, the all-reduces left out).
 #include <functional>
 
+#include "decode/process_group.hpp"
 #include "decode/runtime.hpp"
 
 namespace hydragen::decode {
@@ -31,5 +32,9 @@ class Communicator {
 // and rethrows the first exception after every thread has stopped (a rank that throws releases the
 // others from their collectives with an error instead of a hang).
 void run_host_ranks(int size, const std::function<void(Communicator&)>& body);
+
+// This process as host rank group.rank() of group.size() processes (process_group.hpp): runs
+// body(communicator), its sums and maxima the bits run_host_ranks gives, through the group's TCP.
+void run_host_process_rank(ProcessGroup& group, const std::function<void(Communicator&)>& body);
 
 }  // namespace hydragen::decode

@@ -56,12 +56,14 @@ void rope(Eigen::MatrixXd& x, int heads, int head_dim, double theta, int positio
 }
 
 // Softmax attention of one head, row t attending keys 0..t, scale 1/sqrt(D): q, k, v [T, D] -> [T, D].
-Eigen::MatrixXd causal_attention(const Eigen::MatrixXd& q, const Eigen::MatrixXd& k, const Eigen::MatrixXd& v) {
+// The last row skips key `dropped` (none when negative).
+Eigen::MatrixXd causal_attention(const Eigen::MatrixXd& q, const Eigen::MatrixXd& k, const Eigen::MatrixXd& v, int dropped) {
   const double scale = 1.0 / std::sqrt(static_cast<double>(q.cols()));
   Eigen::MatrixXd out(q.rows(), q.cols());  // [T, D]
   for (Eigen::Index t = 0; t < q.rows(); ++t) {
     const Eigen::RowVectorXd scores = q.row(t) * k.topRows(t + 1).transpose() * scale;  // [t + 1]
-    const Eigen::RowVectorXd p = (scores.array() - scores.maxCoeff()).exp().matrix();  // [t + 1], unnormalized
+    Eigen::RowVectorXd p = (scores.array() - scores.maxCoeff()).exp().matrix();  // [t + 1], unnormalized
+    if (t == q.rows() - 1 && dropped >= 0) p[dropped] = 0;
     out.row(t) = p * v.topRows(t + 1) / p.sum();
   }
   return out;
@@ -101,11 +103,15 @@ Forward64::Forward64(const ModelConfig& model, const WeightSource& weights)
   }
 }
 
-Eigen::MatrixXd Forward64::logits(const std::vector<int>& tokens, int position_offset) const {
+Eigen::MatrixXd Forward64::logits(const std::vector<int>& tokens, int position_offset, int dropped_key) const {
   if (position_offset < 0) {
     throw std::invalid_argument("position_offset must be at least 0, got " + std::to_string(position_offset));
   }
   const auto count = static_cast<Eigen::Index>(tokens.size());
+  if (dropped_key >= count - 1) {
+    throw std::invalid_argument("dropped_key " + std::to_string(dropped_key) + " is not a key before the last of " +
+                                std::to_string(count) + " tokens");
+  }
   Eigen::MatrixXd x(count, model_.hidden);  // [T, H], the residual stream
   for (Eigen::Index t = 0; t < count; ++t) {
     const int token = tokens[static_cast<std::size_t>(t)];
@@ -117,14 +123,14 @@ Eigen::MatrixXd Forward64::logits(const std::vector<int>& tokens, int position_o
     x.row(t) = embed_.row(token);
   }
   for (const Layer& layer : layers_) {
-    x += attention(layer, rms_norm(x, layer.attn_norm, model_.rms_eps), position_offset);
+    x += attention(layer, rms_norm(x, layer.attn_norm, model_.rms_eps), position_offset, dropped_key);
     x += mlp(layer, rms_norm(x, layer.mlp_norm, model_.rms_eps));
   }
   return rms_norm(x, final_norm_, model_.rms_eps) * lm_head_.transpose();  // [T, V]
 }
 
 // The attention block's output projection of n [T, H] (the normed residual): [T, H].
-Eigen::MatrixXd Forward64::attention(const Layer& layer, const Eigen::MatrixXd& n, int position_offset) const {
+Eigen::MatrixXd Forward64::attention(const Layer& layer, const Eigen::MatrixXd& n, int position_offset, int dropped_key) const {
   const int d = model_.head_dim, group = model_.q_heads / model_.kv_heads;
   Eigen::MatrixXd q = n * layer.q.transpose();        // [T, Hq D]
   Eigen::MatrixXd k = n * layer.k.transpose();        // [T, Hkv D]
@@ -136,7 +142,7 @@ Eigen::MatrixXd Forward64::attention(const Layer& layer, const Eigen::MatrixXd& 
   for (int h = 0; h < model_.q_heads; ++h) {
     const int kv = h / group;  // grouped-query: g consecutive query heads share a KV head
     heads.middleCols(h * d, d) =
-        causal_attention(q.middleCols(h * d, d), k.middleCols(kv * d, d), v.middleCols(kv * d, d));
+        causal_attention(q.middleCols(h * d, d), k.middleCols(kv * d, d), v.middleCols(kv * d, d), dropped_key);
   }
   return heads * layer.o.transpose();
 }

@@ -19,9 +19,11 @@ class Forward64 {
 
   // The logits of every position of one sequence, [tokens, V]. Token t sits at rotary position
   // position_offset + t: a suffix that follows a prefix of P tokens has position_offset = P.
-  // Throws std::invalid_argument for a token outside [0, V), naming it and its index, or for a
-  // negative position_offset.
-  Eigen::MatrixXd logits(const std::vector<int>& tokens, int position_offset = 0) const;
+  // With dropped_key >= 0, the last token's attention skips that token's key in every layer and head:
+  // what a decoder whose step lost one key of this sequence computes (the tests' proof that their
+  // bound sees one token, issue 42). Throws std::invalid_argument for a token outside [0, V), naming
+  // it and its index, a negative position_offset, or a dropped_key that is not before the last token.
+  Eigen::MatrixXd logits(const std::vector<int>& tokens, int position_offset = 0, int dropped_key = -1) const;
 
   // The `steps` tokens greedy decoding appends to `prompt` (argmax, the lowest index on ties), each
   // from logits() of the whole sequence so far: quadratic, for tiny models. Throws
@@ -39,7 +41,7 @@ class Forward64 {
     Eigen::MatrixXd down;          // [H, F]
   };
 
-  Eigen::MatrixXd attention(const Layer& layer, const Eigen::MatrixXd& n, int position_offset) const;
+  Eigen::MatrixXd attention(const Layer& layer, const Eigen::MatrixXd& n, int position_offset, int dropped_key) const;
   Eigen::MatrixXd mlp(const Layer& layer, const Eigen::MatrixXd& n) const;
 
   ModelConfig model_;

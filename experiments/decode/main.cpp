@@ -4,6 +4,7 @@
 //
 //   hydragen-decode --preset fig3b --csv out/fig3b.csv
 //   hydragen-decode --model codellama-13b --tp 8 --mode hydragen,paged --batch 1024 --prefix 16256 --gen-tokens 128
+//   torchrun --no-python --nproc-per-node 4 hydragen-decode --rank-env --model codellama-34b --tp 4 ...   (a process per GPU)
 //
 // Bad usage: exit 2 and one line naming the flag, before anything runs.
 #include <CLI/CLI.hpp>
@@ -12,6 +13,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -22,6 +24,7 @@
 #include "decode/communicator.hpp"
 #include "decode/host_runtime.hpp"
 #include "decode/measure.hpp"
+#include "decode/process_group.hpp"
 #include "decode/prompts.hpp"
 #include "decode/resume.hpp"
 #include "flags/flag_checks.hpp"
@@ -47,7 +50,7 @@ struct Flags {
   std::string backend, csv, device = "auto", weights, prompts, tokens_out, groups;
   int layers = 0, tp = 1, gpus = 1, question_len = 0, gen_tokens = 16, runs = 3, warmup = 1, bucket = 16;
   std::uint64_t seed = 1;
-  bool resume = false;
+  bool resume = false, rank_env = false;
 };
 
 [[noreturn]] void fail(const std::string& flag, const std::string& why) { throw std::invalid_argument(flag + ": " + why); }
@@ -143,11 +146,49 @@ Peaks peaks_of([[maybe_unused]] const Runtime& runtime) {  // a CPU-only build h
   return cpu::measure_host_peaks();
 }
 
+// --rank-env: this process's rank from its launcher's environment.
+ProcessRank launched_rank() {
+  try {
+    return process_rank_from_env();
+  } catch (const std::invalid_argument& e) {
+    fail("--rank-env", e.what());
+  }
+}
+
+// body(communicator) on each rank this process runs: with --rank-env this process's one rank of
+// WORLD_SIZE processes, else --gpus N threads; NCCL on GPUs, host ranks with --device host.
+void on_ranks(const Flags& f, const std::function<void(Communicator&)>& body) {
+  if (f.rank_env) {
+    const ProcessRank me = launched_rank();
+    ProcessGroup group(me);
+    if (!on_cuda(f.device)) {
+      run_host_process_rank(group, body);
+      return;
+    }
+#ifdef HYDRAGEN_WITH_NCCL
+    run_nccl_process_rank(group, me.local_rank, body);
+    return;
+#endif
+  } else if (!on_cuda(f.device)) {
+    run_host_ranks(f.gpus, body);
+    return;
+  }
+#ifdef HYDRAGEN_WITH_NCCL
+  if (cuda::device_count() < f.gpus) {
+    fail("--gpus", std::to_string(f.gpus) + " GPUs asked, " + std::to_string(cuda::device_count()) + " here");
+  }
+  run_nccl_ranks(f.gpus, body);
+#else
+  fail(f.rank_env ? "--rank-env" : "--gpus", "this build has no NCCL: ranks run on --device host only");
+#endif
+}
+
 // --prompts: one mode's greedy answers to the file's prompts, as token ids (no timing).
 int answer(const Flags& f, const CLI::App& app) {
-  for (const char* flag : {"--preset", "--batch", "--prefix", "--question-len", "--groups", "--csv", "--resume", "--gpus"}) {
+  for (const char* flag : {"--preset", "--batch", "--prefix", "--question-len", "--groups", "--csv", "--resume"}) {
     if (app.count(flag) > 0) fail(flag, "does not go with --prompts (the file gives the batch, the prefix and the questions)");
   }
+  if (f.gpus > 1 && f.tp != f.gpus) fail("--tp", "the " + std::to_string(f.gpus) + " ranks run a model split " + std::to_string(f.gpus) + " ways (give --tp " + std::to_string(f.gpus) + ")");
   const ModelConfig full = model_config(f.model);
   const ModelShard sh = shard(f.layers > 0 ? with_layers(full, f.layers) : full, f.tp);
   const std::vector<std::vector<int>> prompts = [&] {
@@ -163,13 +204,35 @@ int answer(const Flags& f, const CLI::App& app) {
   } catch (const std::invalid_argument& e) {
     fail("--mode", std::string(e.what()) + " (--prompts runs one mode)");
   }
-  std::unique_ptr<Runtime> runtime = make_runtime(f.device);
   options.backend = f.backend;
   options.bucket = f.bucket;
   std::unique_ptr<WeightSource> weights =
       f.weights.empty() ? random_weights(f.seed) : checkpoint_weights(f.weights, sh.model);
-  const PromptSharing sharing = share_prompts(prompts, sh, runtime->dtype(), options.mode);
-  const auto answers = answer_prompts(*runtime, sh, *weights, options, sharing, f.gen_tokens);
+  std::vector<std::vector<int>> answers;
+  PromptSharing sharing;
+  std::string runtime_name;
+  // Each rank lays the prompts out as every other does; rank 0's answers are the model's.
+  const auto run_rank = [&](Communicator* comm) {
+    const std::unique_ptr<Runtime> runtime = make_runtime(f.device);
+    DecoderOptions mine = options;
+    if (comm != nullptr) {
+      mine.rank = comm->rank();
+      mine.comm = comm;
+    }
+    const PromptSharing laid_out = share_prompts(prompts, sh, runtime->dtype(), options.mode);
+    std::vector<std::vector<int>> a = answer_prompts(*runtime, sh, *weights, mine, laid_out, f.gen_tokens);
+    if (mine.rank == 0) {
+      answers = std::move(a);
+      sharing = laid_out;
+      runtime_name = runtime->name();
+    }
+  };
+  if (f.gpus > 1) {
+    on_ranks(f, [&](Communicator& comm) { run_rank(&comm); });
+    if (f.rank_env && launched_rank().rank != 0) return 0;  // rank 0 writes the answers
+  } else {
+    run_rank(nullptr);
+  }
   std::ofstream file;
   if (!f.tokens_out.empty()) {
     file.open(f.tokens_out);
@@ -183,7 +246,8 @@ int answer(const Flags& f, const CLI::App& app) {
   std::cerr << "hydragen-decode: " << answers.size() << " sequences sharing a " << sharing.prompt.size() << "-token prompt"
             << (sharing.groups.empty() ? "" : " and " + std::to_string(sharing.groups.size()) +
                                                    (sharing.groups.size() == 1 ? " group" : " groups") + " below it")
-            << ", " << f.gen_tokens << " tokens each, mode " << mode_name(options.mode) << " on " << runtime->name()
+            << ", " << f.gen_tokens << " tokens each, mode " << mode_name(options.mode) << " on " << runtime_name
+            << (f.gpus > 1 ? " x " + std::to_string(f.gpus) + " ranks" : std::string())
             << ", " << weights->describe() << "\n";
   return 0;
 }
@@ -260,7 +324,7 @@ class Report {
   std::chrono::steady_clock::time_point start_;
 };
 
-// --gpus N: the model's N shards at once, one thread per rank: NCCL over N GPUs, or host ranks.
+// --gpus N: the model's N shards at once, one per rank (on_ranks).
 void run_ranks(const Flags& f, const std::vector<DecodePoint>& points, MeasureConfig config, Report& report) {
   const auto body = [&](Communicator& comm) {
     const std::unique_ptr<Runtime> runtime = make_runtime(f.device);
@@ -277,18 +341,7 @@ void run_ranks(const Flags& f, const std::vector<DecodePoint>& points, MeasureCo
       if (comm.rank() == 0) report.row(runtime->name(), r);
     }
   };
-  if (!on_cuda(f.device)) {
-    run_host_ranks(f.gpus, body);
-    return;
-  }
-#ifdef HYDRAGEN_WITH_NCCL
-  if (cuda::device_count() < f.gpus) {
-    fail("--gpus", std::to_string(f.gpus) + " GPUs asked, " + std::to_string(cuda::device_count()) + " here");
-  }
-  run_nccl_ranks(f.gpus, body);
-#else
-  fail("--gpus", "this build has no NCCL: --gpus " + std::to_string(f.gpus) + " runs on --device host only");
-#endif
+  on_ranks(f, body);
 }
 
 int run(const Flags& f, const CLI::App& app) {
@@ -327,7 +380,9 @@ int run(const Flags& f, const CLI::App& app) {
     std::cerr << "hydragen-decode: --resume: " << all - points.size() << " of " << all << " points already in " << f.csv
               << " from this device at this commit; " << resumed.elsewhere << " rows from elsewhere kept\n";
   }
-  Report report(f, points.size(), resumed);
+  Flags writer = f;  // ranks as processes: rank 0 alone writes the CSV
+  if (f.rank_env && launched_rank().rank != 0) writer.csv.clear();
+  Report report(writer, points.size(), resumed);
   if (f.gpus > 1) {
     runtime.reset();
     run_ranks(f, points, config, report);
@@ -364,6 +419,10 @@ int main(int argc, char** argv) {
                  "one per thread; also times rank 0's shard alone for the all-reduces' share")
       ->check(flags::decimal<int>())
       ->check(CLI::PositiveNumber);
+  app.add_flag("--rank-env", f.rank_env,
+               "this process is one rank of several (one per GPU, on one host or many): RANK of WORLD_SIZE, on GPU "
+               "LOCAL_RANK, meeting rank 0 at MASTER_ADDR:MASTER_PORT, as torchrun sets them; --gpus is WORLD_SIZE, rank 0 "
+               "alone writes the CSV, the rows and the answers");
   app.add_option("--mode", f.modes, "comma list of flash, paged, hydragen, no-attention");
   app.add_option("--backend", f.backend, "attention backend for the attention modes (default: the fastest of the device's)");
   app.add_option("--batch", f.batch, "comma list of batch sizes B");
@@ -394,6 +453,12 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
+    if (f.rank_env) {
+      if (f.resume) fail("--resume", "does not go with --rank-env (every rank must run the same points)");
+      const ProcessRank me = launched_rank();
+      if (app.count("--gpus") > 0 && f.gpus != me.size) fail("--gpus", std::to_string(f.gpus) + " against WORLD_SIZE " + std::to_string(me.size));
+      f.gpus = me.size;
+    }
     return run(f, app);
   } catch (const std::invalid_argument& e) {
     std::cerr << "hydragen-decode: " << e.what() << "\n";

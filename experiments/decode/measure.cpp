@@ -8,6 +8,7 @@
 #include <random>
 #include <stdexcept>
 
+#include "decode/collective_timing.hpp"
 #include "hydragen/errors.hpp"
 #include "hydragen/tree_spec.hpp"
 
@@ -49,7 +50,7 @@ TreeSpec decode_groups(const DecodePoint& point) {
 
 std::string decode_csv_header() {
   return "device,commit,model,layers,tp,gpus,mode,backend,B,P,question_len,groups,gen_tokens,tokens_per_s,step_ms,"
-         "allreduce_ms,attention_floor_ms,spread,answer_ms,groups_prefill_ms,host_ms_per_step,replan_ms,build_ms,prefill_ms,"
+         "allreduce_ms,allreduce_derived_ms,allreduce_busbw_gbps,attention_floor_ms,spread,answer_ms,groups_prefill_ms,host_ms_per_step,replan_ms,build_ms,prefill_ms,"
          "memory_gb,status,note\n";
 }
 
@@ -57,8 +58,8 @@ std::string decode_csv_row(const std::string& device, const std::string& commit,
   const DecodePoint& p = r.point;
   const int layers = p.layers > 0 ? p.layers : model_config(p.model).layers;
   char numbers[512];
-  std::snprintf(numbers, sizeof numbers, "%.1f,%.4f,%.4f,%.4f,%.4f,%.3f,%.3f,%.4f,%.2f,%.1f,%.1f,%.3f", r.tokens_per_s,
-                r.step_ms, r.allreduce_ms, r.attention_floor_ms, r.spread, r.answer_ms, r.groups_prefill_ms, r.host_ms_per_step,
+  std::snprintf(numbers, sizeof numbers, "%.1f,%.4f,%.4f,%.4f,%.1f,%.4f,%.4f,%.3f,%.3f,%.4f,%.2f,%.1f,%.1f,%.3f", r.tokens_per_s,
+                r.step_ms, r.allreduce_ms, r.allreduce_derived_ms, r.allreduce_busbw_gbps, r.attention_floor_ms, r.spread, r.answer_ms, r.groups_prefill_ms, r.host_ms_per_step,
                 r.replan_ms, r.build_ms, r.prefill_ms,
                 r.memory_gb);
   return csv_field(device) + "," + csv_field(commit) + "," + p.model + "," + std::to_string(layers) + "," +
@@ -104,9 +105,11 @@ DecodeRow measure_point(Runtime& runtime, const DecodePoint& point, const Measur
     options.suffix_capacity = point.question_len + point.gen_tokens;
     options.max_q_len = std::max(1, point.question_len);
     options.bucket = config.bucket;
+    std::unique_ptr<RecordingCommunicator> recording;  // the step's collectives, to time them alone after the runs
     if (comm != nullptr) {
+      recording = std::make_unique<RecordingCommunicator>(*comm);
       options.rank = comm->rank();
-      options.comm = comm;
+      options.comm = recording.get();
     }
     const TreeSpec groups = decode_groups(point);
     for (int g = 0; !groups.levels.empty() && g < groups.levels[0].groups; ++g) {
@@ -202,6 +205,16 @@ DecodeRow measure_point(Runtime& runtime, const DecodePoint& point, const Measur
     row.spread = (*std::max_element(decode_s.begin(), decode_s.end()) - *std::min_element(decode_s.begin(), decode_s.end())) / decode;
     row.answer_ms = median(answer_s) * 1e3;
     row.host_ms_per_step = median(host_s) / point.gen_tokens * 1e3;
+    if (recording != nullptr) {  // one decode step again, eager, its collectives recorded, then replayed alone
+      decoder.reset();
+      std::vector<int> next(static_cast<std::size_t>(point.batch), first);
+      if (point.question_len > 0) next = decoder.step(questions, point.question_len);
+      recording->take();
+      decoder.step(next, 1);
+      const CollectiveTiming timing = time_collectives(runtime, *comm, recording->take());
+      row.allreduce_ms = timing.ms;
+      row.allreduce_busbw_gbps = timing.busbw_gbps;
+    }
   } catch (const OutOfMemory& e) {
     if (collectives) throw;
     row.status = "x";
@@ -222,7 +235,7 @@ DecodeRow measure_point_ranks(Runtime& runtime, const DecodePoint& point, const 
   DecodeRow row = measure_point(runtime, point, config, &comm, cache);
   row.gpus = comm.size();
   if (comm.rank() == 0 && row.status == "ok" && alone.status == "ok") {
-    row.allreduce_ms = row.step_ms - alone.step_ms;
+    row.allreduce_derived_ms = row.step_ms - alone.step_ms;
     // The shard was made (or its weights found) by the run alone; the run together reused them.
     row.build_ms = alone.build_ms;
     row.weights_reused = alone.weights_reused;

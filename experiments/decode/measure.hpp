@@ -47,15 +47,20 @@ struct DecodeRow {
   double prefill_ms = 0;         // the shared prompt through the model once (its plan included)
   double memory_gb = 0;          // the estimate the point was admitted on
   int gpus = 1;                  // GPUs (ranks) that ran the point: 1 for one shard of a TP-N model alone
-  // With several ranks: step_ms minus the same shard's step alone on rank 0's GPU, measured in the same
-  // run (the all-reduces' cost, the ranks' waits for each other included); 0 for one rank.
+  // With several ranks (0 for one), per step: the step's collectives replayed alone (collective_timing.hpp:
+  // measured, what the interconnect costs), the bus bandwidth they reach in that replay, and step_ms
+  // minus the same shard's step alone on rank 0's GPU in the same run (derived: the collectives, the
+  // ranks' waits for each other and the overlap lost; rank 0's row only).
   double allreduce_ms = 0;
+  double allreduce_busbw_gbps = 0;
+  double allreduce_derived_ms = 0;
 };
 
 // Never throws for a point that cannot run: status x (the estimate exceeds the free memory, in
 // well under a second) or error (with the message). With comm, every rank calls it with its own
 // runtime for the same point: the ranks admit the point only if it fits on all of them, build their
-// shards, and time the decode with the all-reduces (each rank's row its own timing). With `cache`
+// shards, and time the decode with the all-reduces (each rank's row its own timing), then time one
+// step's collectives alone (allreduce_ms). With `cache`
 // (the runtime's), the shard's weights come from it: consecutive points of one shard upload them
 // once; without, the point uploads its own and releases them.
 DecodeRow measure_point(Runtime& runtime, const DecodePoint& point, const MeasureConfig& config, Communicator* comm = nullptr,
@@ -63,7 +68,7 @@ DecodeRow measure_point(Runtime& runtime, const DecodePoint& point, const Measur
 
 // The point on every rank of comm (each calling it): rank 0 first times its shard alone, the others
 // waiting, then all ranks time the decode together (both on the cache's weights, when given). Rank 0's
-// row, with gpus, allreduce_ms, and build_ms and weights_reused of its run alone (which made the
+// row, with gpus, allreduce_derived_ms, and build_ms and weights_reused of its run alone (which made the
 // shard); the other ranks' rows say only whether they ran.
 DecodeRow measure_point_ranks(Runtime& runtime, const DecodePoint& point, const MeasureConfig& config, Communicator& comm,
                               WeightCache* cache = nullptr);

@@ -3,7 +3,10 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <functional>
+#include <utility>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -36,11 +39,17 @@ cudaStream_t stream_of(const Runtime& runtime) {
   return static_cast<cudaStream_t>(runtime.stream().handle);
 }
 
+// The ranks' agreement on the host: Communicator::all, and whether a rank has failed already.
+struct HostSide {
+  std::function<bool(bool)> all;
+  std::function<bool()> failed;
+};
+
 class NcclCommunicator final : public Communicator {
  public:
-  NcclCommunicator(RankGroup& group, ncclComm_t comm, int rank) : group_(group), comm_(comm), rank_(rank) {}
+  NcclCommunicator(HostSide host, ncclComm_t comm, int rank, int size) : host_(std::move(host)), comm_(comm), rank_(rank), size_(size) {}
   int rank() const override { return rank_; }
-  int size() const override { return group_.size(); }
+  int size() const override { return size_; }
 
   void all_reduce_sum(Runtime& runtime, const Matrix& x) override {
     if (x.ld != x.cols) throw std::invalid_argument("NCCL ranks: all_reduce_sum takes a contiguous x (ld == cols)");
@@ -56,30 +65,33 @@ class NcclCommunicator final : public Communicator {
                "ncclAllReduce (max)", comm_);
   }
 
-  bool all(bool ok) override { return group_.all(rank_, ok); }
+  bool all(bool ok) override { return host_.all(ok); }
 
  private:
   // No new collective once a rank has failed: its peers would wait for it on the GPU.
   void enter() {
-    if (group_.failed()) throw std::runtime_error("tensor parallel: another rank failed");
+    if (host_.failed()) throw std::runtime_error("tensor parallel: another rank failed");
   }
 
-  RankGroup& group_;
+  HostSide host_;
   ncclComm_t comm_;
-  const int rank_;
+  const int rank_, size_;
 };
 
-}  // namespace
-
-void run_nccl_ranks(int gpus, const std::function<void(Communicator&)>& body) {
+void require_gpus(int needed, const std::string& what) {
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess) {
     (void)cudaGetLastError();
     devices = 0;
   }
-  if (gpus < 1 || gpus > devices) {
-    throw std::invalid_argument("tensor parallel over NCCL: " + std::to_string(gpus) + " GPUs asked, " + std::to_string(devices) + " here");
-  }
+  if (needed > devices) throw std::invalid_argument(what + ": " + std::to_string(needed) + " GPUs asked, " + std::to_string(devices) + " here");
+}
+
+}  // namespace
+
+void run_nccl_ranks(int gpus, const std::function<void(Communicator&)>& body) {
+  if (gpus < 1) throw std::invalid_argument("tensor parallel over NCCL: at least one GPU, got " + std::to_string(gpus));
+  require_gpus(gpus, "tensor parallel over NCCL");
   setenv("NCCL_NVLS_ENABLE", "0", 1);  // before NCCL reads its environment; children inherit it
   std::vector<ncclComm_t> comms(static_cast<std::size_t>(gpus), nullptr);
   nccl_check(ncclCommInitAll(comms.data(), gpus, nullptr), "ncclCommInitAll");
@@ -91,7 +103,8 @@ void run_nccl_ranks(int gpus, const std::function<void(Communicator&)>& body) {
         group,
         [&](int rank) {
           CUDA_CHECK(cudaSetDevice(rank));
-          NcclCommunicator communicator(group, comms[static_cast<std::size_t>(rank)], rank);
+          NcclCommunicator communicator({[&group, rank](bool ok) { return group.all(rank, ok); }, [&group] { return group.failed(); }},
+                                        comms[static_cast<std::size_t>(rank)], rank, gpus);
           body(communicator);
         },
         [&] {  // a rank waits on the GPU for a peer that failed: abort every communicator (NCCL's watchdog way)
@@ -105,6 +118,30 @@ void run_nccl_ranks(int gpus, const std::function<void(Communicator&)>& body) {
     for (ncclComm_t c : comms) (void)(failure ? ncclCommAbort(c) : ncclCommDestroy(c));
   }
   if (failure) std::rethrow_exception(failure);
+}
+
+}  // namespace hydragen::decode
+
+namespace hydragen::decode {
+
+void run_nccl_process_rank(ProcessGroup& group, int local_rank, const std::function<void(Communicator&)>& body) {
+  require_gpus(local_rank + 1, "rank " + std::to_string(group.rank()) + " on GPU LOCAL_RANK " + std::to_string(local_rank));
+  setenv("NCCL_NVLS_ENABLE", "0", 1);
+  CUDA_CHECK(cudaSetDevice(local_rank));
+  ncclUniqueId id{};
+  if (group.rank() == 0) nccl_check(ncclGetUniqueId(&id), "ncclGetUniqueId");
+  const std::string from_rank0 = group.all_gather(std::string(id.internal, sizeof id.internal)).front();
+  std::copy(from_rank0.begin(), from_rank0.end(), id.internal);
+  ncclComm_t comm = nullptr;
+  nccl_check(ncclCommInitRank(&comm, group.size(), id, group.rank()), "ncclCommInitRank");
+  try {
+    NcclCommunicator communicator({[&group](bool ok) { return group.all(ok); }, [] { return false; }}, comm, group.rank(), group.size());
+    body(communicator);
+  } catch (...) {
+    (void)ncclCommAbort(comm);  // the peers' collectives fail or hang: the launcher stops them (torchrun does)
+    throw;
+  }
+  (void)ncclCommDestroy(comm);
 }
 
 }  // namespace hydragen::decode

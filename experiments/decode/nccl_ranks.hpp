@@ -1,9 +1,9 @@
 #pragma once
-// Tensor-parallel ranks on the GPUs of one host through NCCL (issue 21; built where CMake finds NCCL,
-// HYDRAGEN_WITH_NCCL): one thread per GPU in this
-// process, communicators from ncclCommInitAll. Threads rather than processes: no launcher (MPI,
-// torchrun) on the machines this runs on, one CSV writer and one progress line, the weights read
-// once, and a rank's failure reaches the others in memory (communicator.hpp's contract).
+// Tensor-parallel ranks on GPUs through NCCL (issue 21; built where CMake finds NCCL,
+// HYDRAGEN_WITH_NCCL), two ways. One thread per GPU of this host, communicators from ncclCommInitAll:
+// no launcher needed, and a rank's failure reaches the others in memory (communicator.hpp's
+// contract). Or one process per GPU (issue 42), started by a launcher on one host or several, the
+// NCCL unique id passed from rank 0 through the process group (process_group.hpp).
 #include <functional>
 
 #include "decode/communicator.hpp"
@@ -18,5 +18,11 @@ namespace hydragen::decode {
 // communicators. Throws std::invalid_argument when there are fewer GPUs, hydragen::Error from NCCL
 // with its message.
 void run_nccl_ranks(int gpus, const std::function<void(Communicator&)>& body);
+
+// This process as rank group.rank() of group.size(), on its host's GPU local_rank: rank 0 makes the
+// NCCL unique id and the group passes it on, then ncclCommInitRank; runs body(communicator). A rank
+// that fails aborts its communicator and rethrows; its peers are the launcher's to stop. Throws
+// std::invalid_argument when the host has no GPU local_rank.
+void run_nccl_process_rank(ProcessGroup& group, int local_rank, const std::function<void(Communicator&)>& body);
 
 }  // namespace hydragen::decode

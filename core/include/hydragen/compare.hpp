@@ -11,6 +11,7 @@
 // for the extreme-logit problems. docs/design.md derives them.
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "hydragen/problem.hpp"
 
@@ -65,6 +66,12 @@ struct Comparison {
 };
 
 Comparison compare(const Results& out, const Results& ref, const Tolerance& tolerance);
+
+// O's rule alone, over any values in rows of `row` (compare() calls it with a row per LSE value; the
+// decoder's logits check with a row per sequence, issue 42): every element against rtol and atol
+// times its row's rms, and the relative L2 error. The LSE fields stay 0. Throws
+// std::invalid_argument for sizes that differ or are not whole rows.
+Comparison compare_rows(const std::vector<double>& out, const std::vector<double>& ref, std::size_t row, const Tolerance& tolerance);
 
 // An output computed outside this library (hydragen-diff --npy-dir, the Python package's compare)
 // against the fp64 reference: O under tolerance_for(o_dtype, logit_bound); LSE, when out.lse is not
