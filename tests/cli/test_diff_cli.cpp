@@ -174,7 +174,7 @@ TEST(DiffCli, PassesEveryTreeAndStorage) {
            {"--storage", "redundant"},
            {"--tree", "flat"},
            {"--tree", "2x5", "--q-len", "3"},
-           {"--tree", "copy:2x1-9", "--suffix-lens", "0,4"},
+           {"--tree", "copy:2x1-9", "--suffix", "0"},
            {"--logit-scale", "1e4"},
            {"--scale", "0.01", "--seed", "7"}}) {
     const CliRun r = run_cli_with(small("test-exact", extra));
