@@ -36,11 +36,10 @@ constexpr const char* kFooter =
     "--random N draws N small problems (trees of depth 1-4 given segment by segment, segments of 0 and 1\n"
     "tokens, q_len 1-8, g = Hq/Hkv from 1 to 32, dtypes and head dims 16-256 narrowed to what the chosen\n"
     "backends take, logit scales 1e-3 to 1e4, both storages) and checks each chosen backend on each;\n"
-    "problem i depends only on --seed and i. Each\n"
-    "failure prints the single-problem command line that reproduces it. Timing (2 cores, Release): about\n"
-    "20 ms per problem for its inputs and fp64 reference, made once and shared by the backends, plus about\n"
-    "1 ms per CPU backend; --random 500 about 11 s for the default set (reference-decomposed, cpu-flat,\n"
-    "cpu-hydragen).";
+    "problem i depends only on --seed and i. Each failure prints the single-problem command line that\n"
+    "reproduces it. Timing (2 cores, Release): about 20 ms per problem for its inputs and fp64 reference,\n"
+    "made once and shared by the backends, plus about 1 ms per CPU backend; --random 500 about 11 s for\n"
+    "the default set (reference-decomposed, cpu-flat, cpu-hydragen).";
 
 // Flags kept as text (or with a CLI-visible default) until CLI11 has split the command line; parse()
 // then converts them with the project's own parsers so every message names the flag and value.
