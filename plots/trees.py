@@ -34,9 +34,9 @@ def family(tree):
 def main():
     args = common.arguments(__doc__.splitlines()[0]).parse_args()
     rows = common.select(common.load(args.csv, COLUMNS), args.where)
-    rows = [r for r in rows if r["tree"] not in ("prefix",) and not r["tree"].startswith("tokens:")]
+    rows = [r for r in rows if r["tree"] not in ("prefix", "flat") and not r["tree"].startswith("tokens:")]
     if not rows:
-        raise common.InputError("no rows with a tree of levels (the tree column is prefix everywhere)")
+        raise common.InputError("no rows with a tree of levels (the tree column is prefix or flat everywhere)")
     setting = common.single(rows, common.SETTING)
     prompts = sorted({r["P"] for r in rows})
     keys = common.methods(rows)

@@ -197,12 +197,14 @@ TEST(SweepGrid, ProductVariesTheLastListFastest) {
 }
 
 TEST(SweepGrid, TreesVaryFastest) {
-  const std::vector<ShapePoint> p =
-      product({DType::fp32}, {4}, {10}, {5}, {1}, {8}, {1}, {64}, {TreeSpec{}, TreeSpec::parse("2x3")});
-  ASSERT_EQ(p.size(), 2u);
-  EXPECT_EQ(p[0].tree.text(), "prefix");
-  EXPECT_EQ(p[1].tree.text(), "2x3");
+  const std::vector<ShapePoint> p = product({DType::fp32}, {4}, {10}, {5}, {1}, {8}, {1}, {64},
+                                            {TreeSpec{}, TreeSpec::parse("2x3"), TreeSpec::parse("flat")});
+  ASSERT_EQ(p.size(), 3u);
+  EXPECT_EQ(p[0].tree_text(), "prefix");
+  EXPECT_EQ(p[1].tree_text(), "2x3");
   EXPECT_EQ(p[1].sharing_tree().depth(), 3);
+  EXPECT_EQ(p[2].tree_text(), "flat");
+  EXPECT_EQ(p[2].sharing_tree().lengths(), (std::vector<int>{15, 15, 15, 15})) << "each sequence its own P + S";
 }
 
 TEST(SweepGrid, BackendSpecNamesTheStorage) {

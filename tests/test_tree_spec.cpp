@@ -1,6 +1,6 @@
-// Sharing trees by their shape (tree_spec.hpp): the text `hydragen-sweep --tree` takes and its CSV
-// writes, and the trees it builds: levels of equal groups under the prefix, consecutive sequences
-// in each group.
+// Sharing trees by their shape (tree_spec.hpp): the one text `--tree` takes in hydragen-diff and
+// hydragen-sweep and their outputs write, and the trees it builds: levels of equal groups under the
+// prefix, consecutive sequences in each group; or no sharing at all.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -23,6 +23,18 @@ TEST(TreeSpec, PrefixIsTheOneLevelTreeOfTheSweep) {
   EXPECT_EQ(t.depth(), 2);
   EXPECT_EQ(t.total_tokens(), 100 + 4 * 7);
   EXPECT_EQ(t.describe(), SharingTree::prefix_suffix(100, {7, 7, 7, 7}).describe());
+}
+
+TEST(TreeSpec, FlatSharesNothingNotEvenThePrefix) {
+  const TreeSpec spec = TreeSpec::parse("flat");
+  EXPECT_TRUE(spec.flat);
+  EXPECT_TRUE(spec.levels.empty());
+  const SharingTree t = spec.build(10, {1, 0, 5});
+  EXPECT_EQ(t.parents(), (std::vector<int>{-1, -1, -1}));
+  EXPECT_EQ(t.lengths(), (std::vector<int>{11, 10, 15}));
+  EXPECT_EQ(t.depth(), 1);
+  EXPECT_THAT([&] { spec.build(2147483647, {0, 1}); },
+              ThrowsMessage<std::invalid_argument>(HasSubstr("tree flat: P + S = 2147483647 + 1 exceeds int")));
 }
 
 TEST(TreeSpec, TwoLevelGroupsConsecutiveSequences) {
@@ -81,13 +93,22 @@ TEST(TreeSpec, CopyMovesTheGroupsTokensIntoEveryLeaf) {
   EXPECT_EQ(deep.path_length(3), 100 + 10 + 5 + 1);
 }
 
+TEST(TreeSpec, EachSequenceMayHaveItsOwnSuffixLength) {
+  const SharingTree shared = TreeSpec::parse("2x8").build(100, {1, 2, 3, 4});
+  EXPECT_EQ(shared.parents(), (std::vector<int>{-1, 0, 0, 1, 1, 2, 2}));
+  EXPECT_EQ(shared.lengths(), (std::vector<int>{100, 8, 8, 1, 2, 3, 4}));
+  const SharingTree copied = TreeSpec::parse("copy:2x8").build(100, {1, 2, 3, 4});
+  EXPECT_EQ(copied.lengths(), (std::vector<int>{100, 9, 10, 11, 12}));
+  EXPECT_EQ(TreeSpec::parse("prefix").build(7, {0, 5}).lengths(), (std::vector<int>{7, 0, 5}));
+}
+
 TEST(TreeSpec, EmptySegmentsAreAllowed) {
   const SharingTree t = TreeSpec::parse("2x0/2x5").build(4, 0, 0);
   EXPECT_EQ(t.total_tokens(), 4 * 5);
 }
 
 TEST(TreeSpec, TextRoundTrips) {
-  for (const char* text : {"prefix", "16x1024", "4x1024/4x256", "2x0/3x1/4x7", "8x300-800", "copy:16x1024", "copy:2x5/4x1-9"}) {
+  for (const char* text : {"prefix", "flat", "16x1024", "4x1024/4x256", "2x0/3x1/4x7", "8x300-800", "copy:16x1024", "copy:2x5/4x1-9"}) {
     EXPECT_EQ(TreeSpec::parse(text).text(), text);
     EXPECT_EQ(TreeSpec::parse(TreeSpec::parse(text).text()), TreeSpec::parse(text));
   }
@@ -95,23 +116,45 @@ TEST(TreeSpec, TextRoundTrips) {
 
 TEST(TreeSpec, BadTextIsRejectedWithTheReason) {
   auto parse = [](const char* text) { return [text] { TreeSpec::parse(text); }; };
-  EXPECT_THAT(parse(""), ThrowsMessage<std::invalid_argument>(HasSubstr("expected prefix, or levels")));
-  EXPECT_THAT(parse("copy:"), ThrowsMessage<std::invalid_argument>(HasSubstr("expected prefix, or levels")));
+  EXPECT_THAT(parse(""), ThrowsMessage<std::invalid_argument>(HasSubstr("expected prefix, flat, or levels")));
+  EXPECT_THAT(parse("copy:"), ThrowsMessage<std::invalid_argument>(HasSubstr("expected prefix, flat, or levels")));
   EXPECT_THAT(parse("8x800-300"), ThrowsMessage<std::invalid_argument>(HasSubstr("lengths 800-300 run backwards")));
   EXPECT_THAT(parse("8x300-"), ThrowsMessage<std::invalid_argument>(HasSubstr("length '' is not")));
-  EXPECT_THAT(parse("flat"), ThrowsMessage<std::invalid_argument>(HasSubstr("level 'flat' is not GROUPSxLENGTH")));
+  EXPECT_THAT(parse("radix"), ThrowsMessage<std::invalid_argument>(HasSubstr("tree 'radix': expected prefix, flat, or levels")));
+  EXPECT_THAT(parse("copy:flat"), ThrowsMessage<std::invalid_argument>(HasSubstr("expected prefix, flat, or levels")));
+  EXPECT_THAT(parse("flat/2x4"), ThrowsMessage<std::invalid_argument>(HasSubstr("expected prefix, flat, or levels")));
+  EXPECT_THAT(parse("2x4/flat"), ThrowsMessage<std::invalid_argument>(HasSubstr("level 'flat' is not GROUPSxLENGTH")));
   EXPECT_THAT(parse("16x1024/"), ThrowsMessage<std::invalid_argument>(HasSubstr("level '' is not GROUPSxLENGTH")));
   EXPECT_THAT(parse("0x64"), ThrowsMessage<std::invalid_argument>(HasSubstr("group count '0' is not a positive integer")));
   EXPECT_THAT(parse("4x-1"), ThrowsMessage<std::invalid_argument>(HasSubstr("length '-1' is not a non-negative integer")));
   EXPECT_THAT(parse("4x64k"), ThrowsMessage<std::invalid_argument>(HasSubstr("length '64k'")));
-  EXPECT_THAT(parse("x64"), ThrowsMessage<std::invalid_argument>(HasSubstr("group count ''")));
+  EXPECT_THAT(parse("4xx64"), ThrowsMessage<std::invalid_argument>(HasSubstr("length 'x64'")));
+  EXPECT_THAT(parse("4/4x64"), ThrowsMessage<std::invalid_argument>(HasSubstr("level '4' is not GROUPSxLENGTH")));
+}
+
+// hydragen-diff's --tree took these words before the tools shared one grammar.
+TEST(TreeSpec, EachRetiredWordSaysWhatToWriteInstead) {
+  auto parse = [](const char* text) { return [text] { TreeSpec::parse(text); }; };
+  EXPECT_THAT(parse("two-level"), ThrowsMessage<std::invalid_argument>(HasSubstr(
+                                      "tree 'two-level': two-level is now GROUPSxLENGTH: 2x64 is 2 groups of 64 shared tokens")));
+  EXPECT_THAT(parse("levels"), ThrowsMessage<std::invalid_argument>(
+                                   HasSubstr("levels is gone: write the levels themselves, e.g. 4x1024/4x256")));
+  EXPECT_THAT(parse("custom"), ThrowsMessage<std::invalid_argument>(
+                                   HasSubstr("custom is gone: give --parents, --lengths and --leaves alone, without --tree")));
+  EXPECT_THAT(parse("tokens"), ThrowsMessage<std::invalid_argument>(
+                                   HasSubstr("tokens is gone: give --tokens FILE alone, without --tree")));
+  EXPECT_THAT(parse("tokens:t.txt"), ThrowsMessage<std::invalid_argument>(HasSubstr("give --tokens FILE alone")));
 }
 
 TEST(TreeSpec, TheBatchMustFillEveryGroupEqually) {
   const TreeSpec spec = TreeSpec::parse("4x10/4x10");
   EXPECT_NO_THROW(spec.build(32, 1, 1));
   EXPECT_THAT([&] { spec.build(24, 1, 1); },
-              ThrowsMessage<std::invalid_argument>(HasSubstr("B = 24 is not a positive multiple of 16")));
+              ThrowsMessage<std::invalid_argument>(HasSubstr(
+                  "tree 4x10/4x10 splits the batch into 16 equal groups of consecutive sequences: B = 24 is not a "
+                  "positive multiple of 16")));
+  EXPECT_THAT([&] { spec.check_batch(0); }, ThrowsMessage<std::invalid_argument>(HasSubstr("B = 0 is not")));
+  EXPECT_NO_THROW(TreeSpec::parse("flat").check_batch(5));
   EXPECT_THAT([] { TreeSpec::parse("100000x1/100000x1/100000x1/100000x1").build(64, 1, 1); },
               ThrowsMessage<std::invalid_argument>(HasSubstr("B = 64 is not a positive multiple")));
 }

@@ -2,13 +2,26 @@
 
 #include <algorithm>
 #include <charconv>
+#include <limits>
 #include <stdexcept>
+#include <utility>
 
 namespace hydragen {
 
 namespace {
 
 constexpr std::string_view kCopy = "copy:";
+constexpr std::string_view kFlat = "flat";
+
+// The words hydragen-diff's --tree took before the tools shared this grammar, and what to write now.
+constexpr std::pair<std::string_view, std::string_view> kRetired[] = {
+    {"two-level", "two-level is now GROUPSxLENGTH: 2x64 is 2 groups of 64 shared tokens under the prefix "
+                  "(two-level's --groups 2 --group-len 64), and the batch must divide into the groups"},
+    {"levels", "levels is gone: write the levels themselves, e.g. 4x1024/4x256 (what --levels took)"},
+    {"custom", "custom is gone: give --parents, --lengths and --leaves alone, without --tree (a tree given "
+               "segment by segment is not a shape)"},
+    {"tokens", "tokens is gone: give --tokens FILE alone, without --tree (a tree found in token ids is not a shape)"},
+};
 
 [[noreturn]] void fail(std::string_view spec, const std::string& why) {
   throw std::invalid_argument("tree '" + std::string(spec) + "': " + why);
@@ -51,11 +64,21 @@ TreeSpec TreeSpec::parse(std::string_view text) {
   const std::string_view spec = text;
   TreeSpec out;
   if (text == "prefix") return out;
+  if (text == kFlat) {
+    out.flat = true;
+    return out;
+  }
+  // The word before any ':' too: the sweep's tree column writes a detected tree as tokens:FILE.
+  for (const auto& [word, instead] : kRetired) {
+    if (text.substr(0, text.find(':')) == word) fail(spec, std::string(instead));
+  }
   if (text.substr(0, kCopy.size()) == kCopy) {
     out.copied = true;
     text.remove_prefix(kCopy.size());
   }
-  if (text.empty()) fail(spec, "expected prefix, or levels like 16x1024, 4x1024/4x256, 8x300-800 (copy: before them to copy them)");
+  if (text.empty() || text[0] < '0' || text[0] > '9') {  // a word, not levels
+    fail(spec, "expected prefix, flat, or levels like 16x1024, 4x1024/4x256, 8x300-800 (copy: before them to copy them)");
+  }
   std::size_t begin = 0;
   while (begin <= text.size()) {
     const std::size_t end = std::min(text.find('/', begin), text.size());
@@ -66,6 +89,7 @@ TreeSpec TreeSpec::parse(std::string_view text) {
 }
 
 std::string TreeSpec::text() const {
+  if (flat) return std::string(kFlat);
   if (levels.empty()) return "prefix";
   std::string out = copied ? std::string(kCopy) : "";
   for (std::size_t i = 0; i < levels.size(); ++i) {
@@ -82,11 +106,33 @@ long long TreeSpec::innermost_groups() const {
   return n;
 }
 
-SharingTree TreeSpec::build(int batch, int prefix, int suffix) const {
+void TreeSpec::check_batch(int batch) const {
   const long long groups = innermost_groups();
   if (batch < 1 || batch % groups != 0) {
-    throw std::invalid_argument("tree " + text() + " has " + std::to_string(groups) + " innermost groups of equal size: B = " +
-                                std::to_string(batch) + " is not a positive multiple of " + std::to_string(groups));
+    throw std::invalid_argument("tree " + text() + " splits the batch into " + std::to_string(groups) +
+                                " equal groups of consecutive sequences: B = " + std::to_string(batch) +
+                                " is not a positive multiple of " + std::to_string(groups));
+  }
+}
+
+SharingTree TreeSpec::build(int batch, int prefix, int suffix) const {
+  check_batch(batch);  // before a vector of `batch` entries
+  return build(prefix, std::vector<int>(static_cast<std::size_t>(batch), suffix));
+}
+
+SharingTree TreeSpec::build(int prefix, const std::vector<int>& suffixes) const {
+  const int batch = static_cast<int>(suffixes.size());
+  check_batch(batch);
+  const long long groups = innermost_groups();
+  if (flat) {
+    std::vector<int> lengths;
+    for (int s : suffixes) {
+      if (static_cast<long long>(prefix) + s > std::numeric_limits<int>::max()) {
+        throw std::invalid_argument("tree flat: P + S = " + std::to_string(prefix) + " + " + std::to_string(s) + " exceeds int");
+      }
+      lengths.push_back(prefix + s);
+    }
+    return SharingTree::flat(lengths);
   }
   // Segments level by level: the root, each level's nodes in order, then one leaf per sequence.
   std::vector<int> parents{-1}, lengths{prefix};
@@ -105,21 +151,23 @@ SharingTree TreeSpec::build(int batch, int prefix, int suffix) const {
     above_tokens = std::move(level_tokens);
   }
   if (copied) {  // the groups' tokens move into the leaves: prefix + suffix
-    std::vector<int> suffixes;
-    for (int s = 0; s < batch; ++s) suffixes.push_back(above_tokens[static_cast<std::size_t>(s / (batch / groups))] + suffix);
-    return SharingTree::prefix_suffix(prefix, suffixes);
+    std::vector<int> own;
+    for (int s = 0; s < batch; ++s) {
+      own.push_back(above_tokens[static_cast<std::size_t>(s / (batch / groups))] + suffixes[static_cast<std::size_t>(s)]);
+    }
+    return SharingTree::prefix_suffix(prefix, own);
   }
   std::vector<int> leaves;
   for (int s = 0; s < batch; ++s) {
     leaves.push_back(static_cast<int>(parents.size()));
     parents.push_back(above[static_cast<std::size_t>(s / (batch / groups))]);
-    lengths.push_back(suffix);
+    lengths.push_back(suffixes[static_cast<std::size_t>(s)]);
   }
   return SharingTree::from_parents(std::move(parents), std::move(lengths), std::move(leaves));
 }
 
 bool TreeSpec::operator==(const TreeSpec& other) const {
-  if (copied != other.copied || levels.size() != other.levels.size()) return false;
+  if (flat != other.flat || copied != other.copied || levels.size() != other.levels.size()) return false;
   for (std::size_t i = 0; i < levels.size(); ++i) {
     const Level &a = levels[i], &b = other.levels[i];
     if (a.groups != b.groups || a.length != b.length || a.longest != b.longest) return false;

@@ -1,6 +1,7 @@
 #include "diff/options.hpp"
 
 #include "flags/flag_checks.hpp"
+#include "flags/tree_flag.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -26,19 +27,19 @@ constexpr const char* kFooter =
     "Examples:\n"
     "  hydragen-diff --list\n"
     "  hydragen-diff --backend cpu-hydragen --batch 16 --prefix 1024 --suffix-lens 64,0,17,3,...\n"
-    "  hydragen-diff --backend reference-decomposed --dtype fp64 --tree two-level --groups 3 --group-len 32\n"
-    "  hydragen-diff --backend reference-decomposed --dtype fp64 --tree custom --parents -1,0,0 "
-    "--lengths 16,4,5 --leaves 1,2\n"
+    "  hydragen-diff --backend reference-decomposed --dtype fp64 --batch 6 --tree 3x32\n"
+    "  hydragen-diff --backend reference-decomposed --dtype fp64 --parents -1,0,0 --lengths 16,4,5 --leaves 1,2\n"
+    "  hydragen-diff --backend reference-decomposed --dtype fp64 --tokens FILE\n"
     "  hydragen-diff --npy-dir DIR [--write-reference OUT]\n"
     "  hydragen-diff --random 500 --seed 1 [--backend cpu-flat,cpu-hydragen]\n"
     "\n"
-    "--random N draws N small problems (custom trees of depth 1-4, segments of 0 and 1 tokens, q_len 1-8,\n"
-    "g = Hq/Hkv from 1 to 32, dtypes and head dims 16-256 narrowed to what the chosen backends take, logit\n"
-    "scales 1e-3 to 1e4, both storages) and checks each chosen backend on each; problem i depends only on --seed and i. Each\n"
-    "failure prints the single-problem command line that reproduces it. Timing (2 cores, Release): about\n"
-    "20 ms per problem for its inputs and fp64 reference, made once and shared by the backends, plus about\n"
-    "1 ms per CPU backend; --random 500 about 11 s for the default set (reference-decomposed, cpu-flat,\n"
-    "cpu-hydragen).";
+    "--random N draws N small problems (trees of depth 1-4 given segment by segment, segments of 0 and 1\n"
+    "tokens, q_len 1-8, g = Hq/Hkv from 1 to 32, dtypes and head dims 16-256 narrowed to what the chosen\n"
+    "backends take, logit scales 1e-3 to 1e4, both storages) and checks each chosen backend on each;\n"
+    "problem i depends only on --seed and i. Each failure prints the single-problem command line that\n"
+    "reproduces it. Timing (2 cores, Release): about 20 ms per problem for its inputs and fp64 reference,\n"
+    "made once and shared by the backends, plus about 1 ms per CPU backend; --random 500 about 11 s for\n"
+    "the default set (reference-decomposed, cpu-flat, cpu-hydragen).";
 
 // Flags kept as text (or with a CLI-visible default) until CLI11 has split the command line; parse()
 // then converts them with the project's own parsers so every message names the flag and value.
@@ -47,6 +48,7 @@ struct RawFlags {
   double scale = 0;
   std::string dtype = "fp32", storage = "shared", tree = "prefix";
   std::string suffix_lens, parents, lengths, leaves;
+  std::string groups, group_len, levels;  // retired: parse() says what to write instead
   std::string reference_dtype = "fp64";
 };
 
@@ -68,7 +70,7 @@ void bind(CLI::App& app, Options& o, RawFlags& raw) {
   auto add_integer = [&app](const char* flag, auto& value, const char* help, const char* type) {
     return app.add_option(flag, value, help)->type_name(type)->check(decimal<std::remove_reference_t<decltype(value)>>());
   };
-  add_integer("--batch", raw.batch, "sequences B (custom tree: defaults to the number of --leaves)", "B");
+  add_integer("--batch", raw.batch, "sequences B (default 4; with --leaves or --tokens: their sequences)", "B");
   add_integer("--prefix", o.prefix, "tokens P of the shared root segment", "P");
   auto* suffix = add_integer("--suffix", o.suffix, "own tokens S of every sequence", "S");
   auto* suffix_lens = app.add_option("--suffix-lens", raw.suffix_lens,
@@ -83,21 +85,21 @@ void bind(CLI::App& app, Options& o, RawFlags& raw) {
       ->type_name("DTYPE");
   app.add_option("--storage", raw.storage, "shared (one copy per segment) | redundant (a copy per sequence)")
       ->type_name("STORAGE");
-  app.add_option("--tree", raw.tree,
-                 "prefix | flat (no sharing) | two-level (--groups) | custom (--parents) | tokens (--tokens) | levels (--levels)")
-      ->type_name("TREE");
-  add_integer("--groups", o.groups, "two-level: groups the batch is split into (near-equal)", "N");
-  add_integer("--group-len", o.group_len, "two-level: shared tokens each group adds under the root", "L");
-  app.add_option("--parents", raw.parents, "custom: parent segment of each segment, -1 for a root")
+  app.add_option("--tree", raw.tree, flags::kTreeHelp)->type_name("TREE");
+  app.add_option("--parents", raw.parents,
+                 "a tree given segment by segment (instead of --tree, --prefix and the suffixes): the parent "
+                 "segment of each segment, -1 for a root; with --lengths and --leaves")
       ->type_name("P0,P1,...");
-  app.add_option("--lengths", raw.lengths, "custom: tokens in each segment")->type_name("L0,L1,...");
-  app.add_option("--leaves", raw.leaves, "custom: the leaf segment of each sequence")->type_name("S0,S1,...");
-  app.add_option("--tokens", o.tokens, "tokens: token ids, one sequence a line; the tree is found from them")
+  app.add_option("--lengths", raw.lengths, "with --parents: tokens in each segment")->type_name("L0,L1,...");
+  app.add_option("--leaves", raw.leaves, "with --parents: the leaf segment of each sequence")->type_name("S0,S1,...");
+  app.add_option("--tokens", o.tokens,
+                 "token ids, one sequence a line: the tree is found in them (instead of --tree, --prefix and the "
+                 "suffixes)")
       ->type_name("FILE");
-  app.add_option("--levels", o.levels,
-                 "levels: groups between the prefix and the suffixes, as hydragen-sweep --tree writes them "
-                 "(16x1024, 4x1024/4x256, 8x300-800, copy:16x1024)")
-      ->type_name("SPEC");
+  // Hidden: flags of hydragen-diff's trees before --tree had one grammar, refused with what to write.
+  app.add_option("--groups", raw.groups)->group("");
+  app.add_option("--group-len", raw.group_len)->group("");
+  app.add_option("--levels", raw.levels)->group("");
   add_integer("--seed", o.seed, "seed of the N(0,1) inputs", "N");
   app.add_option("--logit-scale", o.logit_scale, "multiplies Q: scores spread about this much (1e4: extreme logits)")
       ->type_name("X");
@@ -141,8 +143,8 @@ std::string text_of(double value) {
 // The flags that describe one problem: the --npy-dir and --random modes make the problem themselves.
 const std::vector<const char*> kProblemFlags = {
     "--batch", "--prefix", "--suffix", "--suffix-lens", "--q-len",   "--q-heads", "--kv-heads", "--head-dim",
-    "--dtype", "--storage", "--tree",  "--groups",      "--group-len", "--parents", "--lengths", "--leaves",
-    "--tokens", "--levels", "--logit-scale", "--scale"};
+    "--dtype", "--storage", "--tree",  "--parents",     "--lengths", "--leaves",  "--tokens", "--logit-scale",
+    "--scale"};
 
 void reject_if_given(const CLI::App& app, const std::vector<const char*>& flags, const std::string& why) {
   for (const char* flag : flags) {
@@ -174,26 +176,46 @@ Action parse_random(const CLI::App& app, Options& o) {
   return Action::random;
 }
 
+// --groups/--group-len and --levels, hydragen-diff's flags of two-level and levels trees: what they
+// gave is a --tree text now.
+void reject_retired_flags(const CLI::App& app, const RawFlags& raw) {
+  if (app.count("--groups") > 0 || app.count("--group-len") > 0) {
+    const std::string groups = app.count("--groups") > 0 ? raw.groups : "2";  // two-level's defaults
+    const std::string length = app.count("--group-len") > 0 ? raw.group_len : "64";
+    throw std::invalid_argument("--groups and --group-len are gone: --tree two-level --groups " + groups + " --group-len " +
+                                length + " is now --tree " + groups + "x" + length + " (" + groups + " groups of " + length +
+                                " shared tokens)");
+  }
+  if (app.count("--levels") > 0) {
+    throw std::invalid_argument("--levels is gone: --tree levels --levels " + raw.levels + " is now --tree " + raw.levels);
+  }
+}
+
+// The tree's source: --parents/--lengths/--leaves or --tokens when given, else --tree's shape. A --tree
+// given with them is parsed first, so that a retired word (--tree custom) gets its own advice.
+void parse_tree_source(const CLI::App& app, const RawFlags& raw, Options& o) {
+  o.tree = flags::parse_tree(raw.tree);
+  const bool segments = app.count("--parents") + app.count("--lengths") + app.count("--leaves") > 0;
+  const bool tokens = app.count("--tokens") > 0;
+  if (!segments && !tokens) return;
+  const std::string given = segments ? "--parents, --lengths and --leaves" : "--tokens";
+  const std::string why = segments ? " (they give every segment)" : " (the file gives every sequence)";
+  reject_if_given(app, {"--tree", "--prefix", "--suffix", "--suffix-lens"}, "does not apply with " + given + why);
+  if (segments && tokens) throw std::invalid_argument("--tokens does not apply with " + given + why);
+  if (tokens) {
+    o.tree_source = TreeSource::tokens;
+    return;
+  }
+  o.tree_source = TreeSource::segments;
+  for (const char* flag : {"--parents", "--lengths", "--leaves"}) {
+    if (app.count(flag) == 0) throw std::invalid_argument(std::string("a tree given segment by segment needs ") + flag);
+  }
+  o.parents = parse_int_list("--parents", raw.parents);
+  o.lengths = parse_int_list("--lengths", raw.lengths);
+  o.leaves = parse_int_list("--leaves", raw.leaves);
+}
+
 }  // namespace
-
-std::string_view tree_kind_name(TreeKind kind) {
-  switch (kind) {
-    case TreeKind::prefix: return "prefix";
-    case TreeKind::flat: return "flat";
-    case TreeKind::two_level: return "two-level";
-    case TreeKind::custom: return "custom";
-    case TreeKind::tokens: return "tokens";
-    case TreeKind::levels: return "levels";
-  }
-  return "?";
-}
-
-TreeKind parse_tree_kind(std::string_view text) {
-  for (TreeKind k : {TreeKind::prefix, TreeKind::flat, TreeKind::two_level, TreeKind::custom, TreeKind::tokens, TreeKind::levels}) {
-    if (text == tree_kind_name(k)) return k;
-  }
-  throw std::invalid_argument("--tree: '" + std::string(text) + "' is not one of prefix, flat, two-level, custom, tokens, levels");
-}
 
 std::vector<int> parse_int_list(std::string_view flag, std::string_view text) {
   std::vector<int> out;
@@ -228,6 +250,7 @@ Action Options::parse(int argc, const char* const argv[]) {
     throw std::invalid_argument(std::string(e.what()) + " (see --help)");
   }
   flags::reject_repeats(app);
+  reject_retired_flags(app, raw);
   if (list) return Action::list;
   if (!npy_dir.empty()) {
     // The problem comes from DIR/spec.json: the generator's flags would be silently ignored.
@@ -256,7 +279,7 @@ Action Options::parse(int argc, const char* const argv[]) {
   plan_options = choice.options;
   dtype = parse_dtype(raw.dtype);
   storage = choice.storage_named ? choice.storage : parse_storage(raw.storage);
-  tree = parse_tree_kind(raw.tree);
+  parse_tree_source(app, raw, *this);
   if (app.count("--batch") > 0) batch = raw.batch;
   if (app.count("--scale") > 0) scale = raw.scale;
   // Checked here, not left to the shape and problem, so the message names the flag.
@@ -271,33 +294,6 @@ Action Options::parse(int argc, const char* const argv[]) {
     throw std::invalid_argument("--scale must be positive and finite in fp32, got " + text_of(*scale));
   }
   if (app.count("--suffix-lens") > 0) suffix_lens = parse_int_list("--suffix-lens", raw.suffix_lens);
-  parents = parse_int_list("--parents", raw.parents);
-  lengths = parse_int_list("--lengths", raw.lengths);
-  leaves = parse_int_list("--leaves", raw.leaves);
-
-  // Flags that belong to one kind of tree are an error elsewhere rather than silently ignored.
-  if (tree != TreeKind::two_level) reject_if_given(app, {"--groups", "--group-len"}, "applies only to --tree two-level");
-  if (tree != TreeKind::custom) {
-    reject_if_given(app, {"--parents", "--lengths", "--leaves"}, "applies only to --tree custom");
-  } else {
-    reject_if_given(app, {"--prefix", "--suffix", "--suffix-lens"},
-                    "does not apply to --tree custom (--lengths gives every segment's length)");
-    for (const char* flag : {"--parents", "--lengths", "--leaves"}) {
-      if (app.count(flag) == 0) throw std::invalid_argument(std::string("--tree custom needs ") + flag);
-    }
-  }
-  if (tree != TreeKind::tokens) {
-    reject_if_given(app, {"--tokens"}, "applies only to --tree tokens");
-  } else {
-    reject_if_given(app, {"--prefix", "--suffix", "--suffix-lens"}, "does not apply to --tree tokens (the file gives every sequence)");
-    if (app.count("--tokens") == 0) throw std::invalid_argument("--tree tokens needs --tokens FILE");
-  }
-  if (tree != TreeKind::levels) {
-    reject_if_given(app, {"--levels"}, "applies only to --tree levels");
-  } else {
-    reject_if_given(app, {"--suffix-lens"}, "does not apply to --tree levels (every sequence has --suffix)");
-    if (app.count("--levels") == 0) throw std::invalid_argument("--tree levels needs --levels SPEC");
-  }
   return Action::run;
 }
 

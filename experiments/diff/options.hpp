@@ -10,20 +10,17 @@
 
 #include "hydragen/dtype.hpp"
 #include "hydragen/problem.hpp"
+#include "hydragen/tree_spec.hpp"
 
 namespace hydragen::diff {
 
-// How the sharing tree is generated (--tree).
-enum class TreeKind {
-  prefix,     // one root of P tokens, one own suffix per sequence (SharingTree::prefix_suffix)
-  flat,       // no sharing: sequence s owns one segment of P + S_s tokens
-  two_level,  // root of P tokens; --groups near-equal groups each add --group-len shared tokens; then suffixes
-  custom,     // SharingTree::from_parents(--parents, --lengths, --leaves)
-  tokens,     // detect_sharing of --tokens FILE's token-id lists (one sequence a line), the cost model's rule
-  levels,     // --levels SPEC (tree_spec.hpp, as hydragen-sweep --tree: 16x1024, 4x1024/4x256, 8x300-800, copy:...)
+// Where the sharing tree comes from. A shape is text (--tree); the other two are not shapes, so they
+// are flags of their own, and either one replaces --tree.
+enum class TreeSource {
+  shape,     // --tree TEXT (hydragen/tree_spec.hpp, docs/tools.md#trees) over --prefix and the suffixes
+  segments,  // --parents, --lengths, --leaves: SharingTree::from_parents, segment by segment
+  tokens,    // --tokens FILE: detect_sharing of its token-id lists (one sequence a line), the cost model's rule
 };
-std::string_view tree_kind_name(TreeKind kind);  // "prefix" | "flat" | "two-level" | "custom" | "tokens" | "levels"
-TreeKind parse_tree_kind(std::string_view text);  // throws std::invalid_argument naming the text
 
 // What the command line asks for.
 enum class Action { run, list, help, random };
@@ -34,7 +31,7 @@ struct Options {
   std::string backend;                          // --backend NAME[:option=value...]: required unless --list or --random (then a list)
   PlanOptions plan_options;                     //   the options after the name (e.g. cuda-hydragen:form=wide)
   bool list = false;                            // --list: print the registered backends
-  std::optional<int> batch;                     // --batch B; unset: default_batch, or the --leaves count for custom
+  std::optional<int> batch;                     // --batch B; unset: default_batch, or the --leaves count
   int prefix = 256;                             // --prefix P: tokens of the root segment
   int suffix = 32;                              // --suffix S: every sequence's own tokens
   std::optional<std::vector<int>> suffix_lens;  // --suffix-lens: ragged S, one per sequence (replaces --suffix)
@@ -44,12 +41,10 @@ struct Options {
   int head_dim = 128;                           // --head-dim D
   DType dtype = DType::fp32;                    // --dtype of Q, K, V, O for the backend under test
   Storage storage = Storage::shared;            // --storage: shared (one copy per segment) | redundant
-  TreeKind tree = TreeKind::prefix;             // --tree
-  int groups = 2;                               // --groups N (two-level)
-  int group_len = 64;                           // --group-len L (two-level)
-  std::vector<int> parents, lengths, leaves;    // --parents, --lengths, --leaves (custom)
-  std::string tokens;                           // --tokens FILE (tree tokens)
-  std::string levels;                           // --levels SPEC (tree levels)
+  TreeSource tree_source = TreeSource::shape;   // which of the three gives the tree
+  TreeSpec tree;                                // --tree (default prefix)
+  std::vector<int> parents, lengths, leaves;    // --parents, --lengths, --leaves (segments)
+  std::string tokens;                           // --tokens FILE (tokens)
   std::uint64_t seed = 0;                       // --seed of the N(0,1) inputs
   double logit_scale = 1.0;                     // --logit-scale: Q is multiplied by it (1e4: extreme logits)
   std::optional<double> scale;                  // --scale of the scores; unset: 1/sqrt(D)

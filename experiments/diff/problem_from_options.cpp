@@ -1,7 +1,6 @@
 #include "diff/problem_from_options.hpp"
 
 #include <algorithm>
-#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -21,9 +20,7 @@ std::string suffix_label(const std::vector<int>& suffixes) {
   return *lo == *hi ? std::to_string(*lo) : std::to_string(*lo) + ".." + std::to_string(*hi);
 }
 
-}  // namespace
-
-// --tree tokens: the tree found in the file's token ids, for the shape's cost model.
+// --tokens: the tree found in the file's token ids, for the shape's cost model.
 SharingTree detected_tree(const Options& options) {
   const std::vector<std::vector<int>> ids = read_token_lists(options.tokens);
   const int batch = static_cast<int>(ids.size());
@@ -35,15 +32,20 @@ SharingTree detected_tree(const Options& options) {
                                         options.dtype)).tree;
 }
 
+}  // namespace
+
 int num_seqs(const Options& options) {
-  if (options.tree == TreeKind::tokens) return detected_tree(options).num_seqs();
-  if (options.tree == TreeKind::custom) {
-    const int leaves = static_cast<int>(options.leaves.size());
-    if (options.batch && *options.batch != leaves) {
-      throw std::invalid_argument("--batch is " + std::to_string(*options.batch) + " but --leaves names " +
-                                  std::to_string(leaves) + " sequences");
+  switch (options.tree_source) {
+    case TreeSource::tokens: return detected_tree(options).num_seqs();
+    case TreeSource::segments: {
+      const int leaves = static_cast<int>(options.leaves.size());
+      if (options.batch && *options.batch != leaves) {
+        throw std::invalid_argument("--batch is " + std::to_string(*options.batch) + " but --leaves names " +
+                                    std::to_string(leaves) + " sequences");
+      }
+      return leaves;
     }
-    return leaves;
+    case TreeSource::shape: break;
   }
   const int batch = options.batch.value_or(Options::default_batch);
   if (batch <= 0) throw std::invalid_argument("--batch must be positive, got " + std::to_string(batch));
@@ -65,58 +67,21 @@ std::vector<int> suffix_lengths(const Options& options) {
   return lens;
 }
 
-std::vector<int> group_sizes(int batch, int groups) {
-  if (groups < 1 || groups > batch) {
-    throw std::invalid_argument("--groups must be in [1, --batch = " + std::to_string(batch) + "], got " +
-                                std::to_string(groups) + " (every group needs a sequence)");
-  }
-  std::vector<int> sizes(static_cast<std::size_t>(groups), batch / groups);
-  for (int g = 0; g < batch % groups; ++g) ++sizes[static_cast<std::size_t>(g)];
-  return sizes;
-}
-
 SharingTree tree_from_options(const Options& options) {
-  if (options.tree == TreeKind::tokens) return detected_tree(options);
-  if (options.tree == TreeKind::custom) {
-    num_seqs(options);  // checks --batch against --leaves
-    return SharingTree::from_parents(options.parents, options.lengths, options.leaves);
+  switch (options.tree_source) {
+    case TreeSource::tokens: return detected_tree(options);
+    case TreeSource::segments:
+      num_seqs(options);  // checks --batch against --leaves
+      return SharingTree::from_parents(options.parents, options.lengths, options.leaves);
+    case TreeSource::shape: break;
   }
   require_non_negative("--prefix", options.prefix);
   const std::vector<int> suffixes = suffix_lengths(options);
-  switch (options.tree) {
-    case TreeKind::prefix: return SharingTree::prefix_suffix(options.prefix, suffixes);
-    case TreeKind::flat: {
-      std::vector<int> lengths;
-      for (int s : suffixes) {
-        if (s > std::numeric_limits<int>::max() - options.prefix) {
-          throw std::invalid_argument("--prefix + suffix = " + std::to_string(options.prefix) + " + " +
-                                      std::to_string(s) + " exceeds int");
-        }
-        lengths.push_back(options.prefix + s);
-      }
-      return SharingTree::flat(lengths);
-    }
-    case TreeKind::two_level: {
-      require_non_negative("--group-len", options.group_len);
-      const std::vector<int> sizes = group_sizes(static_cast<int>(suffixes.size()), options.groups);
-      std::vector<std::vector<int>> grouped;
-      auto next = suffixes.begin();
-      for (int size : sizes) {
-        grouped.emplace_back(next, next + size);
-        next += size;
-      }
-      return SharingTree::two_level(options.prefix, std::vector<int>(sizes.size(), options.group_len), grouped);
-    }
-    case TreeKind::levels:
-      try {
-        return TreeSpec::parse(options.levels).build(static_cast<int>(suffixes.size()), options.prefix, options.suffix);
-      } catch (const std::invalid_argument& e) {
-        throw std::invalid_argument(std::string("--levels: ") + e.what());
-      }
-    case TreeKind::custom:
-    case TreeKind::tokens: break;  // handled above
+  try {
+    return options.tree.build(options.prefix, suffixes);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string("--tree: ") + e.what());
   }
-  throw std::logic_error("tree_from_options: unhandled tree kind");
 }
 
 AttentionShape shape_from_options(const Options& options, const SharingTree& tree) {
@@ -127,23 +92,13 @@ AttentionShape shape_from_options(const Options& options, const SharingTree& tre
 }
 
 std::string tree_label(const Options& options, const SharingTree& tree) {
-  std::string label(tree_kind_name(options.tree));
-  switch (options.tree) {
-    case TreeKind::prefix:
-      label += " P=" + std::to_string(options.prefix) + " S=" + suffix_label(suffix_lengths(options));
+  std::string label;
+  switch (options.tree_source) {
+    case TreeSource::shape:
+      label = options.tree.text() + " P=" + std::to_string(options.prefix) + " S=" + suffix_label(suffix_lengths(options));
       break;
-    case TreeKind::flat:
-      label += " P+S=" + std::to_string(options.prefix) + "+" + suffix_label(suffix_lengths(options));
-      break;
-    case TreeKind::two_level:
-      label += " P=" + std::to_string(options.prefix) + " groups=" + std::to_string(options.groups) + "x" +
-               std::to_string(options.group_len) + " S=" + suffix_label(suffix_lengths(options));
-      break;
-    case TreeKind::levels:
-      label += " P=" + std::to_string(options.prefix) + " " + options.levels + " S=" + std::to_string(options.suffix);
-      break;
-    case TreeKind::custom: break;
-    case TreeKind::tokens: label += " " + options.tokens; break;
+    case TreeSource::segments: label = "segments"; break;
+    case TreeSource::tokens: label = "tokens:" + options.tokens; break;  // as the sweep's tree column writes it
   }
   return label + " (" + tree.describe() + ")";
 }

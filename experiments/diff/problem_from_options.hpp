@@ -10,25 +10,22 @@
 
 namespace hydragen::diff {
 
-// Sequences in the batch: --batch (default Options::default_batch), or for --tree custom the number
-// of --leaves (a --batch that disagrees with them throws).
+// Sequences in the batch: --batch (default Options::default_batch), or the number of --leaves or of
+// the --tokens file's sequences (a --batch that disagrees with them throws).
 int num_seqs(const Options& options);
 
 // Own tokens per sequence, one entry per sequence: --suffix-lens (its count must equal the batch) or
 // --suffix repeated. Throws on a count mismatch (naming both) or a negative length.
 std::vector<int> suffix_lengths(const Options& options);
 
-// Splits `batch` sequences into `groups` near-equal consecutive groups (the first batch % groups get
-// one more). Throws unless 1 <= groups <= batch: an empty group would be a leaf with no sequence.
-std::vector<int> group_sizes(int batch, int groups);
-
 SharingTree tree_from_options(const Options& options);
 
 // make_shape from the options with num_seqs = tree.num_seqs(), and --scale when given.
 AttentionShape shape_from_options(const Options& options, const SharingTree& tree);
 
-// For the summary line: the generator and its parameters, then tree.describe(), e.g.
-// "prefix P=256 S=32 (5 segments, 4 sequences, depth 2, 384 tokens)". Ragged suffixes read S=min..max.
+// For the summary line: the tree in --tree's grammar (TreeSpec::text) with P and S, "segments" for
+// --parents, or "tokens:FILE" as the sweep's tree column writes it; then tree.describe(), e.g.
+// "2x8 P=256 S=32 (7 segments, 4 sequences, depth 3, 400 tokens)". Ragged suffixes read S=min..max.
 std::string tree_label(const Options& options, const SharingTree& tree);
 
 }  // namespace hydragen::diff

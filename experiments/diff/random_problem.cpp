@@ -128,7 +128,7 @@ DrawSpace full_draw_space() {
 Options draw_problem(std::uint64_t seed, int index, const DrawSpace& space) {
   Draw d(seed, index);
   Options p;
-  p.tree = TreeKind::custom;
+  p.tree_source = TreeSource::segments;
   p.q_len = d.chance(0.4) ? 1 : d.between(2, 8);
   draw_tree(d, d.between(1, 4), p);
 
@@ -158,8 +158,7 @@ Options draw_problem(std::uint64_t seed, int index, const DrawSpace& space) {
 }
 
 std::vector<std::string> problem_args(const Options& p, const std::string& backend) {
-  return {"--tree",     "custom",
-          "--parents",  join(p.parents),
+  return {"--parents",  join(p.parents),
           "--lengths",  join(p.lengths),
           "--leaves",   join(p.leaves),
           "--batch",    std::to_string(p.leaves.size()),

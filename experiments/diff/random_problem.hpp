@@ -1,8 +1,8 @@
 #pragma once
 // The problems of hydragen-diff --random, and the command line that reproduces one of them.
-// A drawn problem is an Options of the single-problem mode (--tree custom), so the soak checks it as
-// that mode does (diff.hpp) and its repro line is parsed back by Options::parse: nothing here
-// compares anything.
+// A drawn problem is an Options of the single-problem mode with its tree given segment by segment
+// (--parents, --lengths, --leaves), so the soak checks it as that mode does (diff.hpp) and its repro
+// line is parsed back by Options::parse: nothing here compares anything.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -24,8 +24,8 @@ DrawSpace full_draw_space();
 
 // Problem `index` of the soak seeded by `seed`: depends on nothing else (not on N, not on the other
 // problems), on any platform. Small by design (at most 8 sequences, 48 query heads, 512-token
-// segments), a custom tree of depth 1-4 whose segments and sequences are listed out of tree order.
-// The result has tree = custom, storage, dtype and an input seed set; backend empty.
+// segments), a tree of depth 1-4 whose segments and sequences are listed out of tree order.
+// The result has tree_source = segments, storage, dtype and an input seed set; backend empty.
 Options draw_problem(std::uint64_t seed, int index, const DrawSpace& space);
 
 // The flags of the single-problem command line for `problem` checked on `backend` (a BackendChoice

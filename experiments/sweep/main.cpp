@@ -27,6 +27,7 @@
 #include "csv/csv_records.hpp"
 #include "csv_rows.hpp"
 #include "flags/flag_checks.hpp"
+#include "flags/tree_flag.hpp"
 #include "grid.hpp"
 #include "hydragen/backends.hpp"
 #include "hydragen/detect.hpp"
@@ -125,11 +126,7 @@ void check_shapes(const std::vector<sweep::ShapePoint>& shapes) {
       throw std::invalid_argument("--q-heads " + std::to_string(s.q_heads) + " is not a multiple of --kv-heads " +
                                   std::to_string(s.kv_heads));
     }
-    if (s.batch % s.tree.innermost_groups() != 0) {
-      throw std::invalid_argument("--tree " + s.tree.text() + " splits the batch into " +
-                                  std::to_string(s.tree.innermost_groups()) + " equal groups: --batch " +
-                                  std::to_string(s.batch) + " is not a multiple");
-    }
+    if (s.tokens.empty()) flagged("--tree", [&] { s.tree.check_batch(s.batch); });
     if (s.suffix < s.q_len - 1 && s.tokens.empty()) {  // a detected tree's leaves are checked per point
       throw std::invalid_argument("--q-len " + std::to_string(s.q_len) + " needs --suffix >= " +
                                   std::to_string(s.q_len - 1) + " (causal queries within the suffix), got " +
@@ -157,9 +154,7 @@ sweep::Grid grid_from(const Flags& f, const CLI::App& app) {
                               sizes("--prefix", f.prefix, 0), sizes("--suffix", f.suffix, 0),
                               sizes("--q-len", f.q_len, 1), sizes("--q-heads", f.q_heads, 1),
                               sizes("--kv-heads", f.kv_heads, 1), sizes("--head-dim", f.head_dim, 1),
-                              parse_list<TreeSpec>("--tree", f.tree, [](const std::string& text) {
-                                return flagged("--tree", [&] { return TreeSpec::parse(text); });
-                              }));
+                              parse_list<TreeSpec>("--tree", f.tree, flags::parse_tree));
   }
   if (app.count("--backends") > 0) g.backends = split_list("--backends", f.backends);  // e.g. a preset on others
   check_backends(g.backends);
@@ -426,16 +421,10 @@ void bind(CLI::App& app, Flags& f) {
   app.add_option("--q-heads", f.q_heads, "query heads Hq")->type_name("HQ,...");
   app.add_option("--kv-heads", f.kv_heads, "key/value heads Hkv (each Hq a multiple of each)")->type_name("HKV,...");
   app.add_option("--head-dim", f.head_dim, "head dimension D")->type_name("D,...");
-  app.add_option("--tree", f.tree,
-                 "sharing trees, comma separated: prefix (P, then each sequence's S), or levels of equal groups "
-                 "of consecutive sequences between them, outermost first: 16x1024 (16 groups each adding 1024 "
-                 "shared tokens), 4x1024/4x256 (each of those split in 4 adding 256), 8x300-800 (lengths spread "
-                 "over 300..800), copy:16x1024 (the groups' tokens copied into each suffix, the prefix alone "
-                 "shared); B a multiple of the groups")
-      ->type_name("TREE,...");
+  app.add_option("--tree", f.tree, std::string(flags::kTreeHelp) + "; comma separated")->type_name("TREE,...");
   app.add_option("--tokens", f.tokens,
-                 "token ids, one sequence a line: the sharing tree detect_sharing finds in them (the CSV's tree "
-                 "column says tokens:FILE; B is the file's sequences, P and S are 0)")
+                 "token ids, one sequence a line: the sharing tree detect_sharing finds in them, instead of --tree "
+                 "(the CSV's tree column says tokens:FILE; B is the file's sequences, P and S are 0)")
       ->type_name("FILE");
   app.add_option("--replays", f.replays, "timed CUDA graph replays per point (median reported)")->type_name("N");
   app.add_option("--cpu-replays", f.cpu_replays, "timed runs per CPU point")->type_name("N");

@@ -13,8 +13,8 @@
 namespace hydragen::sweep {
 
 // One problem: B sequences under a prefix of P tokens, each with its own S (tree_spec.hpp: levels of
-// groups between them, or none); or the tree detect_sharing finds in a file of token ids, one
-// sequence a line (then B is its sequences, P and S are 0).
+// groups between them, or none, or nothing shared at all); or the tree detect_sharing finds in a file
+// of token ids, one sequence a line (then B is its sequences, P and S are 0).
 struct ShapePoint {
   DType dtype = DType::bf16;
   int batch = 0, prefix = 0, suffix = 0, q_len = 1, q_heads = 8, kv_heads = 1, head_dim = 128;

@@ -173,18 +173,28 @@ TEST(DiffCli, PassesEveryTreeAndStorage) {
   for (const auto& extra : std::vector<std::vector<std::string>>{
            {"--storage", "redundant"},
            {"--tree", "flat"},
-           {"--tree", "two-level", "--groups", "2", "--group-len", "5", "--q-len", "3"},
+           {"--tree", "2x5", "--q-len", "3"},
+           {"--tree", "copy:2x1-9", "--suffix", "0"},
            {"--logit-scale", "1e4"},
            {"--scale", "0.01", "--seed", "7"}}) {
     const CliRun r = run_cli_with(small("test-exact", extra));
     EXPECT_EQ(r.code, exit_pass) << r.out << r.err;
     EXPECT_THAT(r.out, EndsWith(" PASS\n"));
   }
-  const CliRun custom = run_cli_with({"--backend", "test-exact", "--dtype", "fp64", "--head-dim", "16", "--tree",
-                                      "custom", "--parents", "-1,0,0,1", "--lengths", "16,4,5,3", "--leaves", "2,3"});
-  EXPECT_EQ(custom.code, exit_pass) << custom.err;
-  EXPECT_THAT(custom.out, HasSubstr(" B=2 "));
-  EXPECT_THAT(custom.out, HasSubstr(" tree=custom (4 segments, 2 sequences, depth 3, 28 tokens) "));
+  const CliRun segments = run_cli_with({"--backend", "test-exact", "--dtype", "fp64", "--head-dim", "16", "--parents",
+                                        "-1,0,0,1", "--lengths", "16,4,5,3", "--leaves", "2,3"});
+  EXPECT_EQ(segments.code, exit_pass) << segments.err;
+  EXPECT_THAT(segments.out, HasSubstr(" B=2 "));
+  EXPECT_THAT(segments.out, HasSubstr(" tree=segments (4 segments, 2 sequences, depth 3, 28 tokens) "));
+}
+
+// The summary line writes the tree in --tree's grammar, so the text can be given back as it reads.
+TEST(DiffCli, TheSummaryWritesTheTreeAsTreeTakesIt) {
+  for (const char* tree : {"prefix", "flat", "2x5", "2x1-9", "copy:2x5/1x3"}) {
+    const CliRun r = run_cli_with(small("test-exact", {"--tree", tree}));
+    EXPECT_EQ(r.code, exit_pass) << r.err;
+    EXPECT_THAT(r.out, HasSubstr(std::string(" tree=") + tree + " P=16 S=3 ("));
+  }
 }
 
 TEST(DiffCli, OneWrongElementFailsAndIsNamed) {
@@ -297,7 +307,7 @@ TEST(DiffRandom, EachFailurePrintsACommandThatReproducesIt) {
   EXPECT_THAT(out.back(), HasSubstr(" failed=12 "));
   EXPECT_THAT(out.back(), HasSubstr("| test-wrong-element checks=12 passed=0 failed=12 skipped=0"));
   for (std::size_t i = 0; i + 1 < out.size(); ++i) {
-    EXPECT_THAT(out[i], StartsWith("hydragen-diff --tree custom --parents "));
+    EXPECT_THAT(out[i], StartsWith("hydragen-diff --parents "));
     EXPECT_THAT(out[i], HasSubstr(" --backend test-wrong-element  # FAIL problem " + std::to_string(i) + "/12: "));
     EXPECT_THAT(out[i], EndsWith(" FAIL"));
     // The command before the comment, run as a single problem, fails the same way.

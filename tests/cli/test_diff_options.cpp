@@ -14,6 +14,7 @@ namespace hydragen::diff {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // The message of the std::invalid_argument that f throws; fails the test if it throws nothing.
 std::string error_of(const std::function<void()>& f) {
@@ -61,7 +62,8 @@ TEST(DiffOptions, DefaultsMatchTheContract) {
   EXPECT_EQ(o.head_dim, 128);
   EXPECT_EQ(o.dtype, DType::fp32);
   EXPECT_EQ(o.storage, Storage::shared);
-  EXPECT_EQ(o.tree, TreeKind::prefix);
+  EXPECT_EQ(o.tree_source, TreeSource::shape);
+  EXPECT_EQ(o.tree.text(), "prefix");
   EXPECT_EQ(o.seed, 0u);
   EXPECT_EQ(o.logit_scale, 1.0);
   EXPECT_FALSE(o.scale.has_value());
@@ -70,8 +72,8 @@ TEST(DiffOptions, DefaultsMatchTheContract) {
 TEST(DiffOptions, ParsesEveryFlag) {
   const Options o = parsed({"--backend", "reference", "--batch", "5", "--prefix", "7", "--suffix-lens", "1,0,2,3,4",
                             "--q-len", "2", "--q-heads", "16", "--kv-heads", "4", "--head-dim", "64", "--dtype",
-                            "fp64", "--storage", "redundant", "--tree", "two-level", "--groups", "3", "--group-len",
-                            "9", "--seed", "42", "--logit-scale", "1e4", "--scale", "0.5"});
+                            "fp64", "--storage", "redundant", "--tree", "5x9", "--seed", "42", "--logit-scale", "1e4",
+                            "--scale", "0.5"});
   EXPECT_EQ(o.batch, 5);
   EXPECT_EQ(o.prefix, 7);
   EXPECT_EQ(o.suffix_lens, (std::vector<int>{1, 0, 2, 3, 4}));
@@ -81,17 +83,15 @@ TEST(DiffOptions, ParsesEveryFlag) {
   EXPECT_EQ(o.head_dim, 64);
   EXPECT_EQ(o.dtype, DType::fp64);
   EXPECT_EQ(o.storage, Storage::redundant);
-  EXPECT_EQ(o.tree, TreeKind::two_level);
-  EXPECT_EQ(o.groups, 3);
-  EXPECT_EQ(o.group_len, 9);
+  EXPECT_EQ(o.tree, TreeSpec::parse("5x9"));
   EXPECT_EQ(o.seed, 42u);
   EXPECT_EQ(o.logit_scale, 1e4);
   EXPECT_EQ(o.scale, 0.5);
 }
 
-TEST(DiffOptions, CustomTreeListsMayStartWithMinusOne) {
-  const Options o = parsed({"--backend", "x", "--tree", "custom", "--parents", "-1,0,0", "--lengths", "16,4,5",
-                            "--leaves", "1,2"});
+TEST(DiffOptions, ParentsLengthsAndLeavesGiveTheTreeSegmentBySegment) {
+  const Options o = parsed({"--backend", "x", "--parents", "-1,0,0", "--lengths", "16,4,5", "--leaves", "1,2"});
+  EXPECT_EQ(o.tree_source, TreeSource::segments);
   EXPECT_EQ(o.parents, (std::vector<int>{-1, 0, 0}));
   EXPECT_EQ(o.lengths, (std::vector<int>{16, 4, 5}));
   EXPECT_EQ(o.leaves, (std::vector<int>{1, 2}));
@@ -108,10 +108,12 @@ TEST(DiffOptions, HelpAndListNeedNoBackend) {
   EXPECT_EQ(parse_into(list, {"--list"}), Action::list);
   const std::string usage = Options::usage();
   for (const char* flag : {"--backend", "--list", "--batch", "--prefix", "--suffix", "--suffix-lens", "--q-len",
-                           "--q-heads", "--kv-heads", "--head-dim", "--dtype", "--storage", "--tree", "--groups",
-                           "--group-len", "--parents", "--lengths", "--leaves", "--seed", "--logit-scale", "--scale"}) {
+                           "--q-heads", "--kv-heads", "--head-dim", "--dtype", "--storage", "--tree", "--parents",
+                           "--lengths", "--leaves", "--tokens", "--seed", "--logit-scale", "--scale"}) {
     EXPECT_THAT(usage, HasSubstr(flag));
   }
+  EXPECT_THAT(usage, HasSubstr("docs/tools.md#trees"));
+  for (const char* retired : {"--groups", "--group-len", "--levels"}) EXPECT_THAT(usage, Not(HasSubstr(retired)));
 }
 
 TEST(DiffOptions, BackendSpecCarriesPlanOptionsAndMayNameTheStorage) {
@@ -132,17 +134,51 @@ TEST(DiffOptions, BadUsageNamesTheFlag) {
   EXPECT_THAT(parse_error({"--backend", "x", "--batch", "abc"}), HasSubstr("--batch"));
   EXPECT_THAT(parse_error({"--backend", "x", "--dtype", "fp8"}), HasSubstr("'fp8'"));
   EXPECT_THAT(parse_error({"--backend", "x", "--storage", "paged"}), HasSubstr("'paged'"));
-  EXPECT_THAT(parse_error({"--backend", "x", "--tree", "radix"}), HasSubstr("--tree: 'radix'"));
+  EXPECT_THAT(parse_error({"--backend", "x", "--tree", "radix"}),
+              HasSubstr("--tree: tree 'radix': expected prefix, flat, or levels like 16x1024"));
   EXPECT_THAT(parse_error({"--backend", "x", "--suffix", "3", "--suffix-lens", "1,2"}), HasSubstr("excludes"));
-  EXPECT_THAT(parse_error({"--backend", "x", "--groups", "3"}), HasSubstr("--groups applies only to --tree two-level"));
-  EXPECT_THAT(parse_error({"--backend", "x", "--leaves", "1"}), HasSubstr("--leaves applies only to --tree custom"));
-  EXPECT_THAT(parse_error({"--backend", "x", "--tree", "custom", "--parents", "-1", "--lengths", "3"}),
-              HasSubstr("--tree custom needs --leaves"));
-  EXPECT_THAT(parse_error({"--backend", "x", "--tree", "custom", "--prefix", "3", "--parents", "-1", "--lengths", "3",
-                           "--leaves", "0"}),
-              HasSubstr("--prefix does not apply to --tree custom"));
-  EXPECT_THAT(parse_error({"--backend", "x", "--tree", "custom", "--parents", "-1,x", "--lengths", "3", "--leaves", "0"}),
+}
+
+TEST(DiffOptions, TheSegmentsAndTheTokensAreFlagsOfTheirOwnInsteadOfTree) {
+  EXPECT_EQ(parsed({"--backend", "x", "--tokens", "t.txt"}).tree_source, TreeSource::tokens);
+  const std::vector<std::string> segments = {"--parents", "-1", "--lengths", "3", "--leaves", "0"};
+  auto with_segments = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"--backend", "x"});
+    args.insert(args.end(), segments.begin(), segments.end());
+    return args;
+  };
+  EXPECT_THAT(parse_error(with_segments({"--tree", "2x4"})),
+              HasSubstr("--tree does not apply with --parents, --lengths and --leaves (they give every segment)"));
+  EXPECT_THAT(parse_error(with_segments({"--prefix", "3"})),
+              HasSubstr("--prefix does not apply with --parents, --lengths and --leaves"));
+  EXPECT_THAT(parse_error(with_segments({"--tokens", "t.txt"})),
+              HasSubstr("--tokens does not apply with --parents, --lengths and --leaves"));
+  EXPECT_THAT(parse_error({"--backend", "x", "--tree", "2x4", "--tokens", "t.txt"}),
+              HasSubstr("--tree does not apply with --tokens (the file gives every sequence)"));
+  EXPECT_THAT(parse_error({"--backend", "x", "--suffix", "2", "--tokens", "t.txt"}),
+              HasSubstr("--suffix does not apply with --tokens"));
+  EXPECT_THAT(parse_error({"--backend", "x", "--leaves", "1"}), HasSubstr("a tree given segment by segment needs --parents"));
+  EXPECT_THAT(parse_error({"--backend", "x", "--parents", "-1", "--lengths", "3"}),
+              HasSubstr("a tree given segment by segment needs --leaves"));
+  EXPECT_THAT(parse_error({"--backend", "x", "--parents", "-1,x", "--lengths", "3", "--leaves", "0"}),
               HasSubstr("--parents: entry 1 ('x')"));
+}
+
+// --tree's words and flags before the tools shared one grammar: each refused with what to write now.
+TEST(DiffOptions, TheOldTreeWordsAndFlagsSayWhatToWriteInstead) {
+  EXPECT_THAT(parse_error({"--backend", "x", "--tree", "two-level", "--groups", "3", "--group-len", "32"}),
+              HasSubstr("--tree two-level --groups 3 --group-len 32 is now --tree 3x32 (3 groups of 32 shared tokens)"));
+  EXPECT_THAT(parse_error({"--backend", "x", "--groups", "3"}), HasSubstr("is now --tree 3x64"));
+  EXPECT_THAT(parse_error({"--backend", "x", "--tree", "two-level"}),
+              HasSubstr("--tree: tree 'two-level': two-level is now GROUPSxLENGTH: 2x64 is 2 groups of 64 shared tokens"));
+  EXPECT_THAT(parse_error({"--backend", "x", "--tree", "levels", "--levels", "4x1024/4x256"}),
+              HasSubstr("--levels is gone: --tree levels --levels 4x1024/4x256 is now --tree 4x1024/4x256"));
+  EXPECT_THAT(parse_error({"--backend", "x", "--tree", "levels"}), HasSubstr("--tree: tree 'levels': levels is gone"));
+  EXPECT_THAT(parse_error({"--backend", "x", "--tree", "custom", "--parents", "-1", "--lengths", "3", "--leaves", "0"}),
+              HasSubstr("--tree: tree 'custom': custom is gone: give --parents, --lengths and --leaves alone"));
+  EXPECT_THAT(parse_error({"--backend", "x", "--tree", "tokens", "--tokens", "t.txt"}),
+              HasSubstr("--tree: tree 'tokens': tokens is gone: give --tokens FILE alone"));
+  EXPECT_THAT(parse_error({"--random", "3", "--groups", "2"}), HasSubstr("--groups and --group-len are gone"));
 }
 
 TEST(DiffOptions, ParseIntList) {
@@ -206,7 +242,7 @@ TEST(DiffProblem, NegativeOrZeroSizesNameTheFlag) {
 
 TEST(DiffProblem, FlatTreeHasNoSharing) {
   Options o;
-  o.tree = TreeKind::flat;
+  o.tree = TreeSpec::parse("flat");
   o.batch = 3;
   o.prefix = 10;
   o.suffix_lens = std::vector<int>{1, 0, 5};
@@ -214,46 +250,34 @@ TEST(DiffProblem, FlatTreeHasNoSharing) {
   EXPECT_EQ(t.parents(), (std::vector<int>{-1, -1, -1}));
   EXPECT_EQ(t.lengths(), (std::vector<int>{11, 10, 15}));
   EXPECT_EQ(t.depth(), 1);
-  EXPECT_EQ(tree_label(o, t), "flat P+S=10+0..5 (" + t.describe() + ")");
+  EXPECT_EQ(tree_label(o, t), "flat P=10 S=0..5 (" + t.describe() + ")");
+  o.prefix = 2147483647;
+  EXPECT_THAT(error_of([&] { tree_from_options(o); }), HasSubstr("--tree: tree flat: P + S = 2147483647 + 1 exceeds int"));
 }
 
-TEST(DiffProblem, GroupSizesAreNearEqual) {
-  EXPECT_EQ(group_sizes(10, 3), (std::vector<int>{4, 3, 3}));
-  EXPECT_EQ(group_sizes(11, 3), (std::vector<int>{4, 4, 3}));
-  EXPECT_EQ(group_sizes(4, 4), (std::vector<int>{1, 1, 1, 1}));
-  EXPECT_EQ(group_sizes(7, 1), (std::vector<int>{7}));
-  EXPECT_THAT(error_of([] { group_sizes(3, 4); }), HasSubstr("--groups must be in [1, --batch = 3], got 4"));
-  EXPECT_THAT(error_of([] { group_sizes(3, 0); }), HasSubstr("got 0"));
-}
-
-TEST(DiffProblem, TwoLevelSplitsTheBatchIntoGroups) {
+TEST(DiffProblem, LevelsSplitTheBatchIntoEqualGroupsOfConsecutiveSequences) {
   Options o;
-  o.tree = TreeKind::two_level;
-  o.batch = 5;
+  o.tree = TreeSpec::parse("2x8");
+  o.batch = 6;
   o.prefix = 100;
-  o.groups = 2;
-  o.group_len = 8;
-  o.suffix_lens = std::vector<int>{1, 2, 3, 4, 5};
+  o.suffix_lens = std::vector<int>{1, 2, 3, 4, 5, 6};
   const SharingTree t = tree_from_options(o);
-  // root, group 0 (sequences 0-2), its 3 suffixes, group 1 (sequences 3-4), its 2 suffixes.
-  EXPECT_EQ(t.parents(), (std::vector<int>{-1, 0, 1, 1, 1, 0, 5, 5}));
-  EXPECT_EQ(t.lengths(), (std::vector<int>{100, 8, 1, 2, 3, 8, 4, 5}));
+  EXPECT_EQ(t.parents(), (std::vector<int>{-1, 0, 0, 1, 1, 1, 2, 2, 2}));
+  EXPECT_EQ(t.lengths(), (std::vector<int>{100, 8, 8, 1, 2, 3, 4, 5, 6}));
   EXPECT_EQ(t.seqs_below(1), (std::vector<int>{0, 1, 2}));
-  EXPECT_EQ(t.seqs_below(5), (std::vector<int>{3, 4}));
-  for (int s = 0; s < 5; ++s) EXPECT_EQ(t.path_length(s), 100 + 8 + (s + 1));
-  EXPECT_EQ(t.depth(), 3);
-  EXPECT_EQ(tree_label(o, t), "two-level P=100 groups=2x8 S=1..5 (" + t.describe() + ")");
+  for (int s = 0; s < 6; ++s) EXPECT_EQ(t.path_length(s), 100 + 8 + (s + 1));
+  EXPECT_EQ(tree_label(o, t), "2x8 P=100 S=1..6 (" + t.describe() + ")");
 
-  o.groups = 6;
-  EXPECT_THAT(error_of([&] { tree_from_options(o); }), HasSubstr("--groups"));
-  o.groups = 2;
-  o.group_len = -1;
-  EXPECT_THAT(error_of([&] { tree_from_options(o); }), HasSubstr("--group-len must be >= 0, got -1"));
+  o.batch = 5;
+  o.suffix_lens = std::vector<int>{1, 2, 3, 4, 5};
+  EXPECT_THAT(error_of([&] { tree_from_options(o); }),
+              HasSubstr("--tree: tree 2x8 splits the batch into 2 equal groups of consecutive sequences: B = 5 is not "
+                        "a positive multiple of 2"));
 }
 
-TEST(DiffProblem, CustomTreeFromParents) {
+TEST(DiffProblem, TreeFromParents) {
   Options o;
-  o.tree = TreeKind::custom;
+  o.tree_source = TreeSource::segments;
   o.parents = {-1, 0, 0};
   o.lengths = {16, 4, 5};
   o.leaves = {1, 2};
@@ -262,7 +286,7 @@ TEST(DiffProblem, CustomTreeFromParents) {
   EXPECT_EQ(t.num_seqs(), 2);
   EXPECT_EQ(t.path_length(0), 20);
   EXPECT_EQ(t.path_length(1), 21);
-  EXPECT_EQ(tree_label(o, t), "custom (" + t.describe() + ")");
+  EXPECT_EQ(tree_label(o, t), "segments (" + t.describe() + ")");
   EXPECT_EQ(shape_from_options(o, t).num_seqs, 2);
 
   o.batch = 3;
@@ -271,9 +295,9 @@ TEST(DiffProblem, CustomTreeFromParents) {
   EXPECT_NO_THROW(tree_from_options(o));
 }
 
-TEST(DiffProblem, CustomTreeErrorsComeFromTheTree) {
+TEST(DiffProblem, TreeFromParentsErrorsComeFromTheTree) {
   Options o;
-  o.tree = TreeKind::custom;
+  o.tree_source = TreeSource::segments;
   o.parents = {1, 0, -1};
   o.lengths = {4, 4, 4};
   o.leaves = {2};

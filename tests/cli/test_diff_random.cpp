@@ -33,6 +33,7 @@ Action parse_args(Options& options, const std::vector<std::string>& args) {
 
 // Every field a drawn problem sets, compared one by one so a failure names the field.
 void expect_same_problem(const Options& a, const Options& b) {
+  EXPECT_EQ(a.tree_source, b.tree_source);
   EXPECT_EQ(a.tree, b.tree);
   EXPECT_EQ(a.parents, b.parents);
   EXPECT_EQ(a.lengths, b.lengths);

@@ -49,7 +49,7 @@ def test_a_scale_off_by_1e_3_is_caught_where_the_dtype_can_see_it():
 def test_a_failure_names_its_errors_and_the_hydragen_diff_line_of_its_case():
     row = next(r for r in hydragen.conformance(kernels.scale_off, CASES).rows if r.case == "depth4_q2-fp32")
     assert row.o_ratio > 1 and row.lse_ratio > 1 and "o_failed=" in row.detail and row.detail.endswith(" FAIL")
-    assert row.repro == ("hydragen-diff --backend cpu-flat --tree custom --parents -1,0,0,1,1,2,3,3,4,5,5 "
+    assert row.repro == ("hydragen-diff --backend cpu-flat --parents -1,0,0,1,1,2,3,3,4,5,5 "
                          "--lengths 20,0,9,7,30,4,2,11,5,1,8 --leaves 9,6,10,8,7 --q-len 2 --q-heads 8 "
                          "--kv-heads 1 --head-dim 64 --dtype fp32 --seed 10")
     markdown = hydragen.conformance(kernels.scale_off, CASES).markdown()

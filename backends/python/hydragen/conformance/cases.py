@@ -50,7 +50,7 @@ class Case:
         if reason:
             return f"not expressible with hydragen-diff: {REPRO_BACKEND} refuses it ({reason})"
         t = self.tree
-        args = ["--backend", REPRO_BACKEND, "--tree", "custom", "--parents", _ints(t.parents),
+        args = ["--backend", REPRO_BACKEND, "--parents", _ints(t.parents),
                 "--lengths", _ints(t.lengths), "--leaves", _ints(t.seq_leaves), "--q-len", self.q_len,
                 "--q-heads", self.q_heads, "--kv-heads", self.kv_heads, "--head-dim", self.head_dim,
                 "--dtype", self.dtype, "--seed", self.seed]
