@@ -70,7 +70,7 @@ void add_gemm_chunks(const AttentionShape& shape, const Group& grp, long long ma
 // laid together. The workers' k-th items are then parts of about the same index, so the blocks
 // reading one segment at once read about the same tokens, as a launch of a block per part does; cut
 // into equal runs of the items in block order (stream-K), they read the whole segment at once and
-// the shared tokens no longer stayed in L2 beside the leaves (rule leaf_layout).
+// the shared tokens no longer stayed in L2 beside the leaves (docs/planner-rules.md: wide_dealing).
 void deal_wide_items(const std::vector<long long>& part, int workers, Schedule& s) {
   const std::size_t n = s.wide_items.size();
   std::vector<std::size_t> order(n);
@@ -155,12 +155,8 @@ std::vector<RowBlock> row_blocks(const AttentionShape& shape, const std::vector<
       for (int r0 = 0; r0 < rows; r0 += block_rows) blocks.push_back({&grp, kv_head, r0, std::min(block_rows, rows - r0)});
     }
   }
-  // Items in the order their blocks start: a KV head's blocks (of groups from one first segment)
-  // side by side, so that the resident blocks read one or two KV heads' tokens and share them through
-  // L2. In group order, with 32 or 40 KV heads, one KV head's blocks started 32 or 40 apart and
-  // cuda-flash over shared storage read most of a shared prefix from DRAM. Within a KV head, a
-  // block's parts stay together: part by part (every block reading the same tokens at once) ran 4-8%
-  // slower, and a shared segment's parts start before the leaves of the same launch (perf-notes v14).
+  // Items in the order their blocks start, a KV head's blocks side by side and a block's parts
+  // together (docs/planner-rules.md: item_order).
   std::stable_sort(blocks.begin(), blocks.end(), [](const RowBlock& x, const RowBlock& y) {
     return std::pair(x.group->segments.front(), x.kv_head) < std::pair(y.group->segments.front(), y.kv_head);
   });
