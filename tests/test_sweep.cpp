@@ -43,7 +43,16 @@ TEST(SweepCsv, AMeasuredRowCarriesRatesAndTimeOverFloor) {
   write_csv_row(out, measured_row());
   EXPECT_EQ(out.str(),
             "\"NVIDIA H100 80GB HBM3\",abc1234,cuda-flash,redundant,bf16,1024,16384,64,1,8,1,128,prefix,2,1.5,2.5,2000,3000,"
-            "0.5,4.000,,ok,\"\"\n");
+            "0.5,4.000,,ok,\"\",\"\"\n");
+}
+
+TEST(SweepCsv, TheDecisionsColumnHoldsThePlansRulesQuoted) {
+  Row r = measured_row();
+  r.m.decisions = "device=NVIDIA H100 80GB HBM3;leaf_layout=beside;launch_recipe=leaves_beside";
+  std::ostringstream out;
+  write_csv_row(out, r);
+  EXPECT_THAT(out.str(), HasSubstr(",ok,\"\",\"device=NVIDIA H100 80GB HBM3;leaf_layout=beside;launch_recipe=leaves_beside\"\n"));
+  EXPECT_EQ(to_json(r)["decisions"], r.m.decisions);
 }
 
 TEST(SweepCsv, TheNominalShareIsTheNominalFloorOverTheTime) {
@@ -71,7 +80,7 @@ TEST(SweepCsv, AnOomRowLeavesEveryMeasurementEmptyAndQuotesTheDetail) {
   write_csv_row(out, r);
   EXPECT_EQ(out.str(),
             "\"NVIDIA H100 80GB HBM3\",abc1234,cuda-flash,redundant,bf16,1024,16384,64,1,8,1,128,prefix,,,,,,,,,oom,"
-            "\"cuda memory: out of memory allocating 8 bytes (\"\"free\"\", 0)\"\n");
+            "\"cuda memory: out of memory allocating 8 bytes (\"\"free\"\", 0)\",\"\"\n");
 }
 
 TEST(SweepCsv, NoFloorWithoutPeaks) {
@@ -90,7 +99,7 @@ TEST(SweepJson, SameFieldsWithNumbersAndNulls) {
   Row oom = measured_row();
   oom.m.status = "oom";
   EXPECT_TRUE(to_json(oom)["median_ms"].is_null());
-  EXPECT_EQ(ok.size(), 23u);
+  EXPECT_EQ(ok.size(), 24u);
 }
 
 TEST(SweepPresets, PaperFig4IsFourBatchPrefixPairsBySuffix0To512) {

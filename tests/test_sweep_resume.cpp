@@ -84,7 +84,7 @@ TEST(SweepCsvRows, RefusesWhatTheSweepDidNotWriteNamingTheLine) {
   EXPECT_EQ(invalid_argument_of(header() + good + cut), "line 3: no line break at its end (a row cut off mid-write)");
   EXPECT_EQ(invalid_argument_of(header() + "\"x,y\n"), "line 2: a quote that is never closed");
   EXPECT_THAT(invalid_argument_of(header() + "\"a\"b,c\n"), StartsWith("line 2: 'b' after a closing quote"));
-  EXPECT_EQ(invalid_argument_of(header() + "a,b\n"), "line 2: 2 fields, the header has 23");
+  EXPECT_EQ(invalid_argument_of(header() + "a,b\n"), "line 2: 2 fields, the header has 24");
   std::string not_number = good;
   not_number.replace(not_number.find(",64,2048,"), 9, ",6x,2048,");
   EXPECT_EQ(invalid_argument_of(header() + not_number), "line 2: column B: '6x' is not a number");

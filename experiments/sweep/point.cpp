@@ -102,7 +102,7 @@ nlohmann::json to_json(const Row& row) {
 }
 
 nlohmann::json to_json(const std::vector<std::string>& columns, const std::vector<std::string>& values) {
-  static const std::vector<std::string> text = {"device", "commit", "backend", "storage", "dtype", "tree", "status", "detail"};
+  static const std::vector<std::string> text = {"device", "commit", "backend", "storage", "dtype", "tree", "status", "detail", "decisions"};
   nlohmann::json j;
   for (std::size_t i = 0; i < columns.size(); ++i) {
     const std::string& name = columns[i];

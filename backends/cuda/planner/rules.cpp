@@ -125,7 +125,7 @@ Ruled<LeafLayout> leaf_layout(const std::string& option, const std::string& narr
   LeafLayout best;
   Inputs in;
   const long long leaf_tokens = total_tokens(after.narrow);
-  in("leaves_option", option)("row_blocks", census.wide_block_tokens.size())("leaf_items", after.narrow.size())(
+  in("leaves_option", option)("leaf_rows", shape.q_len * (shape.q_heads / shape.kv_heads))("row_blocks", census.wide_block_tokens.size())("leaf_items", after.narrow.size())(
       "leaf_tokens", leaf_tokens)("sms", device.sms);
   if (option == "after") return ruled(best, "leaf_layout", "after", in, "leaves=after");
   if (wide_kernel != ItemKernel::wgmma) return ruled(best, "leaf_layout", "after", in, "no wgmma launch");
@@ -151,7 +151,11 @@ Ruled<LeafLayout> leaf_layout(const std::string& option, const std::string& narr
   const double token_bytes = 2.0 * shape.head_dim * static_cast<double>(dtype_size(shape.dtype));  // K and V
   const double leaf_bytes = static_cast<double>(leaf_tokens) * token_bytes;
   const double shared_bytes = static_cast<double>(census.wide_distinct_tokens) * token_bytes;  // once from DRAM, shared through L2
-  const bool measured_leaves = static_cast<double>(leaf_tokens) <= kBesideMaxLeafTokens * static_cast<double>(after.narrow.size());
+  const double leaf_items = static_cast<double>(after.narrow.size());
+  const bool measured_leaves = static_cast<double>(leaf_tokens) <= kBesideMaxLeafTokens * leaf_items;
+  // Leaves of one row each (MHA, q_len 1) that are short: the model misses their per-item cost.
+  const bool short_one_row_leaves = shape.q_len * (shape.q_heads / shape.kv_heads) == 1 &&
+                                    static_cast<double>(leaf_tokens) < kBesideMinOneRowLeafTokens * leaf_items;
   const long long row_blocks = static_cast<long long>(census.wide_block_tokens.size());
   // After: the wgmma launch (bound by its compute or its DRAM reads), the leaves streaming on the
   // SMs it leaves meanwhile, then the rest of them on every SM; the whole bounded by both launches'
@@ -190,13 +194,15 @@ Ruled<LeafLayout> leaf_layout(const std::string& option, const std::string& narr
     }
   }
   const bool forced = option == "beside";
-  best.beside = best.beside_ns > 0 && (forced || (measured_leaves && best.beside_ns < kBesideMargin * best.after_ns));
+  best.beside = best.beside_ns > 0 &&
+                (forced || (measured_leaves && !short_one_row_leaves && best.beside_ns < kBesideMargin * best.after_ns));
   best.wide_target_blocks = row_blocks * best_parts;
   std::string times = "after " + ns_text(best.after_ns) + ", beside " + (best.beside_ns > 0 ? ns_text(best.beside_ns) : "none") +
                       " (" + r.source + ")";
   if (!best.beside) {
     const std::string why = best.beside_ns == 0 ? "no beside layout fits"
                             : !measured_leaves  ? "leaves average more than 512 tokens, where beside was never measured"
+                            : short_one_row_leaves ? "leaves of one row averaging under 32 tokens: beside lost at every such point measured"
                                                 : "beside not predicted 0.97x of after";
     const LeafLayout after_layout{false, 0, 0, 0, best.after_ns, best.beside_ns};
     return ruled(after_layout, "leaf_layout", "after", in, why + ": " + times);

@@ -42,6 +42,9 @@ inline constexpr long long kFoldForgoneSmTokens = 12 * 4096;
 // per persistent wgmma block.
 inline constexpr double kBesideMargin = 0.97;
 inline constexpr double kBesideMaxLeafTokens = 512;
+// ... and never for leaves of one row (g x q_len = 1: MHA decoding) averaging fewer tokens than this, where
+// the model misses the per-item cost (docs/planner-rules.md: leaf_layout, measured 2026-11-26).
+inline constexpr double kBesideMinOneRowLeafTokens = 32;
 inline constexpr int kMaxPartsPerWorker = 8;
 // gemm_chunks: the most scores (KV heads x rows x tokens) of one cuBLAS chunk: 256 MiB of fp32
 // scores and their probabilities beside them.
