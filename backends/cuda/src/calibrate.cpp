@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -63,17 +64,20 @@ class Staged {
 
 AttentionShape shape_of(int sequences) { return make_shape(sequences, 1, kQueryHeads, 1, kD, DType::bf16); }
 
-// The median time of a plan that runs `planned` (its decisions set by hand), in ns.
+// The median of kRuns timed runs of `enqueue`, L2 flushed before each, in ns.
+double median_ns(RunTimer& timer, const std::function<void(cudaStream_t)>& enqueue) {
+  std::vector<double> ms;
+  for (int i = 0; i < kRuns; ++i) ms.push_back(timer.time_ms(enqueue));
+  std::nth_element(ms.begin(), ms.begin() + kRuns / 2, ms.end());
+  return ms[kRuns / 2] * 1e6;
+}
+
+// The time of a plan that runs `planned` (its decisions set by hand), in ns.
 double time_ns(const AttentionShape& shape, const SharingTree& tree, const Planned& planned, RunTimer& timer) {
   const Staged staged(shape, tree);
   const auto plan = make_segment_plan(shape, tree, planned);
   plan->run(staged.in(), staged.out(), Stream{timer.stream()});  // uploads the tables
-  std::vector<double> ms;
-  for (int i = 0; i < kRuns; ++i) {
-    ms.push_back(timer.time_ms([&](cudaStream_t s) { plan->run(staged.in(), staged.out(), Stream{s}); }));
-  }
-  std::nth_element(ms.begin(), ms.begin() + kRuns / 2, ms.end());
-  return ms[kRuns / 2] * 1e6;
+  return median_ns(timer, [&](cudaStream_t s) { plan->run(staged.in(), staged.out(), Stream{s}); });
 }
 
 // One wgmma block's row block of 128 rows over a shared segment of `tokens`, cut into `parts` dealt to
@@ -126,10 +130,7 @@ double merge_ns(RunTimer& timer) {
   m.o = o.data();
   m.lse = lse.data();
   m.num_queries = queries;
-  std::vector<double> ms;
-  for (int i = 0; i < kRuns; ++i) ms.push_back(timer.time_ms([&](cudaStream_t s) { launch_merge(m, 1, false, DType::bf16, kD, s); }));
-  std::nth_element(ms.begin(), ms.begin() + kRuns / 2, ms.end());
-  return ms[kRuns / 2] * 1e6;
+  return median_ns(timer, [&](cudaStream_t s) { launch_merge(m, 1, false, DType::bf16, kD, s); });
 }
 
 std::string today() {
