@@ -117,9 +117,9 @@ TEST(DiffOptions, HelpAndListNeedNoBackend) {
 }
 
 TEST(DiffOptions, BackendSpecCarriesPlanOptionsAndMayNameTheStorage) {
-  const Options o = parsed({"--backend", "cuda-hydragen:form=wide:kernel=mma"});
+  const Options o = parsed({"--backend", "cuda-hydragen:form=wide:wide_kernel=mma64"});
   EXPECT_EQ(o.backend, "cuda-hydragen");
-  EXPECT_EQ(o.plan_options.text(), "form=wide:kernel=mma");
+  EXPECT_EQ(o.plan_options.text(), "form=wide:wide_kernel=mma64");
   EXPECT_EQ(o.storage, Storage::shared);
   EXPECT_EQ(parsed({"--backend", "cpu-flat:redundant"}).storage, Storage::redundant);
   EXPECT_EQ(parsed({"--backend", "cpu-flat", "--storage", "redundant"}).storage, Storage::redundant);

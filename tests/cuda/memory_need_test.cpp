@@ -52,7 +52,7 @@ TEST_P(DeviceMemoryNeed, StagingAndPlanAllocateWhatWasCounted) {
 std::vector<Case> cases() {
   std::vector<Case> all;
   for (const char* b : {"cuda-naive", "cuda-flash", "cuda-hydragen", "cuda-hydragen:form=wide", "cuda-hydragen:form=narrow",
-                        "cuda-hydragen:form=wide:kernel=mma", "cuda-hydragen-cublas"}) {
+                        "cuda-hydragen:form=wide:wide_kernel=mma64", "cuda-hydragen-cublas"}) {
     for (Storage s : {Storage::shared, Storage::redundant}) all.push_back({b, s});
   }
   return all;

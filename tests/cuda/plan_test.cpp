@@ -58,7 +58,7 @@ void replay_equals_eager_run(const BackendChoice& choice, const Problem& problem
 // runs this small problem in one launch of narrow blocks), and cuda-hydragen-cublas its cuBLAS
 // products beside the leaves. And a shared prefix alone: one launch whose split parts the merge
 // combines, which may start early (dependent_launch.cuh), or the cuBLAS chunks alone. And 4096
-// one-tile leaves (MHA, 32 heads), four to a block, a warp each (ItemKernel::warps).
+// one-tile leaves (MHA, 32 heads), four to a block, a warp each (ItemKernel::item_warps).
 std::vector<Problem> small_problems() {
   return {make_problem(make_shape(6, 2, 8, 2, 64, DType::bf16),
                        SharingTree::two_level(700, {40, 0}, {{3, 1, 90}, {5, 2, 1}}), 77),
@@ -235,8 +235,8 @@ TEST_F(LeavesOnTheirOwnSms, AreRefusedBesideAnotherLeafKernel) {
   CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
   CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
   if (major != 9 || minor != 0) GTEST_SKIP() << "leaves=beside applies beside the wgmma launch (compute capability 9.0)";
-  EXPECT_THAT([&] { b.plan(shape, tree, PlanOptions::parse("form=wide:leaves=beside:narrow=blocks")); },
-              ::testing::ThrowsMessage<std::invalid_argument>(HasSubstr("narrow=blocks")));
+  EXPECT_THAT([&] { b.plan(shape, tree, PlanOptions::parse("form=wide:leaves=beside:narrow_kernel=token_warps")); },
+              ::testing::ThrowsMessage<std::invalid_argument>(HasSubstr("narrow_kernel=token_warps")));
 }
 
 INSTANTIATE_TEST_SUITE_P(AllCudaBackends, CudaPlan,

@@ -4,7 +4,7 @@
 // a large causal q_len = 4 case with ragged suffixes.
 // Each case's problem and reference are computed once and shared by its backends: cuda-naive,
 // cuda-flash with shared and with redundant storage (1024 copies of a 16448-token path: 8.6 GB on
-// the GPU), cuda-hydragen (also with narrow=blocks, the narrow kernel its auto rule leaves out for
+// the GPU), cuda-hydragen (also with narrow_kernel=token_warps, the narrow kernel its auto rule leaves out for
 // many short leaves), and cuda-hydragen-cublas (whose prefix at B = 1024 takes two GEMM chunks).
 // GPU only: without one every test skips with the reason.
 #include <gtest/gtest.h>
@@ -51,7 +51,7 @@ const std::vector<LargeCase>& large_cases() {
       {"paper_B1024_P16384_S64_mqa_hq8_d128", 1, 8, 1, 128, 16384, std::vector<int>(1024, 64), 16384},
       {"mha_B64_P8192_S64_h32_d128", 1, 32, 32, 128, 8192, std::vector<int>(64, 64), 8192},
       // 512 x 32 one-tile leaves: enough that cuda-hydragen runs them on persistent warps (and with
-      // narrow=blocks on persistent blocks).
+      // narrow_kernel=token_warps on persistent blocks).
       {"mha_B512_P1024_S64_h32_d64", 1, 32, 32, 64, 1024, std::vector<int>(512, 64), 1024},
       {"causal_q4_B256_P4096_S3to67_gqa4_d64", 4, 8, 2, 64, 4096, ragged_suffixes(256), 4096},
       // Two sequences: a few blocks cut into 32 split parts each, so the merge kernel folds 32 or 33
@@ -104,7 +104,7 @@ std::vector<LargeParam> large_params() {
     params.push_back({c, "cuda-flash", Storage::shared});
     params.push_back({c, "cuda-flash", Storage::redundant});
     params.push_back({c, "cuda-hydragen", Storage::shared});
-    params.push_back({c, "cuda-hydragen", Storage::shared, PlanOptions::parse("narrow=blocks")});
+    params.push_back({c, "cuda-hydragen", Storage::shared, PlanOptions::parse("narrow_kernel=token_warps")});
     params.push_back({c, "cuda-hydragen-cublas", Storage::shared});
   }
   return params;

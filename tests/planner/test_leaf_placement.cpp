@@ -41,7 +41,7 @@ Placed placement_at(const Point& p, const std::string& leaves, const TreeSpec& l
   Placed placed{plan_hydragen(shape, tree, options, device), {}};
   const std::vector<Group> groups = segment_groups(shape, tree, placed.plan.decisions.inline_paths);
   const BlockCensus c = census(row_blocks(shape, groups, kWgmmaRows), shape.kv_heads);
-  const BuildChoices after{kWgmmaRows, narrow_split(c, resident_blocks(ItemKernel::narrow, device), device).choice,
+  const BuildChoices after{kWgmmaRows, narrow_split(c, resident_blocks(ItemKernel::token_warps, device), device).choice,
                            wide_target_blocks(ItemKernel::wgmma, device).choice, 0, 0};
   placed.layout =
       leaf_layout(leaves, "auto", ItemKernel::wgmma, shape, c, item_lengths(c, after), device_rates(device.name), device).choice;
@@ -68,7 +68,7 @@ void expect_runs(const Planned& p) {
   }
   EXPECT_LE(static_cast<int>(runs.size()) - 1 + p.decisions.leaf_sms, 132) << "wgmma blocks and leaf blocks side by side";
   EXPECT_EQ(p.decisions.launches.wide_workers, static_cast<int>(runs.size()) - 1);
-  EXPECT_EQ(p.decisions.narrow_kernel, ItemKernel::sm_warps);
+  EXPECT_EQ(p.decisions.narrow_kernel, ItemKernel::sm_item_warps);
   EXPECT_EQ(p.decisions.recipe, LaunchRecipe::leaves_beside);
 }
 

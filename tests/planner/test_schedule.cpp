@@ -64,7 +64,7 @@ PlanOptions hydragen(const std::string& asked = "") {
 struct Cuts {
   int sms = 132;
   int narrow_slots = 396;
-  int max_rows = kWideRows;
+  int max_rows = kMma64Rows;
   long long wide_target_blocks = 1188;
   int wide_workers = 0;
   std::string inline_option = "auto";
@@ -74,8 +74,8 @@ Cuts cuts_of(int narrow_slots, int max_rows, long long wide_target_blocks, int s
   return {sms, narrow_slots, max_rows, wide_target_blocks, 0, "auto"};
 }
 
-// An H100's cuts for mma.sync blocks (the planner's for kernel=mma, and cuda-flash's).
-const Cuts kH100Mma = cuts_of(396, kWideRows, 1188);
+// An H100's cuts for mma.sync blocks (the planner's for wide_kernel=mma64, and cuda-flash's).
+const Cuts kH100Mma = cuts_of(396, kMma64Rows, 1188);
 
 Cuts segments_apart(Cuts c) {
   c.inline_option = "never";
@@ -85,7 +85,7 @@ Cuts segments_apart(Cuts c) {
 // What a whole plan cut by: its device, its build choices, and the inline option it was given.
 Cuts cuts_of(const Planned& p, const std::string& inline_option = "auto") {
   const PlanDecisions& d = p.decisions;
-  return {d.device.sms, resident_blocks(ItemKernel::narrow, d.device), d.build.max_rows, d.build.wide_target_blocks,
+  return {d.device.sms, resident_blocks(ItemKernel::token_warps, d.device), d.build.max_rows, d.build.wide_target_blocks,
           d.build.wide_workers, inline_option};
 }
 
@@ -465,9 +465,9 @@ struct Run {
 }
 
 // {narrow target, max rows, wide target}: the simulator's "no split" rule needs equal targets at 1.
-const Cuts kCuts[] = {cuts_of(1, kNarrowRows, 1),     cuts_of(1, kWideRows, 1),     cuts_of(1, kWgmmaRows, 1),
-                      cuts_of(8, kNarrowRows, 8),     cuts_of(8, kWideRows, 8),     cuts_of(8, kWgmmaRows, 8),
-                      cuts_of(528, kNarrowRows, 528), cuts_of(528, kWideRows, 528), cuts_of(1188, kWgmmaRows, 132)};
+const Cuts kCuts[] = {cuts_of(1, kNarrowRows, 1),     cuts_of(1, kMma64Rows, 1),     cuts_of(1, kWgmmaRows, 1),
+                      cuts_of(8, kNarrowRows, 8),     cuts_of(8, kMma64Rows, 8),     cuts_of(8, kWgmmaRows, 8),
+                      cuts_of(528, kNarrowRows, 528), cuts_of(528, kMma64Rows, 528), cuts_of(1188, kWgmmaRows, 132)};
 
 // Every kind of schedule under every set of cuts (cuda-hydragen's with inline=auto and never), and
 // the whole plans an H100 makes (each backend's default, cuda-hydragen's leaves=beside); returns how
@@ -609,7 +609,7 @@ TEST(BothSchedules, HideTheCausalTailOfTheLeafAndNothingElse) {
   const AttentionShape shape = make_shape(1, 4, 1, 1, 64, DType::bf16);
   for (Kind kind : {Kind::flat, Kind::segment}) {
     SCOPED_TRACE(kind_name(kind));
-    const Cuts cuts = segments_apart(cuts_of(1, kWideRows, 1));
+    const Cuts cuts = segments_apart(cuts_of(1, kMma64Rows, 1));
     const Schedule s = make_schedule(kind, shape, tree, cuts);
     EXPECT_TRUE(check_schedule(kind, shape, tree, cuts, s));
     ASSERT_EQ(s.num_rows(), kind == Kind::flat ? 4 : 8);
@@ -675,7 +675,7 @@ TEST(FlashSchedule, CutsAPathDeeperThanKMaxItemSegmentsIntoSeveralItems) {
   for (int q_len : {1, 4}) {
     const AttentionShape shape = make_shape(2, q_len, 8, 2, 64, DType::bf16);
     check_all_options(shape, tree);
-    const Schedule s = make_schedule(Kind::flat, shape, tree, cuts_of(1, kWideRows, 1));
+    const Schedule s = make_schedule(Kind::flat, shape, tree, cuts_of(1, kMma64Rows, 1));
     // Sequence 0's 70 segments need ceil(70 / 32) = 3 token lists per KV head.
     int lists_of_seq0 = 0;
     for (const auto* items : {&s.narrow_items, &s.wide_items}) {
@@ -710,7 +710,7 @@ std::vector<long long> leaves(int n, long long tokens) { return std::vector<long
 
 // Rule launch_workers for a launch of 16-row blocks on the H100 (396 resident, one item each).
 int narrow_workers(const std::vector<long long>& items) {
-  return launch_workers("narrow", ItemKernel::narrow, DType::bf16, items, 0, 0, kH100).choice;
+  return launch_workers("narrow", ItemKernel::token_warps, DType::bf16, items, 0, 0, kH100).choice;
 }
 
 TEST(LaunchWorkers, PersistentOnlyForManyShortItems) {
@@ -726,63 +726,63 @@ TEST(LaunchWorkers, PersistentOnlyForManyShortItems) {
 TEST(LaunchWorkers, NeverPersistentForWgmmaBlocksOrFp32) {
   // Only the mma.sync kernels run persistent workers; dealt wgmma runs are the runs.
   EXPECT_EQ(launch_workers("wide", ItemKernel::wgmma, DType::bf16, leaves(8192, 64), 0, 0, kH100).choice, 8192);
-  EXPECT_EQ(launch_workers("narrow", ItemKernel::narrow, DType::fp32, leaves(8192, 64), 0, 0, kH100).choice, 8192);
+  EXPECT_EQ(launch_workers("narrow", ItemKernel::simt, DType::fp32, leaves(8192, 64), 0, 0, kH100).choice, 8192);
   EXPECT_EQ(launch_workers("wide", ItemKernel::wgmma, DType::bf16, leaves(200, 3251), 0, 100, kH100).choice, 100);
   // Whole-SM leaf warps: twelve per leaf SM, at most one per item.
-  EXPECT_EQ(launch_workers("narrow", ItemKernel::sm_warps, DType::bf16, leaves(5120, 64), 32, 0, kH100).choice, 32 * kSmWarps);
-  EXPECT_EQ(launch_workers("narrow", ItemKernel::sm_warps, DType::bf16, leaves(100, 64), 32, 0, kH100).choice, 100);
+  EXPECT_EQ(launch_workers("narrow", ItemKernel::sm_item_warps, DType::bf16, leaves(5120, 64), 32, 0, kH100).choice, 32 * kSmWarps);
+  EXPECT_EQ(launch_workers("narrow", ItemKernel::sm_item_warps, DType::bf16, leaves(100, 64), 32, 0, kH100).choice, 100);
 }
 
-// Rule narrow_kernel under narrow=auto on the H100 (396 resident narrow blocks).
+// Rule narrow_kernel under narrow_kernel=auto on the H100 (396 resident narrow blocks).
 ItemKernel narrow_kernel_of(const std::vector<long long>& items, bool alone) {
   return narrow_kernel(DType::bf16, "auto", 0, items, alone, kH100).choice;
 }
 
 TEST(NarrowKernel, AWarpPerItemForManyShortItems) {
-  EXPECT_EQ(narrow_kernel_of(leaves(5120, 8), false), ItemKernel::warps) << "CodeLlama-13b's decode leaves, 5 heads x 1024";
-  EXPECT_EQ(narrow_kernel_of(leaves(256, 64), false), ItemKernel::warps) << "(256, P, 64), g = 8: one leaf per sequence";
-  EXPECT_EQ(narrow_kernel_of(leaves(4096, 192), false), ItemKernel::warps) << "three tiles each, ten times the slots";
+  EXPECT_EQ(narrow_kernel_of(leaves(5120, 8), false), ItemKernel::item_warps) << "CodeLlama-13b's decode leaves, 5 heads x 1024";
+  EXPECT_EQ(narrow_kernel_of(leaves(256, 64), false), ItemKernel::item_warps) << "(256, P, 64), g = 8: one leaf per sequence";
+  EXPECT_EQ(narrow_kernel_of(leaves(4096, 192), false), ItemKernel::item_warps) << "three tiles each, ten times the slots";
   // Fewer items than SMs: each finishes sooner with its tiles over four warps.
-  EXPECT_EQ(narrow_kernel_of(leaves(32, 64), false), ItemKernel::narrow) << "(32, P, 64), g = 8";
-  EXPECT_EQ(narrow_kernel_of(leaves(131, 64), false), ItemKernel::narrow);
-  EXPECT_EQ(narrow_kernel_of(leaves(132, 64), false), ItemKernel::warps) << "one per SM";
+  EXPECT_EQ(narrow_kernel_of(leaves(32, 64), false), ItemKernel::token_warps) << "(32, P, 64), g = 8";
+  EXPECT_EQ(narrow_kernel_of(leaves(131, 64), false), ItemKernel::token_warps);
+  EXPECT_EQ(narrow_kernel_of(leaves(132, 64), false), ItemKernel::item_warps) << "one per SM";
   // Longer items stream better in 64-token tiles, unless narrow blocks would each run several.
-  EXPECT_EQ(narrow_kernel_of(leaves(256, 65), false), ItemKernel::narrow) << "over a tile, fewer items than slots";
-  EXPECT_EQ(narrow_kernel_of(leaves(128, 128), false), ItemKernel::narrow) << "(128, P, 128), g = 8";
-  EXPECT_EQ(narrow_kernel_of(leaves(512, 128), false), ItemKernel::warps) << "(512, P, 128), g = 8";
-  EXPECT_EQ(narrow_kernel_of(leaves(256, 256), false), ItemKernel::narrow) << "four tiles, fewer items than slots";
-  EXPECT_EQ(narrow_kernel_of(leaves(396, 192), false), ItemKernel::narrow);
-  EXPECT_EQ(narrow_kernel_of(leaves(397, 192), false), ItemKernel::warps);
-  EXPECT_EQ(narrow_kernel_of(leaves(4096, 193), false), ItemKernel::narrow);
-  EXPECT_EQ(narrow_kernel_of(leaves(1024, 256), false), ItemKernel::narrow) << "(512, P, 512)'s leaves split in two";
+  EXPECT_EQ(narrow_kernel_of(leaves(256, 65), false), ItemKernel::token_warps) << "over a tile, fewer items than slots";
+  EXPECT_EQ(narrow_kernel_of(leaves(128, 128), false), ItemKernel::token_warps) << "(128, P, 128), g = 8";
+  EXPECT_EQ(narrow_kernel_of(leaves(512, 128), false), ItemKernel::item_warps) << "(512, P, 128), g = 8";
+  EXPECT_EQ(narrow_kernel_of(leaves(256, 256), false), ItemKernel::token_warps) << "four tiles, fewer items than slots";
+  EXPECT_EQ(narrow_kernel_of(leaves(396, 192), false), ItemKernel::token_warps);
+  EXPECT_EQ(narrow_kernel_of(leaves(397, 192), false), ItemKernel::item_warps);
+  EXPECT_EQ(narrow_kernel_of(leaves(4096, 193), false), ItemKernel::token_warps);
+  EXPECT_EQ(narrow_kernel_of(leaves(1024, 256), false), ItemKernel::token_warps) << "(512, P, 512)'s leaves split in two";
   // Between one and two waves of blocks: one wave of warps, up to eight tiles.
-  EXPECT_EQ(narrow_kernel_of(leaves(512, 240), false), ItemKernel::warps) << "(512, P, 240), g = 8";
-  EXPECT_EQ(narrow_kernel_of(leaves(512, 496), false), ItemKernel::warps) << "(512, P, 496), g = 8";
-  EXPECT_EQ(narrow_kernel_of(leaves(512, 513), false), ItemKernel::narrow) << "over eight tiles";
-  EXPECT_EQ(narrow_kernel_of(leaves(791, 512), false), ItemKernel::warps);
-  EXPECT_EQ(narrow_kernel_of(leaves(792, 512), false), ItemKernel::narrow) << "two whole waves of blocks";
-  EXPECT_EQ(narrow_kernel_of(leaves(512, 1088), true), ItemKernel::narrow) << "cuda-flash's paths";
-  EXPECT_EQ(narrow_kernel_of({}, false), ItemKernel::narrow) << "no narrow launch";
+  EXPECT_EQ(narrow_kernel_of(leaves(512, 240), false), ItemKernel::item_warps) << "(512, P, 240), g = 8";
+  EXPECT_EQ(narrow_kernel_of(leaves(512, 496), false), ItemKernel::item_warps) << "(512, P, 496), g = 8";
+  EXPECT_EQ(narrow_kernel_of(leaves(512, 513), false), ItemKernel::token_warps) << "over eight tiles";
+  EXPECT_EQ(narrow_kernel_of(leaves(791, 512), false), ItemKernel::item_warps);
+  EXPECT_EQ(narrow_kernel_of(leaves(792, 512), false), ItemKernel::token_warps) << "two whole waves of blocks";
+  EXPECT_EQ(narrow_kernel_of(leaves(512, 1088), true), ItemKernel::token_warps) << "cuda-flash's paths";
+  EXPECT_EQ(narrow_kernel_of({}, false), ItemKernel::token_warps) << "no narrow launch";
 }
 
 TEST(NarrowKernel, AloneOneWaveOfWarpsForTwoToFourWavesOfBlocks) {
-  EXPECT_EQ(narrow_kernel_of(leaves(1024, 544), true), ItemKernel::warps) << "cuda-flash (512, 1024, 64): paths split in two";
-  EXPECT_EQ(narrow_kernel_of(leaves(1024, 544), false), ItemKernel::narrow) << "beside a wide launch";
-  EXPECT_EQ(narrow_kernel_of(leaves(1024, 1152), true), ItemKernel::warps) << "18 tiles";
-  EXPECT_EQ(narrow_kernel_of(leaves(1024, 1153), true), ItemKernel::narrow);
-  EXPECT_EQ(narrow_kernel_of(leaves(1024, 2080), true), ItemKernel::narrow) << "cuda-flash (512, 4096, 64)";
-  EXPECT_EQ(narrow_kernel_of(leaves(792, 1088), true), ItemKernel::narrow) << "two whole waves of blocks";
-  EXPECT_EQ(narrow_kernel_of(leaves(793, 1088), true), ItemKernel::warps);
-  EXPECT_EQ(narrow_kernel_of(leaves(1584, 1088), true), ItemKernel::warps) << "one whole wave of warps";
-  EXPECT_EQ(narrow_kernel_of(leaves(1585, 1088), true), ItemKernel::narrow);
+  EXPECT_EQ(narrow_kernel_of(leaves(1024, 544), true), ItemKernel::item_warps) << "cuda-flash (512, 1024, 64): paths split in two";
+  EXPECT_EQ(narrow_kernel_of(leaves(1024, 544), false), ItemKernel::token_warps) << "beside a wide launch";
+  EXPECT_EQ(narrow_kernel_of(leaves(1024, 1152), true), ItemKernel::item_warps) << "18 tiles";
+  EXPECT_EQ(narrow_kernel_of(leaves(1024, 1153), true), ItemKernel::token_warps);
+  EXPECT_EQ(narrow_kernel_of(leaves(1024, 2080), true), ItemKernel::token_warps) << "cuda-flash (512, 4096, 64)";
+  EXPECT_EQ(narrow_kernel_of(leaves(792, 1088), true), ItemKernel::token_warps) << "two whole waves of blocks";
+  EXPECT_EQ(narrow_kernel_of(leaves(793, 1088), true), ItemKernel::item_warps);
+  EXPECT_EQ(narrow_kernel_of(leaves(1584, 1088), true), ItemKernel::item_warps) << "one whole wave of warps";
+  EXPECT_EQ(narrow_kernel_of(leaves(1585, 1088), true), ItemKernel::token_warps);
 }
 
 TEST(NarrowKernel, TakesTheOptionFp32AndLeavesBesideBeforeItsThresholds) {
   // 5120 one-tile leaves would be warps under auto.
-  EXPECT_EQ(narrow_kernel(DType::bf16, "blocks", 0, leaves(5120, 8), false, kH100).choice, ItemKernel::narrow);
-  EXPECT_EQ(narrow_kernel(DType::bf16, "warps", 0, leaves(32, 1024), false, kH100).choice, ItemKernel::warps);
-  EXPECT_EQ(narrow_kernel(DType::fp32, "warps", 0, leaves(5120, 8), false, kH100).choice, ItemKernel::narrow) << "CUDA cores only";
-  EXPECT_EQ(narrow_kernel(DType::bf16, "blocks", 12, leaves(32, 1024), false, kH100).choice, ItemKernel::sm_warps)
+  EXPECT_EQ(narrow_kernel(DType::bf16, "token_warps", 0, leaves(5120, 8), false, kH100).choice, ItemKernel::token_warps);
+  EXPECT_EQ(narrow_kernel(DType::bf16, "item_warps", 0, leaves(32, 1024), false, kH100).choice, ItemKernel::item_warps);
+  EXPECT_EQ(narrow_kernel(DType::fp32, "item_warps", 0, leaves(5120, 8), false, kH100).choice, ItemKernel::simt) << "CUDA cores only";
+  EXPECT_EQ(narrow_kernel(DType::bf16, "token_warps", 12, leaves(32, 1024), false, kH100).choice, ItemKernel::sm_item_warps)
       << "leaves on SMs of their own";
 }
 
@@ -867,7 +867,7 @@ TEST(BothSchedules, SplitALongSegmentIntoPartsOfAtLeastKMinSplitTokensWhenTheGri
   const AttentionShape shape = make_shape(2, 1, 8, 1, 128, DType::bf16);
   for (Kind kind : {Kind::flat, Kind::segment}) {
     SCOPED_TRACE(kind_name(kind));
-    const Cuts cuts = segments_apart(cuts_of(528, kWideRows, 528));
+    const Cuts cuts = segments_apart(cuts_of(528, kMma64Rows, 528));
     const Schedule s = make_schedule(kind, shape, tree, cuts);
     EXPECT_TRUE(check_schedule(kind, shape, tree, cuts, s));
     const std::vector<WorkItem> over_prefix = items_over(s, 0);
@@ -891,7 +891,7 @@ TEST(BothSchedules, DoNotSplitWithOneSlotAndATargetOfOneBlock) {
   const SharingTree tree = SharingTree::prefix_suffix(8192, {64, 64});
   const AttentionShape shape = make_shape(2, 1, 8, 1, 128, DType::bf16);
   for (Kind kind : {Kind::flat, Kind::segment}) {
-    const Schedule s = make_schedule(kind, shape, tree, segments_apart(cuts_of(1, kWideRows, 1)));
+    const Schedule s = make_schedule(kind, shape, tree, segments_apart(cuts_of(1, kMma64Rows, 1)));
     EXPECT_EQ(items_over(s, 0).size(), kind == Kind::flat ? 2u : 1u) << kind_name(kind);
   }
 }
@@ -915,8 +915,8 @@ TEST(SegmentSchedule, ReadsASharedPrefixOncePerRowBlockOfStackedQueriesNotOncePe
     int batch, q_len, q_heads, kv_heads, max_rows;
   };
   const int prefix = 1000;
-  for (const Row& c : {Row{100, 1, 8, 2, kWideRows}, Row{100, 1, 8, 2, kNarrowRows}, Row{64, 4, 16, 4, kWideRows},
-                       Row{1024, 1, 8, 1, kWideRows}, Row{3, 1, 4, 4, kWideRows}, Row{1024, 1, 8, 1, kWgmmaRows}}) {
+  for (const Row& c : {Row{100, 1, 8, 2, kMma64Rows}, Row{100, 1, 8, 2, kNarrowRows}, Row{64, 4, 16, 4, kMma64Rows},
+                       Row{1024, 1, 8, 1, kMma64Rows}, Row{3, 1, 4, 4, kMma64Rows}, Row{1024, 1, 8, 1, kWgmmaRows}}) {
     const SharingTree tree = SharingTree::prefix_suffix(prefix, std::vector<int>(c.batch, 17));
     const AttentionShape shape = make_shape(c.batch, c.q_len, c.q_heads, c.kv_heads, 64, DType::bf16);
     const Cuts cuts = segments_apart(cuts_of(1, c.max_rows, 1));  // B = 3 at g = 1: 3 rows
@@ -942,7 +942,7 @@ TEST(SegmentSchedule, ReadsASegmentOfTooFewReadersForA16RowBlockWithinEachReader
   // (segment 2), 256 tokens each, then a 64-token leaf each.
   const SharingTree tree = SharingTree::from_parents({-1, 0, 0, 1, 1, 2, 2, 2, 2}, {1000, 256, 256, 64, 64, 64, 64, 64, 64},
                                                      {3, 4, 5, 6, 7, 8});
-  const Cuts cuts = cuts_of(1, kWideRows, 1, 8);
+  const Cuts cuts = cuts_of(1, kMma64Rows, 1, 8);
   auto segments_of = [](const Schedule& s, int segment) {
     std::vector<int> counts;
     for (const WorkItem& it : items_over(s, segment)) counts.push_back(it.num_segments);
@@ -963,7 +963,7 @@ TEST(SegmentSchedule, ReadsASegmentOfTooFewReadersForA16RowBlockWithinEachReader
     EXPECT_EQ(tokens_read(apart, 1, tree), 256);
     // Six paths (every leaf fits a block) x 1 KV head are under a quarter of 25 SMs: on so idle a GPU
     // a path's split parts would run a tile longer than the segments' own, so they stay apart.
-    const Cuts idle = cuts_of(1, kWideRows, 1, 25);
+    const Cuts idle = cuts_of(1, kMma64Rows, 1, 25);
     const Schedule few = make_schedule(Kind::segment, shape, tree, idle);
     EXPECT_TRUE(check_schedule(Kind::segment, shape, tree, idle, few));
     EXPECT_EQ(segments_of(few, 1), std::vector<int>{1});
@@ -999,7 +999,7 @@ TEST(SegmentSchedule, StacksRowsSequenceBySequenceQueryByQueryHeadByHeadInABlock
   // Rows of a segment's block: sequence-major, then query index, then query head within the KV head.
   const SharingTree tree = SharingTree::prefix_suffix(40, {3, 5});
   const AttentionShape shape = make_shape(2, 2, 4, 2, 64, DType::bf16);
-  const Schedule s = make_schedule(Kind::segment, shape, tree, segments_apart(cuts_of(1, kWideRows, 1)));
+  const Schedule s = make_schedule(Kind::segment, shape, tree, segments_apart(cuts_of(1, kMma64Rows, 1)));
   const std::vector<WorkItem> over_prefix = items_over(s, 0);
   ASSERT_EQ(over_prefix.size(), 2u);  // one per KV head, 8 rows each
   for (const WorkItem& it : over_prefix) {
@@ -1060,8 +1060,8 @@ TEST(FlashSchedule, ListsItemsKvHeadByKvHead) {
 TEST(SegmentSchedule, StartsEveryPartOfASharedSegmentBeforeTheLeaves) {
   const SharingTree tree = SharingTree::prefix_suffix(8192, std::vector<int>(256, 64));
   const AttentionShape shape = make_shape(256, 4, 8, 1, 128, DType::bf16);
-  const Schedule s = make_schedule(Kind::segment, shape, tree, cuts_of(396, kWideRows, 396));
-  ASSERT_GT(items_over(s, 0).size(), 256u * 4 * 8 / kWideRows) << "the prefix is split into parts";
+  const Schedule s = make_schedule(Kind::segment, shape, tree, cuts_of(396, kMma64Rows, 396));
+  ASSERT_GT(items_over(s, 0).size(), 256u * 4 * 8 / kMma64Rows) << "the prefix is split into parts";
   bool leaf_seen = false;
   for (const WorkItem& it : s.wide_items) {
     const bool over_prefix = s.item_segments[it.first_segment] == 0;
@@ -1151,7 +1151,7 @@ Schedule wgmma_then_leaves(const std::vector<long long>& wide_lengths) {
 Ruled<bool> fold(const std::vector<long long>& wide_lengths, int narrow_blocks, const DeviceLimits& device = kH100) {
   const Schedule s = wgmma_then_leaves(wide_lengths);
   EXPECT_TRUE(s.narrow_rows_fold(kFoldRounds));
-  return fold_leaves(s, ItemKernel::wgmma, ItemKernel::narrow, narrow_blocks, 0, device);
+  return fold_leaves(s, ItemKernel::wgmma, ItemKernel::token_warps, narrow_blocks, 0, device);
 }
 bool folds(int wide_blocks, long long tokens, int narrow_blocks) { return fold(leaves(wide_blocks, tokens), narrow_blocks).choice; }
 
@@ -1171,10 +1171,10 @@ TEST(FoldLeaves, WhereTheyAllFitBesideTheWgmmaLaunchOrItLeavesLittleRoomBesideIt
 
 TEST(FoldLeaves, OnlyAfterAWgmmaLaunchWithDependentLaunchAndLeavesAfterIt) {
   const Schedule s = wgmma_then_leaves(leaves(32, 256));  // folds on the H100 (the test above)
-  EXPECT_FALSE(fold_leaves(s, ItemKernel::wide, ItemKernel::narrow, 128, 0, kH100).choice) << "mma.sync wide blocks";
-  EXPECT_FALSE(fold_leaves(s, ItemKernel::wgmma, ItemKernel::narrow, 128, 12, kH100).choice) << "leaves beside";
+  EXPECT_FALSE(fold_leaves(s, ItemKernel::mma64, ItemKernel::token_warps, 128, 0, kH100).choice) << "mma.sync wide blocks";
+  EXPECT_FALSE(fold_leaves(s, ItemKernel::wgmma, ItemKernel::token_warps, 128, 12, kH100).choice) << "leaves beside";
   const DeviceLimits no_pdl{132, true, false, "NVIDIA H100 80GB HBM3"};
-  const Ruled<bool> without = fold_leaves(s, ItemKernel::wgmma, ItemKernel::narrow, 128, 0, no_pdl);
+  const Ruled<bool> without = fold_leaves(s, ItemKernel::wgmma, ItemKernel::token_warps, 128, 0, no_pdl);
   EXPECT_FALSE(without.choice);
   EXPECT_NE(without.decision.reason.find("dependent launch"), std::string::npos) << without.decision.reason;
 }
@@ -1217,7 +1217,7 @@ TEST(PlanDecisions, BuildChoicesComeFromTheSmCountOfTheDevice) {
   EXPECT_EQ(h100.decisions.build.wide_target_blocks, 132) << "one wave of one wgmma block per SM";
   EXPECT_NE(decision_of(h100, "narrow_split").inputs.find("resident_blocks=396"), std::string::npos) << "3 narrow blocks per SM";
   const Planned a100 = plan_hydragen(shape, tree, hydragen(), DeviceLimits{108, false, false, "NVIDIA A100-SXM4-80GB"});
-  EXPECT_EQ(a100.decisions.build.max_rows, kWideRows);
+  EXPECT_EQ(a100.decisions.build.max_rows, kMma64Rows);
   EXPECT_EQ(a100.decisions.build.wide_target_blocks, 972) << "three waves of 3 mma.sync blocks per SM";
   EXPECT_NE(decision_of(a100, "narrow_split").inputs.find("resident_blocks=324"), std::string::npos);
   const AttentionShape fp32 = make_shape(1024, 1, 8, 1, 128, DType::fp32);

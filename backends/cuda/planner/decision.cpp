@@ -15,10 +15,11 @@ const char* recipe_name(LaunchRecipe recipe) {
 
 const char* kernel_name(ItemKernel kernel) {
   switch (kernel) {
-    case ItemKernel::narrow: return "narrow";
-    case ItemKernel::warps: return "warps";
-    case ItemKernel::sm_warps: return "sm_warps";
-    case ItemKernel::wide: return "wide";
+    case ItemKernel::simt: return "simt";
+    case ItemKernel::token_warps: return "token_warps";
+    case ItemKernel::item_warps: return "item_warps";
+    case ItemKernel::sm_item_warps: return "sm_item_warps";
+    case ItemKernel::mma64: return "mma64";
     case ItemKernel::wgmma: return "wgmma";
   }
   return "?";

@@ -29,7 +29,7 @@ const char* recipe_name(LaunchRecipe recipe);
 
 // What building the schedule takes (schedule.hpp: build): it decides nothing itself.
 struct BuildChoices {
-  int max_rows = 0;                 // largest row block: kNarrowRows, kWideRows or kWgmmaRows
+  int max_rows = 0;                 // largest row block: kNarrowRows, kMma64Rows or kWgmmaRows
   long long narrow_parts = 1;       // parts per narrow block (split-KV), split_count'ed per block
   long long wide_target_blocks = 0;  // the wide launch's blocks: each wide block its share by tokens
   int wide_workers = 0;             // > 0: persistent wgmma blocks the wide items are dealt to; 0: a block per item
@@ -46,7 +46,7 @@ struct LaunchChoices {
 };
 
 struct PlanDecisions {
-  ItemKernel wide_kernel = ItemKernel::narrow, narrow_kernel = ItemKernel::narrow;
+  ItemKernel wide_kernel = ItemKernel::simt, narrow_kernel = ItemKernel::simt;
   bool inline_paths = false;  // segments of few readers read within each reader's path (rules.hpp: inline_paths)
   BuildChoices build;
   int leaf_sms = 0;  // > 0: the narrow items on that many SMs of their own (LaunchRecipe::leaves_beside)

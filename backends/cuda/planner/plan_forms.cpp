@@ -4,26 +4,30 @@ namespace hydragen::cuda {
 
 namespace {
 
-PlanOption narrow_option() {
-  return {"narrow",
-          {"auto", "blocks", "warps"},
-          "the 16-row blocks' kernel (16-bit storage): blocks: four warps share each item's tiles; warps: a warp per item, "
-          "four items to a block; auto: rule narrow_kernel (docs/planner-rules.md)"};
+PlanOption narrow_kernel_option() {
+  return {"narrow_kernel",
+          {"auto", "token_warps", "item_warps"},
+          "the kernel of the narrow items (at most 16 rows; 16-bit storage, fp32 has CUDA-core blocks only): token_warps, "
+          "four warps share each item's tiles; item_warps, a warp per item, four items to a block; auto: rule "
+          "narrow_kernel (docs/planner-rules.md)"};
 }
 
 }  // namespace
 
-std::vector<PlanOption> flash_options() { return {narrow_option()}; }
+std::vector<PlanOption> flash_options() { return {narrow_kernel_option()}; }
 
-std::vector<PlanOptions> flash_variants() { return {PlanOptions{}, PlanOptions::parse("narrow=warps")}; }
+std::vector<PlanOptions> flash_variants() { return {PlanOptions{}, PlanOptions::parse("narrow_kernel=item_warps")}; }
 
 std::vector<PlanOption> hydragen_options() {
   return {{"form",
            {"auto", "wide", "narrow"},
-           "auto: one launch of 16-row blocks where that puts at most one block on each SM, else wide; wide: the "
-           "shared segments in wide blocks beside 16-row leaf blocks; narrow: every segment in 16-row blocks"},
-          {"kernel", {"auto", "mma"}, "the wide blocks' kernel: auto is wgmma on sm_90a and mma.sync elsewhere; mma is mma.sync everywhere"},
-          narrow_option(),
+           "auto: one launch of narrow items where that puts at most one block on each SM, else wide; wide: the "
+           "shared segments in wide items beside narrow leaf items; narrow: every segment in narrow items (16 rows)"},
+          {"wide_kernel",
+           {"auto", "mma64"},
+           "the kernel of the wide items: auto, wgmma (128 rows) on sm_90a and mma64 (64-row mma.sync blocks) elsewhere; "
+           "mma64 everywhere"},
+          narrow_kernel_option(),
           {"inline",
            {"auto", "never"},
            "auto: a segment whose readers' queries fit one 16-row block is read within each reader's own item, its path "
@@ -38,7 +42,7 @@ std::vector<PlanOption> hydragen_options() {
 
 std::vector<PlanOptions> hydragen_variants() {
   return {PlanOptions{}, PlanOptions::parse("form=wide"), PlanOptions::parse("form=narrow"),
-          PlanOptions::parse("form=narrow:narrow=warps"), PlanOptions::parse("form=wide:kernel=mma"),
+          PlanOptions::parse("form=narrow:narrow_kernel=item_warps"), PlanOptions::parse("form=wide:wide_kernel=mma64"),
           PlanOptions::parse("form=wide:leaves=beside"), PlanOptions::parse("inline=never")};
 }
 

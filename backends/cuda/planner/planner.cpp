@@ -74,9 +74,9 @@ Planned plan_flash(const AttentionShape& shape, const SharingTree& tree, const P
   const std::vector<Group> groups = path_groups(tree);
   d.build.max_rows = max_rows(d.wide_kernel);
   d.build.wide_target_blocks = log(wide_target_blocks(d.wide_kernel, device));
-  d.build.narrow_parts = log(cut(shape, groups, d.build.max_rows, resident_blocks(ItemKernel::narrow, device), device).narrow_split);
+  d.build.narrow_parts = log(cut(shape, groups, d.build.max_rows, resident_blocks(ItemKernel::token_warps, device), device).narrow_split);
   p.schedule = build(shape, groups, d.build);
-  decide_launches(shape, p.schedule, options.at("narrow"), d);
+  decide_launches(shape, p.schedule, options.at("narrow_kernel"), d);
   return p;
 }
 
@@ -86,11 +86,11 @@ Planned plan_hydragen(const AttentionShape& shape, const SharingTree& tree, cons
   Planned p{begin(device), {}};
   PlanDecisions& d = p.decisions;
   Log log(d);
-  d.wide_kernel = log(wide_kernel(shape.dtype, options.at("kernel") == "mma", false, device));
+  d.wide_kernel = log(wide_kernel(shape.dtype, options.at("wide_kernel") == "mma64", false, device));
   d.inline_paths = log(inline_paths(options.at("inline"), narrow_paths(shape, tree), shape.kv_heads, device));
   const std::vector<Group> groups = segment_groups(shape, tree, d.inline_paths);
   d.build.wide_target_blocks = log(wide_target_blocks(d.wide_kernel, device));
-  const int slots = resident_blocks(ItemKernel::narrow, device);
+  const int slots = resident_blocks(ItemKernel::token_warps, device);
   Cut chosen = cut(shape, groups, max_rows(d.wide_kernel), slots, device);
   bool narrow_form = options.at("form") == "narrow";
   if (options.at("form") == "auto") {
@@ -104,7 +104,7 @@ Planned plan_hydragen(const AttentionShape& shape, const SharingTree& tree, cons
   d.build.narrow_parts = chosen.narrow_split.choice;
   const Decision split = chosen.narrow_split.decision;
   const ItemLengths after = item_lengths(chosen.census, d.build);
-  const LeafLayout layout = log(leaf_layout(options.at("leaves"), options.at("narrow"), d.wide_kernel, shape, chosen.census, after,
+  const LeafLayout layout = log(leaf_layout(options.at("leaves"), options.at("narrow_kernel"), d.wide_kernel, shape, chosen.census, after,
                                             d.rates, device));
   if (layout.beside) {
     // The wgmma launch on fewer persistent blocks: the narrow split for the leaves' SMs.
@@ -116,7 +116,7 @@ Planned plan_hydragen(const AttentionShape& shape, const SharingTree& tree, cons
     d.log.push_back(split);
   }
   p.schedule = build(shape, groups, d.build);
-  decide_launches(shape, p.schedule, options.at("narrow"), d);
+  decide_launches(shape, p.schedule, options.at("narrow_kernel"), d);
   return p;
 }
 
@@ -131,7 +131,7 @@ Planned plan_hydragen_cublas(const AttentionShape& shape, const SharingTree& tre
   d.build.max_rows = max_rows(d.wide_kernel);
   d.build.max_chunk_scores = kMaxChunkScores;
   d.build.wide_target_blocks = log(wide_target_blocks(d.wide_kernel, device));
-  d.build.narrow_parts = log(cut(shape, groups, d.build.max_rows, resident_blocks(ItemKernel::narrow, device), device).narrow_split);
+  d.build.narrow_parts = log(cut(shape, groups, d.build.max_rows, resident_blocks(ItemKernel::token_warps, device), device).narrow_split);
   p.schedule = build(shape, groups, d.build);
   decide_launches(shape, p.schedule, "auto", d);
   return p;

@@ -54,15 +54,15 @@ Ruled<std::optional<DeviceRates>> device_and_rates(const DeviceLimits& device) {
 
 Ruled<ItemKernel> wide_kernel(DType dtype, bool mma_only, bool flat_paths, const DeviceLimits& device) {
   Inputs in;
-  in("dtype", dtype_name(dtype))("kernel_option", mma_only ? "mma" : "auto")("wgmma_device", yes_no(device.wgmma));
-  if (dtype == DType::fp32) return ruled(ItemKernel::narrow, "wide_kernel", "narrow (CUDA cores)", in, "fp32 has only CUDA-core blocks");
+  in("dtype", dtype_name(dtype))("wide_kernel_option", mma_only ? "mma64" : "auto")("wgmma_device", yes_no(device.wgmma));
+  if (dtype == DType::fp32) return ruled(ItemKernel::simt, "wide_kernel", "simt (CUDA cores)", in, "fp32 has only CUDA-core blocks");
   if (flat_paths) {
-    return ruled(ItemKernel::wide, "wide_kernel", "wide (mma.sync)", in,
+    return ruled(ItemKernel::mma64, "wide_kernel", "mma64 (mma.sync)", in,
                  "cuda-flash's items read whole paths; wgmma items read one segment each (TMA descriptors per segment)");
   }
   if (device.wgmma && !mma_only) return ruled(ItemKernel::wgmma, "wide_kernel", "wgmma", in, "the device runs sm_90a code");
-  return ruled(ItemKernel::wide, "wide_kernel", "wide (mma.sync)", in,
-               mma_only ? "kernel=mma asks for mma.sync" : "the device has no wgmma (sm_90a) kernel");
+  return ruled(ItemKernel::mma64, "wide_kernel", "mma64 (mma.sync)", in,
+               mma_only ? "wide_kernel=mma64 asks for mma.sync" : "the device has no wgmma (sm_90a) kernel");
 }
 
 Ruled<bool> inline_paths(const std::string& option, long long narrow_paths, int kv_heads, const DeviceLimits& device) {
@@ -133,8 +133,8 @@ Ruled<LeafLayout> leaf_layout(const std::string& option, const std::string& narr
     return ruled(best, "leaf_layout", "after", in, "one kind of items: nothing runs beside");
   }
   if (narrow_option != "auto") {
-    if (option == "auto") return ruled(best, "leaf_layout", "after", in, "narrow=" + narrow_option + " keeps the leaves after");
-    throw std::invalid_argument("cuda-hydragen: leaves=beside runs the leaves a warp each on SMs of their own; narrow=" +
+    if (option == "auto") return ruled(best, "leaf_layout", "after", in, "narrow_kernel=" + narrow_option + " keeps the leaves after");
+    throw std::invalid_argument("cuda-hydragen: leaves=beside runs the leaves a warp each on SMs of their own; narrow_kernel=" +
                                 narrow_option + " asks for another kernel");
   }
   if (device.sms < 2) return ruled(best, "leaf_layout", "after", in, "one SM: no room for a side of its own");
@@ -214,17 +214,17 @@ Ruled<LeafLayout> leaf_layout(const std::string& option, const std::string& narr
 
 Ruled<ItemKernel> narrow_kernel(DType dtype, const std::string& option, int leaf_sms, const std::vector<long long>& items,
                                 bool alone, const DeviceLimits& device) {
-  const long long n = static_cast<long long>(items.size()), slots = resident_blocks(ItemKernel::narrow, device);
+  const long long n = static_cast<long long>(items.size()), slots = resident_blocks(ItemKernel::token_warps, device);
   const long long tokens = total_tokens(items);
   Inputs in;
-  in("dtype", dtype_name(dtype))("narrow_option", option)("items", n)("tokens", tokens)("alone", yes_no(alone))(
+  in("dtype", dtype_name(dtype))("narrow_kernel_option", option)("items", n)("tokens", tokens)("alone", yes_no(alone))(
       "resident_blocks", slots)("sms", device.sms);
-  if (dtype == DType::fp32) return ruled(ItemKernel::narrow, "narrow_kernel", "narrow (CUDA cores)", in, "fp32 has only CUDA-core blocks");
+  if (dtype == DType::fp32) return ruled(ItemKernel::simt, "narrow_kernel", "simt (CUDA cores)", in, "fp32 has only CUDA-core blocks");
   if (leaf_sms > 0) {
-    return ruled(ItemKernel::sm_warps, "narrow_kernel", "sm_warps", in, "leaves on SMs of their own: a warp per item, an SM's twelve to a block");
+    return ruled(ItemKernel::sm_item_warps, "narrow_kernel", "sm_item_warps", in, "leaves on SMs of their own: a warp per item, an SM's twelve to a block");
   }
-  if (option == "blocks") return ruled(ItemKernel::narrow, "narrow_kernel", "narrow", in, "narrow=blocks");
-  if (option == "warps") return ruled(ItemKernel::warps, "narrow_kernel", "warps", in, "narrow=warps");
+  if (option == "token_warps") return ruled(ItemKernel::token_warps, "narrow_kernel", "token_warps", in, "narrow_kernel=token_warps");
+  if (option == "item_warps") return ruled(ItemKernel::item_warps, "narrow_kernel", "item_warps", in, "narrow_kernel=item_warps");
   auto tiles_at_most = [&](long long tiles) { return tokens <= tiles * kMmaTokens * n; };
   const char* why = nullptr;
   if (n == 0) {
@@ -238,8 +238,8 @@ Ruled<ItemKernel> narrow_kernel(DType dtype, const std::string& option, int leaf
   } else if (alone && tiles_at_most(kWarpsAloneTiles) && n > 2 * slots && n <= kItemWarps * slots) {
     why = "alone, items of at most 18 tiles over two to four waves of blocks: one wave of warps";
   }
-  if (why != nullptr) return ruled(ItemKernel::warps, "narrow_kernel", "warps", in, why);
-  return ruled(ItemKernel::narrow, "narrow_kernel", "narrow", in,
+  if (why != nullptr) return ruled(ItemKernel::item_warps, "narrow_kernel", "item_warps", in, why);
+  return ruled(ItemKernel::token_warps, "narrow_kernel", "token_warps", in,
                n == 0 ? "no narrow items" : "four token warps cut each item's chain of tiles by four");
 }
 
@@ -252,7 +252,7 @@ Ruled<int> launch_workers(const char* launch, ItemKernel kernel, DType dtype, co
     return ruled(workers, "launch_workers", std::string(launch) + ":" + std::to_string(workers), in, std::move(why));
   };
   if (dealt_runs > 0) return out(dealt_runs, "persistent wgmma blocks, a run of dealt items each");
-  if (kernel == ItemKernel::sm_warps) return out(std::min(n, leaf_sms * kSmWarps), "a warp for each of the leaves' SMs' warps");
+  if (kernel == ItemKernel::sm_item_warps) return out(std::min(n, leaf_sms * kSmWarps), "a warp for each of the leaves' SMs' warps");
   const long long slots = static_cast<long long>(resident_blocks(kernel, device)) * items_per_block(kernel);
   const bool mma = kernel != ItemKernel::wgmma && dtype != DType::fp32;
   const bool persistent = mma && n >= kPersistentItemsPerSlot * slots &&

@@ -57,7 +57,7 @@ inline constexpr long long kMaxChunkScores = 1LL << 26;
 Ruled<std::optional<DeviceRates>> device_and_rates(const DeviceLimits& device);
 
 // The kernel of items of more than 16 rows: wgmma where the device runs it, unless `mma_only`
-// (kernel=mma, or cuda-flash's paths: wgmma items read one segment each); mma.sync otherwise; fp32
+// (wide_kernel=mma64, or cuda-flash's paths: wgmma items read one segment each); mma.sync otherwise; fp32
 // has only CUDA-core narrow blocks.
 Ruled<ItemKernel> wide_kernel(DType dtype, bool mma_only, bool flat_paths, const DeviceLimits& device);
 
@@ -90,7 +90,7 @@ struct LeafLayout {
   int wide_workers = 0;            // beside: persistent wgmma blocks
   double after_ns = 0, beside_ns = 0;  // the model's times; 0 where not predicted
 };
-// Only for a wgmma launch beside leaves under narrow=auto (another narrow kernel keeps them after, or
+// Only for a wgmma launch beside leaves under narrow_kernel=auto (another narrow kernel keeps them after, or
 // is an error with leaves=beside). `shared_kv_tokens`: the wide blocks' distinct (segment, KV head)
 // tokens, read once from DRAM.
 Ruled<LeafLayout> leaf_layout(const std::string& option, const std::string& narrow_option, ItemKernel wide,

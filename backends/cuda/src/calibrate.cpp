@@ -103,7 +103,7 @@ double leaves_ns(int sms, int tokens, const DeviceLimits& device, RunTimer& time
   const SharingTree tree = SharingTree::flat(std::vector<int>(static_cast<std::size_t>(shape.num_seqs), tokens));
   Planned p;
   p.decisions.device = device;
-  p.decisions.narrow_kernel = ItemKernel::sm_warps;
+  p.decisions.narrow_kernel = ItemKernel::sm_item_warps;
   p.decisions.leaf_sms = sms;
   p.decisions.build = BuildChoices{kNarrowRows, 1, 1, 0, 0};
   p.schedule = build(shape, path_groups(tree), p.decisions.build);

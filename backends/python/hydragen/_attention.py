@@ -55,7 +55,7 @@ def plan(q, k_segments, v_segments, tree, backend="auto", scale=None):
     tensors a plan runs may be others of the same kind). Shapes as in Plan.run; tree: a SharingTree.
 
     backend: "auto" (cuda-hydragen for CUDA tensors, cpu-hydragen on the host, the reference for fp64) or
-    a name from hydragen.backends(), with plan options: "cuda-hydragen:form=wide:kernel=mma".
+    a name from hydragen.backends(), with plan options: "cuda-hydragen:form=wide:wide_kernel=mma64".
     scale: None for 1/sqrt(D).
     Raises ValueError naming the tensor and field that is wrong, hydragen.Unsupported with the reason a
     backend does not take the problem."""

@@ -2,7 +2,7 @@
 // Choices a backend's plan takes beyond the problem, such as cuda-hydragen's `form=wide`: variants
 // kept to compare one implementation's forms, not products of their own. A backend declares each
 // option with its values (the first is the default); callers name them after the backend, as in
-// "cuda-hydragen:form=wide:kernel=mma".
+// "cuda-hydragen:form=wide:wide_kernel=mma64".
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,7 +19,7 @@ struct PlanOption {
 class PlanOptions {
  public:
   PlanOptions() = default;
-  // Parses "form=wide:kernel=mma" ("" is none). Throws std::invalid_argument naming the bad field.
+  // Parses "form=wide:wide_kernel=mma64" ("" is none). Throws std::invalid_argument naming the bad field.
   static PlanOptions parse(const std::string& text);
 
   // Throws std::invalid_argument when `name` is already set or either part is empty or holds ':' or '='.
@@ -29,7 +29,7 @@ class PlanOptions {
   const std::string& at(const std::string& name) const;
   bool empty() const { return values_.empty(); }
   const std::vector<std::pair<std::string, std::string>>& items() const { return values_; }
-  std::string text() const;  // "form=wide:kernel=mma"; "" when empty
+  std::string text() const;  // "form=wide:wide_kernel=mma64"; "" when empty
 
   bool operator==(const PlanOptions& other) const { return values_ == other.values_; }
 

@@ -25,10 +25,10 @@ void launch_mma(const SegmentAttentionParams& params, int workers, ItemKernel ke
     constexpr int D = decltype(dim)::value;
     const int blocks = launch_blocks(workers, kernel);
     switch (kernel) {
-      case ItemKernel::wide: launch_block<T, D, 4, 1, 1>(params, blocks, stream, dependent); break;
-      case ItemKernel::narrow: launch_block<T, D, 1, 4, 1>(params, blocks, stream, dependent); break;
-      case ItemKernel::warps: launch_block<T, D, 1, 1, kItemWarps>(params, blocks, stream, dependent); break;
-      case ItemKernel::sm_warps: launch_block<T, D, 1, 1, kSmWarps>(params, blocks, stream, dependent); break;
+      case ItemKernel::mma64: launch_block<T, D, 4, 1, 1>(params, blocks, stream, dependent); break;
+      case ItemKernel::token_warps: launch_block<T, D, 1, 4, 1>(params, blocks, stream, dependent); break;
+      case ItemKernel::item_warps: launch_block<T, D, 1, 1, kItemWarps>(params, blocks, stream, dependent); break;
+      case ItemKernel::sm_item_warps: launch_block<T, D, 1, 1, kSmWarps>(params, blocks, stream, dependent); break;
       default: throw std::logic_error("segment attention: not an mma.sync block shape");
     }
     check_launch("segment_attention_mma");

@@ -46,7 +46,7 @@ void launch_segment_attention(const SegmentAttentionParams& params, int workers,
     throw std::logic_error("segment attention: only the mma.sync kernels launch as dependents");
   }
   if (dtype == DType::fp32) {
-    if (kernel != ItemKernel::narrow) throw std::logic_error("segment attention: fp32 has only narrow blocks");
+    if (kernel != ItemKernel::simt) throw std::logic_error("segment attention: fp32 has only CUDA-core (simt) blocks");
     detail::launch_simt(params, dtype, head_dim, stream);
   } else if (kernel == ItemKernel::wgmma) {
     detail::launch_wgmma(params, workers, dtype, head_dim, stream);

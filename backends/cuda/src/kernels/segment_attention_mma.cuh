@@ -5,9 +5,9 @@
 // warp tw takes its share of every K/V tile (64 tokens, or 16 for a warp worker). Wide items (64
 // stacked query rows of a shared segment): 4 row warps x 1 token warp. Narrow items (<= 16 rows, one
 // sequence's decode): 1 row warp x 4 token warps, so a block still has four warps to hide latency
-// while it streams a long path; or, for short ones, four one-warp workers (ItemKernel::warps), so
+// while it streams a long path; or, for short ones, four one-warp workers (ItemKernel::item_warps), so
 // that four items' latencies overlap instead of four warps waiting on each other at every tile;
-// or twelve such warps, a whole SM's (ItemKernel::sm_warps), for leaves on SMs of their own.
+// or twelve such warps, a whole SM's (ItemKernel::sm_item_warps), for leaves on SMs of their own.
 //
 // The kernel's steps, each a function below:
 //   scheduler  worker_items: the worker's run of items (one, or many for persistent workers)

@@ -5,18 +5,21 @@
 
 namespace hydragen::cuda {
 
-// The block shapes a launch of segment-attention items can use.
+// The kernels a launch of segment-attention items can run, named for what they are. The vocabulary
+// (docs/design.md): narrow items have at most 16 rows (one mma.sync fragment's), wide items more; the
+// first four kernels run narrow items, the last two wide ones.
 enum class ItemKernel {
-  narrow,  // <= 16 rows: 1 row warp x 4 token warps (mma.sync; CUDA cores for fp32)
-  warps,   // <= 16 rows: a warp per item, four items to a block (mma.sync, 16-bit storage)
-  sm_warps,  // <= 16 rows: a warp per item, an SM's twelve warps to a block, one block per SM: leaves
-             // on SMs of their own beside a wgmma launch, which keeps the others whole
-  wide,    // <= 64 rows: 4 row warps (mma.sync, sm_80+)
-  wgmma,   // <= 128 rows: 2 consumer warpgroups + 1 producer (wgmma and TMA, sm_90a)
+  simt,           // fp32: 1 row warp x 4 token warps on CUDA cores
+  token_warps,    // 1 row warp x 4 token warps sharing each item's tiles (mma.sync, 16-bit storage)
+  item_warps,     // a warp per item, four items to a block (mma.sync, 16-bit storage)
+  sm_item_warps,  // a warp per item, an SM's twelve warps to a block, one block per SM: leaves on SMs of
+                  // their own beside a wgmma launch, which keeps the others whole
+  mma64,          // <= 64 rows: 4 row warps (mma.sync, sm_80+)
+  wgmma,          // <= 128 rows: 2 consumer warpgroups + 1 producer (wgmma and TMA, sm_90a)
 };
 
 inline constexpr int kNarrowRows = 16;  // one warp's mma.sync fragment rows
-inline constexpr int kWideRows = 64;    // four row warps
+inline constexpr int kMma64Rows = 64;   // four row warps
 inline constexpr int kWgmmaRows = 128;  // two warpgroups of 64
 
 // mma.sync kernels (narrow and wide): 128 threads, two stages of 64-token K and V tiles. Three
@@ -36,7 +39,7 @@ inline constexpr int kItemWarps = 4;
 inline constexpr int kSmWarps = kItemWarps * kMmaBlocksPerSm;
 
 // Threads of an mma.sync block of ROW_WARPS x TOKEN_WARPS warps per worker and GROUPS workers:
-// kMmaThreads, or an SM's worth (ItemKernel::sm_warps), and the blocks each SM holds at once.
+// kMmaThreads, or an SM's worth (ItemKernel::sm_item_warps), and the blocks each SM holds at once.
 template <int ROW_WARPS, int TOKEN_WARPS, int GROUPS>
 struct MmaBlockShape {
   static constexpr int kThreads = 32 * ROW_WARPS * TOKEN_WARPS * GROUPS;
@@ -119,16 +122,16 @@ inline constexpr int kSoftmaxPerThread = 64;
 inline constexpr int kMaxChunkTokens = kSoftmaxThreads * kSoftmaxPerThread;
 
 constexpr int max_rows(ItemKernel kernel) {
-  return kernel == ItemKernel::wide ? kWideRows : kernel == ItemKernel::wgmma ? kWgmmaRows : kNarrowRows;
+  return kernel == ItemKernel::mma64 ? kMma64Rows : kernel == ItemKernel::wgmma ? kWgmmaRows : kNarrowRows;
 }
 
 constexpr int blocks_per_sm(ItemKernel kernel) {
-  return kernel == ItemKernel::wgmma || kernel == ItemKernel::sm_warps ? 1 : kMmaBlocksPerSm;
+  return kernel == ItemKernel::wgmma || kernel == ItemKernel::sm_item_warps ? 1 : kMmaBlocksPerSm;
 }
 
 // Items a block runs at once: its workers (worker_items in segment_attention_mma.cuh).
 constexpr int items_per_block(ItemKernel kernel) {
-  return kernel == ItemKernel::warps ? kItemWarps : kernel == ItemKernel::sm_warps ? kSmWarps : 1;
+  return kernel == ItemKernel::item_warps ? kItemWarps : kernel == ItemKernel::sm_item_warps ? kSmWarps : 1;
 }
 
 // The blocks a launch of `workers` workers takes.
