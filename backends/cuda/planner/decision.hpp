@@ -10,7 +10,7 @@
 #include "device_limits.hpp"
 #include "device_rates.hpp"
 #include "hydragen/attention.hpp"
-#include "kernels/tile_config.hpp"
+#include "tile_config.hpp"
 
 namespace hydragen::cuda {
 

@@ -7,7 +7,7 @@
 
 #include "device_rates.hpp"
 
-#include "kernels/tile_config.hpp"
+#include "tile_config.hpp"
 
 namespace hydragen::cuda {
 

@@ -17,8 +17,8 @@
 #include "decision.hpp"
 #include "hydragen/shape.hpp"
 #include "hydragen/sharing_tree.hpp"
-#include "kernels/params.hpp"
-#include "kernels/tile_config.hpp"
+#include "params.hpp"
+#include "tile_config.hpp"
 
 namespace hydragen::cuda {
 

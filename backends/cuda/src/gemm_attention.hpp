@@ -14,7 +14,7 @@
 #include "hydragen/attention.hpp"
 #include "hydragen/cuda/device_array.hpp"
 #include "hydragen/cuda/handles.hpp"
-#include "kernels/params.hpp"
+#include "params.hpp"
 #include "schedule.hpp"
 
 namespace hydragen::cuda {

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "hydragen/cuda/check.hpp"
-#include "kernels/tile_config.hpp"
+#include "tile_config.hpp"
 
 namespace hydragen::cuda {
 
