@@ -91,15 +91,16 @@ Planned plan_hydragen(const AttentionShape& shape, const SharingTree& tree, cons
   const std::vector<Group> groups = segment_groups(shape, tree, d.inline_paths);
   d.build.wide_target_blocks = log(wide_target_blocks(d.wide_kernel, device));
   const int slots = resident_blocks(ItemKernel::token_warps, device);
-  Cut chosen = cut(shape, groups, max_rows(d.wide_kernel), slots, device);
-  bool narrow_form = options.at("form") == "narrow";
-  if (options.at("form") == "auto") {
+  const std::string& form = options.at("form");
+  bool narrow_form = form == "narrow";
+  Cut chosen = cut(shape, groups, narrow_form ? kNarrowRows : max_rows(d.wide_kernel), slots, device);
+  if (form == "auto") {
     Cut narrow = cut(shape, groups, kNarrowRows, slots, device);
     BuildChoices c{kNarrowRows, narrow.narrow_split.choice, d.build.wide_target_blocks, 0, 0};
     const long long items = static_cast<long long>(item_lengths(narrow.census, c).narrow.size());
     narrow_form = log(one_narrow_launch(chosen.census, narrow.census, items, device));
+    if (narrow_form) chosen = std::move(narrow);
   }
-  if (narrow_form) chosen = cut(shape, groups, kNarrowRows, slots, device);
   d.build.max_rows = narrow_form ? kNarrowRows : max_rows(d.wide_kernel);
   d.build.narrow_parts = chosen.narrow_split.choice;
   const Decision split = chosen.narrow_split.decision;

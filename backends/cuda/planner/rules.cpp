@@ -227,9 +227,7 @@ Ruled<ItemKernel> narrow_kernel(DType dtype, const std::string& option, int leaf
   if (option == "item_warps") return ruled(ItemKernel::item_warps, "narrow_kernel", "item_warps", in, "narrow_kernel=item_warps");
   auto tiles_at_most = [&](long long tiles) { return tokens <= tiles * kMmaTokens * n; };
   const char* why = nullptr;
-  if (n == 0) {
-    why = nullptr;
-  } else if (tiles_at_most(kWarpsShortTiles) && n >= device.sms) {
+  if (tiles_at_most(kWarpsShortTiles) && n >= device.sms) {  // none of these holds for no items
     why = "items of at most one tile, at least one per SM";
   } else if (tiles_at_most(kWarpsQueuedTiles) && n > slots) {
     why = "items of at most three tiles, more than the resident blocks";

@@ -148,7 +148,7 @@ class SegmentPlan final : public CudaPlan {
 
   // LaunchRecipe::one_launch: whichever kind of items there is (none: the merge writes identities).
   void one_launch(const Launches& l) const {
-    if (narrow_.size() > 0) launch_narrow(l, l.stream);
+    launch_narrow(l, l.stream);  // a launch of no items launches nothing
     launch_wide(l);
     merge(l);
   }
