@@ -48,8 +48,8 @@ struct SegmentAttentionParams {
   const int* segment_length = nullptr;   // [num_segments]
   const WorkItem* items = nullptr;       // [num_items]
   int num_items = 0;
-  const int* worker_items = nullptr;     // wgmma only: [blocks + 1] the items of each persistent block, a
-                                         // contiguous run (Schedule::wide_worker_items); null: a block per item
+  const int* worker_items = nullptr;     // [workers + 1] each worker's run of items (Schedule::wide_worker_items);
+                                         // null: an even share by count (worker_items.cuh)
   const int* item_segments = nullptr;    // segment ids; WorkItem::first_segment indexes here
   const int* row_query = nullptr;        // [rows] the query row (indexing.hpp) of each partial row
   const int* row_limit = nullptr;        // [rows] positions of its item's token list the row may see (causal leaf)

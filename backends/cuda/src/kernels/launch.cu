@@ -34,11 +34,7 @@ bool has_kernels(DType dtype, int head_dim) {
 void launch_segment_attention(const SegmentAttentionParams& params, int workers, ItemKernel kernel, DType dtype,
                               int head_dim, cudaStream_t stream, bool dependent) {
   if (params.num_items == 0) return;
-  const bool one_per_item = workers == params.num_items;
-  // Persistent wgmma blocks take their runs from params.worker_items; the mma kernels share the
-  // items out evenly by count; fp32's blocks take one item each.
-  const bool runs_given = kernel == ItemKernel::wgmma && params.worker_items != nullptr;
-  if (workers < 1 || workers > params.num_items || (!one_per_item && (dtype == DType::fp32 || (kernel == ItemKernel::wgmma && !runs_given)))) {
+  if (workers < 1 || workers > params.num_items) {
     throw std::logic_error("segment attention: " + std::to_string(workers) + " workers for " +
                            std::to_string(params.num_items) + " items");
   }
@@ -47,7 +43,7 @@ void launch_segment_attention(const SegmentAttentionParams& params, int workers,
   }
   if (dtype == DType::fp32) {
     if (kernel != ItemKernel::simt) throw std::logic_error("segment attention: fp32 has only CUDA-core (simt) blocks");
-    detail::launch_simt(params, dtype, head_dim, stream);
+    detail::launch_simt(params, workers, dtype, head_dim, stream);
   } else if (kernel == ItemKernel::wgmma) {
     detail::launch_wgmma(params, workers, dtype, head_dim, stream);
   } else {

@@ -16,10 +16,10 @@ DeviceLimits device_limits();
 // True when (dtype, head_dim) has kernels (dispatch.cuh's list).
 bool has_kernels(DType dtype, int head_dim);
 
-// The params.num_items items on `workers` workers (blocks, or the warps of the warp kernels): one item
-// each (workers = num_items), or fewer persistent workers, each taking a contiguous run of items: an
-// even share of them for the mma kernels, params.worker_items' runs for wgmma. `dependent` (mma kernels only): a programmatic dependent launch after the
-// wide launch whose rows it folds (MergeParams::fold_wide_rows).
+// The params.num_items items on `workers` workers (blocks, or the warps of the warp kernels), each
+// taking a contiguous run of items (worker_items.cuh): params.worker_items' runs ([workers + 1]) or an
+// even share, one item each when workers = num_items. `dependent` (mma kernels only): a programmatic
+// dependent launch after the wide launch whose rows it folds (MergeParams::fold_wide_rows).
 void launch_segment_attention(const SegmentAttentionParams& params, int workers, ItemKernel kernel, DType dtype,
                               int head_dim, cudaStream_t stream, bool dependent = false);
 // `warps`: per query, 1 or kMergeWarps (rule merge_warps). `overlap`: the stream's last work is the one segment-attention launch that
@@ -37,7 +37,7 @@ namespace detail {
 void launch_mma(const SegmentAttentionParams& params, int workers, ItemKernel kernel, DType dtype, int head_dim,
                 cudaStream_t stream, bool dependent);
 void launch_wgmma(const SegmentAttentionParams& params, int blocks, DType dtype, int head_dim, cudaStream_t stream);
-void launch_simt(const SegmentAttentionParams& params, DType dtype, int head_dim, cudaStream_t stream);
+void launch_simt(const SegmentAttentionParams& params, int blocks, DType dtype, int head_dim, cudaStream_t stream);
 }  // namespace detail
 
 }  // namespace hydragen::cuda

@@ -10,7 +10,7 @@
 // or twelve such warps, a whole SM's (ItemKernel::sm_item_warps), for leaves on SMs of their own.
 //
 // The kernel's steps, each a function below:
-//   scheduler  worker_items: the worker's run of items (one, or many for persistent workers)
+//   scheduler  worker_items (worker_items.cuh): the worker's run of items (one, or many for persistent workers)
 //   load       load_kv_tile (cp.async, two stages), load_q_fragments
 //   compute    attend_tile: S = Q K^T (fp32), causal/length mask, online softmax in exp2, O += P V
 //   fold       fold_token_warps: the token warps' states combined with the core merge
@@ -29,6 +29,7 @@
 #include "params.hpp"
 #include "row_output.cuh"
 #include "tile_config.hpp"
+#include "worker_items.cuh"
 
 namespace hydragen::cuda {
 
@@ -48,20 +49,6 @@ template <typename Tile>
 __device__ __forceinline__ int tile_offset(int row, int column) {
   if constexpr (Tile::kSwizzled) return row * Tile::kRowElements + (((column >> 3) ^ (row & 7)) << 3) + (column & 7);
   return row * Tile::kRowElements + column;
-}
-
-// The items [first, last] of a worker (a block, or one of the warp kernel's warps): an even share
-// of the launch's items, one each when there are as many workers as items. Workers past the items
-// (the last warp kernel block's spare warps) get none: first > last.
-struct ItemRange {
-  int first, last;
-};
-
-__device__ __forceinline__ ItemRange worker_items(int num_items, int worker, int workers) {
-  workers = min(workers, num_items);
-  if (worker >= workers) return {0, -1};
-  return {static_cast<int>(static_cast<long long>(num_items) * worker / workers),
-          static_cast<int>(static_cast<long long>(num_items) * (worker + 1) / workers) - 1};
 }
 
 // Pulls the tables of a worker's items a..b into L1, so the loads that find the next item's tokens
@@ -283,7 +270,7 @@ __global__ void __launch_bounds__(MmaBlockShape<ROW_WARPS, TOKEN_WARPS, GROUPS>:
     load_kv_tile<T, D, Tile, THREADS>(p, item, segs[slot], tile, thread, &smem.kv[stage][0][0][0], &smem.kv[stage][1][0][0]);
   };
 
-  const ItemRange range = worker_items(p.num_items, blockIdx.x * GROUPS + group, gridDim.x * GROUPS);
+  const ItemRange range = worker_items(p, blockIdx.x * GROUPS + group, gridDim.x * GROUPS);
   if (range.first > range.last) return;  // a spare warp of the last block
   {
     const WorkItem a = p.items[range.first], b = p.items[range.last];

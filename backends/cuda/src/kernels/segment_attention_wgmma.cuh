@@ -27,6 +27,7 @@
 #include "row_output.cuh"
 #include "tile_config.hpp"
 #include "wgmma.cuh"
+#include "worker_items.cuh"
 
 namespace hydragen::cuda {
 
@@ -228,7 +229,7 @@ __device__ __forceinline__ void consume_item(const SegmentAttentionParams& p, co
   finish_row_pair<T, D>(p, o, 1, out1, inv[1], lse[1], t);
 }
 
-// A block per item, or a persistent block over its run of items (p.worker_items): the producer
+// A block per item, or a persistent block over its run of items (worker_items.cuh): the producer
 // streams the run's tiles without a break, so the next item's first tiles load while the consumers
 // store the last item's rows.
 template <typename T, int D>
@@ -239,9 +240,7 @@ __global__ void __launch_bounds__(WgmmaTile<D>::kThreads, 1) segment_attention_w
   extern __shared__ unsigned char smem_raw[];
   auto& smem = *reinterpret_cast<WgmmaSharedStorage<D>*>(align_shared<1024>(smem_raw));
 
-  const bool persistent = p.worker_items != nullptr;
-  const int first = persistent ? p.worker_items[blockIdx.x] : blockIdx.x;
-  const int last = persistent ? p.worker_items[blockIdx.x + 1] : blockIdx.x + 1;
+  const ItemRange range = worker_items(p, blockIdx.x, gridDim.x);
   if (threadIdx.x == 0) {
     for (int stage = 0; stage < Tile::kStages; ++stage) {
       mbarrier_init(smem_address(&smem.full_k[stage]), 1);
@@ -260,7 +259,7 @@ __global__ void __launch_bounds__(WgmmaTile<D>::kThreads, 1) segment_attention_w
   if (wg == 2) {
     setmaxnreg_dec<Tile::kProducerRegisters>();
     if (threadIdx.x == Tile::kConsumerThreads) {
-      for (int i = first, used = 0; i < last; ++i) {
+      for (int i = range.first, used = 0; i <= range.last; ++i) {
         const WorkItem item = p.items[i];
         const int tiles = item_tiles<D>(item);
         produce_kv_tiles<D>(p, item, used, tiles, smem);
@@ -271,10 +270,10 @@ __global__ void __launch_bounds__(WgmmaTile<D>::kThreads, 1) segment_attention_w
   }
 
   setmaxnreg_inc<Tile::kConsumerRegisters>();
-  for (int i = first, used = 0; i < last; ++i) {
+  for (int i = range.first, used = 0; i <= range.last; ++i) {
     const WorkItem item = p.items[i];
     // Both warpgroups' products that read the last item's Q have landed before it is overwritten.
-    if (i > first) consumer_sync<D>(WgmmaBarrier::q_ready);
+    if (i > range.first) consumer_sync<D>(WgmmaBarrier::q_ready);
     const int tiles = item_tiles<D>(item);
     consume_item<T, D>(p, item, used, tiles, wg, smem);
     used += tiles;
