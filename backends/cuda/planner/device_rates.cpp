@@ -99,7 +99,9 @@ std::optional<DeviceRates> device_rates_in(const std::string& csv, const std::st
   DeviceRates r;
   for (const RateColumn& c : kRates) {
     const auto it = values.find(c.name);
-    if (it == values.end()) throw std::invalid_argument(where + ": " + device + " has no " + c.name);
+    if (it == values.end()) {
+      throw std::invalid_argument(where + ": " + device + " has no " + c.name + " (hydragen-bench --calibrate writes every rate)");
+    }
     r.*c.field = it->second;
   }
   r.source = where + ": " + device + " (measured: " + measured + ")";
