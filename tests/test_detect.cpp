@@ -18,6 +18,7 @@
 namespace hydragen {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::ThrowsMessage;
 using Ids = std::vector<std::vector<int>>;
@@ -136,24 +137,42 @@ TEST(DetectSharing, ARunTooShortToPayIsCopiedIntoEachSequenceInstead) {
   EXPECT_EQ(d.tree.total_tokens(), 7 + 1 + 1 + 4);
 }
 
+// The H100's rate (device-rates.csv's partials_share: the partials and their merge at half the DRAM rate).
+const SharingRates kH100{0.5, "the H100's"};
+
 TEST(DetectSharing, TheCostModelsRuleSharesLongRunsOnly) {
   const AttentionShape shape = make_shape(2, 1, 8, 1, 128, DType::bf16);
-  const long long need = min_shared_tokens(shape, 2);
+  const long long need = min_shared_tokens(shape, 2, kH100);
   // On the H100 (docs/results/h100-v16-2026-11-25/, detect-shared.csv and detect-flat.csv:
   // cuda-hydragen over a shared run against the run copied into each sequence), sharing lost by 1% at
   // 128 tokens between two sequences and 64 among 1024, and won by 5% at 256 and 128.
   EXPECT_GT(need, 128);
   EXPECT_LT(need, 256);
-  EXPECT_GT(min_shared_tokens(shape, 1024), 64);
-  EXPECT_LT(min_shared_tokens(shape, 1024), 128);
-  EXPECT_LE(min_shared_tokens(shape, 64), need);  // more readers: sharing pays sooner
+  EXPECT_GT(min_shared_tokens(shape, 1024, kH100), 64);
+  EXPECT_LT(min_shared_tokens(shape, 1024, kH100), 128);
+  EXPECT_LE(min_shared_tokens(shape, 64, kH100), need);  // more readers: sharing pays sooner
   std::vector<int> shared(static_cast<std::size_t>(need)), shorter(static_cast<std::size_t>(need - 1));
   std::iota(shared.begin(), shared.end(), 0);
   std::iota(shorter.begin(), shorter.end(), 0);
   auto with_tail = [](std::vector<int> v, int t) { v.push_back(t); return v; };
-  EXPECT_EQ(detect_sharing(Ids{with_tail(shared, -1), with_tail(shared, -2)}, shape).tree.depth(), 2);
-  EXPECT_EQ(detect_sharing(Ids{with_tail(shorter, -1), with_tail(shorter, -2)}, shape).tree.depth(), 1);
-  EXPECT_THAT([&] { min_shared_tokens(shape, 1); }, ThrowsMessage<std::invalid_argument>(HasSubstr("at least 2")));
+  EXPECT_EQ(detect_sharing(Ids{with_tail(shared, -1), with_tail(shared, -2)}, shape, kH100).tree.depth(), 2);
+  EXPECT_EQ(detect_sharing(Ids{with_tail(shorter, -1), with_tail(shorter, -2)}, shape, kH100).tree.depth(), 1);
+  EXPECT_THAT([&] { min_shared_tokens(shape, 1, kH100); }, ThrowsMessage<std::invalid_argument>(HasSubstr("at least 2")));
+}
+
+TEST(DetectSharing, WithoutAMeasuredRateThePartialsMoveAtTheKvRate) {
+  const AttentionShape shape = make_shape(2, 1, 8, 1, 128, DType::bf16);
+  const SharingRates rate_free{};
+  EXPECT_EQ(rate_free.partials_share, 1.0);
+  EXPECT_EQ(rate_free.describe(), "partials at 1 of the K/V DRAM rate (no measured rate)");
+  EXPECT_EQ(kH100.describe(), "partials at 0.5 of the K/V DRAM rate (the H100's)");
+  // The partials cost half as much as at the H100's rate: runs about half as long are worth sharing.
+  EXPECT_EQ(min_shared_tokens(shape, 2, rate_free), (min_shared_tokens(shape, 2, kH100) + 1) / 2);
+  EXPECT_EQ(min_shared_tokens(shape, 1024, rate_free), (min_shared_tokens(shape, 1024, kH100) + 1) / 2);
+  for (double share : {0.0, -0.5, 1.5}) {
+    EXPECT_THAT([&] { min_shared_tokens(shape, 2, SharingRates{share, "a bad file"}); },
+                ThrowsMessage<std::invalid_argument>(AllOf(HasSubstr("partials_share must be in (0, 1]"), HasSubstr("(a bad file)"))));
+  }
 }
 
 TEST(DetectSharing, RandomBatchesAreSpelledExactlyInAnyOrder) {
@@ -191,7 +210,7 @@ TEST(DetectSharing, TenThousandPromptsInWellUnderASecond) {
   }
   std::shuffle(ids.begin(), ids.end(), rng);
   const auto t0 = std::chrono::steady_clock::now();
-  const DetectedSharing d = detect_sharing(ids, make_shape(10000, 1, 8, 1, 128, DType::bf16));
+  const DetectedSharing d = detect_sharing(ids, make_shape(10000, 1, 8, 1, 128, DType::bf16), SharingRates{});
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_LT(seconds, 1.0);  // the bound: a guard against a quadratic build, not a benchmark
   EXPECT_EQ(d.tree.depth(), 3);  // prompt, problem, sample

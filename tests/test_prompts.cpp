@@ -98,8 +98,9 @@ std::vector<std::vector<int>> grouped_prompts() {
 TEST(SharePrompts, TheRootIsThePromptAndTheFirstSharedSegmentBelowItAGroup) {
   const auto prompts = grouped_prompts();
   const AttentionShape decode = make_shape(6, 1, 4, 2, 16, DType::fp32);
-  ASSERT_LE(min_shared_tokens(decode, 2), 25) << "the fixture's runs must be worth sharing";
-  const PromptSharing sharing = share_prompts(prompts, decode, true);
+  const SharingRates host{};  // the host runtime's: no measured rate
+  ASSERT_LE(min_shared_tokens(decode, 2, host), 25) << "the fixture's runs must be worth sharing";
+  const PromptSharing sharing = share_prompts(prompts, decode, host, true);
   EXPECT_EQ(sharing.prompt, std::vector<int>(prompts[0].begin(), prompts[0].begin() + 40));
   ASSERT_EQ(sharing.groups.size(), 2u);
   EXPECT_EQ(sharing.groups[0], std::vector<int>(prompts[0].begin() + 40, prompts[0].end()));
@@ -108,9 +109,12 @@ TEST(SharePrompts, TheRootIsThePromptAndTheFirstSharedSegmentBelowItAGroup) {
   EXPECT_TRUE(sharing.rests[0].empty());
   EXPECT_EQ(sharing.rests[1].size(), 27u) << "the third level stays in the rest";
   EXPECT_EQ(sharing.rests[2], (std::vector<int>{7, 8, 9}));
-  const PromptSharing flash = share_prompts(prompts, decode, false);
+  const PromptSharing flash = share_prompts(prompts, decode, host, false);
   EXPECT_TRUE(flash.groups.empty());
   EXPECT_EQ(flash.rests[0].size(), 30u);
+  const PromptSharing on_host = share_prompts(prompts, shard(model_config("smoke"), 1), *host_runtime(), Mode::hydragen);
+  EXPECT_EQ(on_host.rates.source, "no measured rate") << "the host runtime's memory: no device measured";
+  EXPECT_EQ(on_host.groups, sharing.groups);
 }
 
 TEST(AnswerPrompts, GroupedPromptsGetTheFp64GreedyAnswerInEveryMode) {

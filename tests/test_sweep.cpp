@@ -164,9 +164,9 @@ TEST(SweepPresets, TreesPutEachMultiLevelTreeBesideItsPrefixOnlyForm) {
     ASSERT_FALSE(tree.tree.copied);
     EXPECT_TRUE(flat.tree.copied);
     EXPECT_EQ(tree.batch, flat.batch);
-    EXPECT_EQ(flat.sharing_tree().depth(), 2);
+    EXPECT_EQ(flat.sharing_tree({}).depth(), 2);
     // The same tokens on every sequence's path: the groups' tokens moved into the suffix.
-    const SharingTree t = tree.sharing_tree(), f = flat.sharing_tree();
+    const SharingTree t = tree.sharing_tree({}), f = flat.sharing_tree({});
     for (int s = 0; s < tree.batch; ++s) ASSERT_EQ(t.path_length(s), f.path_length(s)) << tree.tree.text();
     EXPECT_LT(t.total_tokens(), f.total_tokens()) << "the groups are stored once";
   }
@@ -211,9 +211,9 @@ TEST(SweepGrid, TreesVaryFastest) {
   ASSERT_EQ(p.size(), 3u);
   EXPECT_EQ(p[0].tree_text(), "prefix");
   EXPECT_EQ(p[1].tree_text(), "2x3");
-  EXPECT_EQ(p[1].sharing_tree().depth(), 3);
+  EXPECT_EQ(p[1].sharing_tree({}).depth(), 3);
   EXPECT_EQ(p[2].tree_text(), "flat");
-  EXPECT_EQ(p[2].sharing_tree().lengths(), (std::vector<int>{15, 15, 15, 15})) << "each sequence its own P + S";
+  EXPECT_EQ(p[2].sharing_tree({}).lengths(), (std::vector<int>{15, 15, 15, 15})) << "each sequence its own P + S";
 }
 
 TEST(SweepGrid, BackendSpecNamesTheStorage) {

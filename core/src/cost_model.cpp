@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 
@@ -45,20 +46,24 @@ CostEstimate estimate_cost(const AttentionShape& shape, const SharingTree& tree,
   return c;
 }
 
-// Measured on the H100 (ncu, perf-notes v16): the fp32 partials and their merge move at about half the
-// DRAM rate (the merge at 39% of peak), while the K/V a segment saves would have streamed at nearly all
-// of it.
-constexpr double kPartialsEfficiency = 0.5;
+std::string SharingRates::describe() const {
+  std::ostringstream text;
+  text << "partials at " << partials_share << " of the K/V DRAM rate (" << source << ")";
+  return text.str();
+}
 
-long long min_shared_tokens(const AttentionShape& shape, int readers) {
+long long min_shared_tokens(const AttentionShape& shape, int readers, const SharingRates& rates) {
   shape.validate();
   if (readers < 2) throw std::invalid_argument("min_shared_tokens: readers must be at least 2, got " + std::to_string(readers));
+  if (!(rates.partials_share > 0 && rates.partials_share <= 1)) {
+    throw std::invalid_argument("min_shared_tokens: partials_share must be in (0, 1], got " + rates.describe());
+  }
   const double elem = static_cast<double>(dtype_size(shape.dtype));
   const double d = shape.head_dim, rows = static_cast<double>(shape.q_len) * shape.q_heads;
   const double kv_token_bytes = 2.0 * shape.kv_heads * d * elem;
   // A reader whose path had one piece now has two: Q read again, and both pieces' fp32 partials
-  // written and merged, at the partials' rate.
-  const double per_reader = (rows * d * elem + 2.0 * 2.0 * rows * (d + 1) * 4.0) / kPartialsEfficiency;
+  // written and merged, at the partials' share of the rate the K/V it saves would have streamed at.
+  const double per_reader = (rows * d * elem + 2.0 * 2.0 * rows * (d + 1) * 4.0) / rates.partials_share;
   const double tokens = readers * per_reader / ((readers - 1) * kv_token_bytes);
   return std::max<long long>(1, static_cast<long long>(std::ceil(tokens)));
 }

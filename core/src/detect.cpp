@@ -125,8 +125,9 @@ DetectedSharing detect_sharing(const std::vector<std::vector<int>>& token_ids,
   return Builder(token_ids, min_tokens).build();
 }
 
-DetectedSharing detect_sharing(const std::vector<std::vector<int>>& token_ids, const AttentionShape& shape) {
-  return detect_sharing(token_ids, [&shape](int readers) { return min_shared_tokens(shape, readers); });
+DetectedSharing detect_sharing(const std::vector<std::vector<int>>& token_ids, const AttentionShape& shape,
+                               const SharingRates& rates) {
+  return detect_sharing(token_ids, [&](int readers) { return min_shared_tokens(shape, readers, rates); });
 }
 
 DetectedSharing detect_sharing(const std::vector<std::vector<int>>& token_ids, long long min_tokens) {

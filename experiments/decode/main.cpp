@@ -219,7 +219,7 @@ int answer(const Flags& f, const CLI::App& app) {
       mine.rank = comm->rank();
       mine.comm = comm;
     }
-    const PromptSharing laid_out = share_prompts(prompts, sh, runtime->dtype(), options.mode);
+    const PromptSharing laid_out = share_prompts(prompts, sh, *runtime, options.mode);
     std::vector<std::vector<int>> a = answer_prompts(*runtime, sh, *weights, mine, laid_out, f.gen_tokens);
     if (mine.rank == 0) {
       answers = std::move(a);
@@ -248,7 +248,7 @@ int answer(const Flags& f, const CLI::App& app) {
                                                    (sharing.groups.size() == 1 ? " group" : " groups") + " below it")
             << ", " << f.gen_tokens << " tokens each, mode " << mode_name(options.mode) << " on " << runtime_name
             << (f.gpus > 1 ? " x " + std::to_string(f.gpus) + " ranks" : std::string())
-            << ", " << weights->describe() << "\n";
+            << ", " << weights->describe() << "; detect_sharing: " << sharing.rates.describe() << "\n";
   return 0;
 }
 

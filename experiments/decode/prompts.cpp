@@ -18,11 +18,13 @@ std::vector<int> common_prefix(const std::vector<std::vector<int>>& prompts) {
   return prefix;
 }
 
-PromptSharing share_prompts(const std::vector<std::vector<int>>& prompts, const AttentionShape& decode, bool groups) {
+PromptSharing share_prompts(const std::vector<std::vector<int>>& prompts, const AttentionShape& decode,
+                            const SharingRates& rates, bool groups) {
   PromptSharing out;
   const int batch = static_cast<int>(prompts.size());
   out.seq_group.assign(static_cast<std::size_t>(batch), -1);
-  const DetectedSharing found = detect_sharing(prompts, decode);
+  out.rates = rates;
+  const DetectedSharing found = detect_sharing(prompts, decode, rates);
   const SharingTree& tree = found.tree;
   const auto tokens = [&](int segment) {
     const DetectedSharing::Span& span = found.spans[static_cast<std::size_t>(segment)];
@@ -61,17 +63,17 @@ PromptSharing share_prompts(const std::vector<std::vector<int>>& prompts, const 
   return out;
 }
 
-PromptSharing share_prompts(const std::vector<std::vector<int>>& prompts, const ModelShard& shard, DType dtype, Mode mode) {
+PromptSharing share_prompts(const std::vector<std::vector<int>>& prompts, const ModelShard& shard, const Runtime& runtime,
+                            Mode mode) {
   const AttentionShape decode =
-      make_shape(static_cast<int>(prompts.size()), 1, shard.q_heads, shard.kv_heads, shard.model.head_dim, dtype);
-  return share_prompts(prompts, decode, mode != Mode::flash);
+      make_shape(static_cast<int>(prompts.size()), 1, shard.q_heads, shard.kv_heads, shard.model.head_dim, runtime.dtype());
+  return share_prompts(prompts, decode, runtime.memory().sharing_rates(), mode != Mode::flash);
 }
 
 std::vector<std::vector<int>> answer_prompts(Runtime& runtime, const ModelShard& shard, const WeightSource& weights,
                                              DecoderOptions options, const std::vector<std::vector<int>>& prompts,
                                              int gen_tokens) {
-  return answer_prompts(runtime, shard, weights, options, share_prompts(prompts, shard, runtime.dtype(), options.mode),
-                        gen_tokens);
+  return answer_prompts(runtime, shard, weights, options, share_prompts(prompts, shard, runtime, options.mode), gen_tokens);
 }
 
 std::vector<std::vector<int>> answer_prompts(Runtime& runtime, const ModelShard& shard, const WeightSource& weights,

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "decode/decoder.hpp"
+#include "hydragen/sharing_rates.hpp"
 
 namespace hydragen::decode {
 
@@ -17,7 +18,7 @@ std::vector<std::vector<int>> read_prompts(const std::string& path, int vocab);
 std::vector<int> common_prefix(const std::vector<std::vector<int>>& prompts);
 
 // How the prompts are laid out for the decoder, from detect_sharing's tree (the cost model's rule
-// for the decode step's shape): its root is the prompt all share (when nothing is worth sharing,
+// for the decode step's shape at `rates`, kept for the report): its root is the prompt all share (when nothing is worth sharing,
 // the prompts' common prefix, however short); with `groups`, the first shared segment below it on
 // a sequence's path is that sequence's group; the rest of each prompt is its own. Sharing deeper
 // than that is not taken: those tokens stay in the rests.
@@ -26,11 +27,15 @@ struct PromptSharing {
   std::vector<std::vector<int>> groups;  // each group's tokens
   std::vector<int> seq_group;            // [B] the sequence's group, or -1
   std::vector<std::vector<int>> rests;   // [B] what follows the prompt and the group
+  SharingRates rates;                    // what detection weighed the partials at, and where from
 };
-PromptSharing share_prompts(const std::vector<std::vector<int>>& prompts, const AttentionShape& decode, bool groups);
+PromptSharing share_prompts(const std::vector<std::vector<int>>& prompts, const AttentionShape& decode,
+                            const SharingRates& rates, bool groups);
 // share_prompts for the decoder of `shard` in `mode` (groups except in mode flash, which copies
-// whole paths), its decode step's shape in `dtype`.
-PromptSharing share_prompts(const std::vector<std::vector<int>>& prompts, const ModelShard& shard, DType dtype, Mode mode);
+// whole paths) on `runtime`: its decode step's shape in the runtime's dtype, at the rates of the
+// runtime's memory (DeviceMemory::sharing_rates).
+PromptSharing share_prompts(const std::vector<std::vector<int>>& prompts, const ModelShard& shard, const Runtime& runtime,
+                            Mode mode);
 
 // `gen_tokens` greedy tokens after each prompt: share_prompts' prompt prefilled once, then its
 // groups (not in mode flash, which copies whole paths), each prompt's rest fed a token a step (a
@@ -40,7 +45,7 @@ PromptSharing share_prompts(const std::vector<std::vector<int>>& prompts, const 
 std::vector<std::vector<int>> answer_prompts(Runtime& runtime, const ModelShard& shard, const WeightSource& weights,
                                              DecoderOptions options, const std::vector<std::vector<int>>& prompts,
                                              int gen_tokens);
-// The same from the prompts' layout, share_prompts' for the same shard, dtype and mode.
+// The same from the prompts' layout, share_prompts' for the same shard, runtime and mode.
 std::vector<std::vector<int>> answer_prompts(Runtime& runtime, const ModelShard& shard, const WeightSource& weights,
                                              DecoderOptions options, const PromptSharing& sharing, int gen_tokens);
 

@@ -28,7 +28,8 @@ DiffResult run_diff(const Options& options, const BackendRegistry& registry) {
                                 format_bytes(static_cast<std::size_t>(std::min(fp64_q, 1e19))) + " of host memory, " +
                                 format_bytes(host_memory().available_bytes()) + " available");
   }
-  const SharingTree tree = tree_from_options(options);
+  const SharingRates rates = detection_rates(options, chosen.memory());
+  const SharingTree tree = tree_from_options(options, rates);
   const AttentionShape shape = shape_from_options(options, tree);
   validate_problem(shape, tree);
   resolve_options(chosen.name(), chosen.options(), options.plan_options);
@@ -44,7 +45,7 @@ DiffResult run_diff(const Options& options, const BackendRegistry& registry) {
       !why.empty()) throw std::invalid_argument("the problem does not fit: " + why);
 
   return DiffResult{BackendChoice{chosen.name(), options.storage, false, options.plan_options}.label(), options.storage,
-                    shape, tree_label(options, tree),
+                    shape, tree_label(options, tree, rates),
                     check_backend(chosen, reference_problem(shape, tree, options, reference), options.storage,
                                   options.plan_options)};
 }

@@ -1,12 +1,14 @@
 #include "diff/explain.hpp"
 
 #include <charconv>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <vector>
 
 #include "diff/problem_from_options.hpp"
 #include "hydragen/problem.hpp"
+#include "device_rates.hpp"
 #include "plan_forms.hpp"
 #include "planner.hpp"
 
@@ -34,8 +36,8 @@ cuda::DeviceLimits parse_device(const std::string& text) {
   return d;
 }
 
-std::vector<PlanDecision> planner_decisions(const Options& options, const AttentionShape& shape, const SharingTree& tree) {
-  const cuda::DeviceLimits device = parse_device(options.explain_device);
+std::vector<PlanDecision> planner_decisions(const Options& options, const cuda::DeviceLimits& device, const AttentionShape& shape,
+                                           const SharingTree& tree) {
   const std::string& name = parse_backend_choice(options.backend).backend;
   if (name == "cuda-flash") {
     return cuda::plan_flash(shape, tree, resolve_options(name, cuda::flash_options(), options.plan_options), device).decisions.log;
@@ -55,17 +57,26 @@ std::vector<PlanDecision> planner_decisions(const Options& options, const Attent
 }  // namespace
 
 std::string explain_text(const Options& options, const BackendRegistry& registry) {
-  const SharingTree tree = tree_from_options(options);
+  std::optional<cuda::DeviceLimits> described;
+  const AttentionBackend* b = nullptr;
+  if (!options.explain_device.empty()) {
+    described = parse_device(options.explain_device);
+  } else {
+    b = &registry.get(options.backend);
+    if (const std::string why = b->memory().unavailable_reason(); !why.empty()) {
+      throw std::invalid_argument("backend '" + b->name() + "' cannot plan here: " + why +
+                                  " (--explain-device decides for a device you describe, without one)");
+    }
+  }
+  // A described device's detection rates are its table row's, as its plans' rates (rule device).
+  const SharingRates rates = described ? cuda::sharing_rates_for(cuda::device_rates(described->name)) : detection_rates(options, b->memory());
+  const SharingTree tree = tree_from_options(options, rates);
   const AttentionShape shape = shape_from_options(options, tree);
   const SharingTree planned = options.storage == Storage::shared ? tree : tree.flattened();
-  if (!options.explain_device.empty()) return explain(planner_decisions(options, shape, planned));
-  const AttentionBackend& b = registry.get(options.backend);
-  if (const std::string why = b.memory().unavailable_reason(); !why.empty()) {
-    throw std::invalid_argument("backend '" + b.name() + "' cannot plan here: " + why +
-                                " (--explain-device decides for a device you describe, without one)");
-  }
-  const std::vector<PlanDecision> decisions = b.plan(shape, planned, options.plan_options)->decisions();
-  return decisions.empty() ? b.name() + "'s plan decides nothing: it runs one way\n" : explain(decisions);
+  const std::string detected = options.tree_source == TreeSource::tokens ? "detect_sharing: " + rates.describe() + "\n" : "";
+  if (described) return detected + explain(planner_decisions(options, *described, shape, planned));
+  const std::vector<PlanDecision> decisions = b->plan(shape, planned, options.plan_options)->decisions();
+  return detected + (decisions.empty() ? b->name() + "'s plan decides nothing: it runs one way\n" : explain(decisions));
 }
 
 }  // namespace hydragen::diff

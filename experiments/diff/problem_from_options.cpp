@@ -20,23 +20,22 @@ std::string suffix_label(const std::vector<int>& suffixes) {
   return *lo == *hi ? std::to_string(*lo) : std::to_string(*lo) + ".." + std::to_string(*hi);
 }
 
-// --tokens: the tree found in the file's token ids, for the shape's cost model.
-SharingTree detected_tree(const Options& options) {
-  const std::vector<std::vector<int>> ids = read_token_lists(options.tokens);
+// --tokens: the file's token-id lists, one per sequence.
+std::vector<std::vector<int>> token_lists(const Options& options) {
+  std::vector<std::vector<int>> ids = read_token_lists(options.tokens);
   const int batch = static_cast<int>(ids.size());
   if (options.batch && *options.batch != batch) {
     throw std::invalid_argument("--batch is " + std::to_string(*options.batch) + " but --tokens holds " +
                                 std::to_string(batch) + " sequences");
   }
-  return detect_sharing(ids, make_shape(batch, options.q_len, options.q_heads, options.kv_heads, options.head_dim,
-                                        options.dtype)).tree;
+  return ids;
 }
 
 }  // namespace
 
 int num_seqs(const Options& options) {
   switch (options.tree_source) {
-    case TreeSource::tokens: return detected_tree(options).num_seqs();
+    case TreeSource::tokens: return static_cast<int>(token_lists(options).size());
     case TreeSource::segments: {
       const int leaves = static_cast<int>(options.leaves.size());
       if (options.batch && *options.batch != leaves) {
@@ -67,9 +66,18 @@ std::vector<int> suffix_lengths(const Options& options) {
   return lens;
 }
 
-SharingTree tree_from_options(const Options& options) {
+SharingRates detection_rates(const Options& options, const DeviceMemory& memory) {
+  return options.tree_source == TreeSource::tokens ? memory.sharing_rates() : SharingRates{};
+}
+
+SharingTree tree_from_options(const Options& options, const SharingRates& rates) {
   switch (options.tree_source) {
-    case TreeSource::tokens: return detected_tree(options);
+    case TreeSource::tokens: {
+      const std::vector<std::vector<int>> ids = token_lists(options);
+      const AttentionShape shape = make_shape(static_cast<int>(ids.size()), options.q_len, options.q_heads, options.kv_heads,
+                                              options.head_dim, options.dtype);
+      return detect_sharing(ids, shape, rates).tree;
+    }
     case TreeSource::segments:
       num_seqs(options);  // checks --batch against --leaves
       return SharingTree::from_parents(options.parents, options.lengths, options.leaves);
@@ -91,14 +99,16 @@ AttentionShape shape_from_options(const Options& options, const SharingTree& tre
   return shape;
 }
 
-std::string tree_label(const Options& options, const SharingTree& tree) {
+std::string tree_label(const Options& options, const SharingTree& tree, const SharingRates& rates) {
   std::string label;
   switch (options.tree_source) {
     case TreeSource::shape:
       label = options.tree.text() + " P=" + std::to_string(options.prefix) + " S=" + suffix_label(suffix_lengths(options));
       break;
     case TreeSource::segments: label = "segments"; break;
-    case TreeSource::tokens: label = "tokens:" + options.tokens; break;  // as the sweep's tree column writes it
+    case TreeSource::tokens:  // as the sweep's tree column writes it, then the rate detection used
+      label = "tokens:" + options.tokens + " detected at " + rates.describe();
+      break;
   }
   return label + " (" + tree.describe() + ")";
 }

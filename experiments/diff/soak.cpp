@@ -128,7 +128,7 @@ SoakSummary run_soak(const Options& options, const BackendRegistry& registry, st
   long failed = 0;
   for (int i = 0; i < options.random; ++i) {
     const Options problem = draw_problem(options.seed, i, space);
-    const SharingTree tree = tree_from_options(problem);
+    const SharingTree tree = tree_from_options(problem, SharingRates{});  // drawn trees: no token ids to detect in
     const AttentionShape shape = shape_from_options(problem, tree);
     // The inputs and the fp64 reference, made at the first backend that takes the problem and
     // shared by the others.

@@ -312,7 +312,8 @@ void print_table(const std::vector<sweep::Row>& rows) {
   }
 }
 
-void print_machine(const sweep::Machine& machine) {
+// The devices' peaks, and for a grid with token files the rates detection weighs partials at.
+void print_machine(const sweep::Machine& machine, const sweep::Grid& grid) {
   if (!machine.gpu.empty()) {
     std::fprintf(stderr, "hydragen-sweep: %s: %.0f TFLOP/s bf16 GEMM, %.0f GB/s copy\n", machine.gpu.c_str(),
                  machine.gpu_peaks.flops_per_s * 1e-12, machine.gpu_peaks.bytes_per_s * 1e-9);
@@ -320,6 +321,9 @@ void print_machine(const sweep::Machine& machine) {
   if (machine.host_peaks.flops_per_s > 0) {
     std::fprintf(stderr, "hydragen-sweep: %s: %.0f GFLOP/s fp32 GEMM, %.1f GB/s copy\n", machine.host.c_str(),
                  machine.host_peaks.flops_per_s * 1e-9, machine.host_peaks.bytes_per_s * 1e-9);
+  }
+  if (std::any_of(grid.shapes.begin(), grid.shapes.end(), [](const sweep::ShapePoint& s) { return !s.tokens.empty(); })) {
+    std::fprintf(stderr, "hydragen-sweep: trees detected in token ids at %s\n", machine.sharing.describe().c_str());
   }
 }
 
@@ -366,7 +370,7 @@ int run(const Options& o) {
   std::cerr << "hydragen-sweep: " << o.grid.shapes.size() << " problems x " << o.grid.backends.size()
             << " backends; measuring peaks...\n";
   const sweep::Machine machine = sweep::describe_machine(names);
-  print_machine(machine);
+  print_machine(machine, o.grid);
   const Done done = done_points(resumed.rows, machine);
   std::size_t skipped = 0;
   const std::vector<std::vector<sweep::Point>> todo = points_to_measure(o.grid, done.points, skipped);

@@ -135,6 +135,7 @@ Machine describe_machine(const std::vector<std::string>& backends) {
   if (gpu && cuda::device_memory().unavailable_reason().empty()) {
     machine.gpu = cuda::query_device().name;
     machine.gpu_peaks = cuda::measure_peaks();
+    machine.sharing = cuda::device_memory().sharing_rates();
   }
 #else
   (void)gpu;
@@ -149,7 +150,7 @@ std::vector<Row> measure_shape(const std::vector<Point>& points, const Machine& 
   const ShapePoint& s = points.front().shape;
   // Staged straight from the spec: no fp64 copy of a problem that can be gigabytes.
   const ProblemSpec problem{make_shape(s.batch, s.q_len, s.q_heads, s.kv_heads, s.head_dim, s.dtype),
-                            s.sharing_tree(), config.seed};
+                            s.sharing_tree(machine.sharing), config.seed};
   StageCache cache(problem);
   std::string invalid;
   try {

@@ -18,9 +18,12 @@ struct Machine {
   Peaks gpu_peaks;
   std::string host;  // e.g. "AMD EPYC (2 threads)"
   Peaks host_peaks;
+  // What detection (--tokens) weighs partials at: the GPU's rates where the sweep runs on one (its
+  // tree is the same for every backend), else the rate-free ones.
+  SharingRates sharing;
 };
 
-// Measures the peaks of the devices the listed backends run on.
+// Measures the peaks of the devices the listed backends run on, and takes the GPU's sharing rates.
 Machine describe_machine(const std::vector<std::string>& backends);
 
 // The protocol's replay counts (--replays, --cpu-replays) and the seed of the inputs (--seed).

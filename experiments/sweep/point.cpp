@@ -70,9 +70,9 @@ double number_in(const std::string& column, const std::string& text) {
 
 }  // namespace
 
-SharingTree ShapePoint::sharing_tree() const {
+SharingTree ShapePoint::sharing_tree(const SharingRates& rates) const {
   if (tokens.empty()) return tree.build(batch, prefix, suffix);
-  return detect_sharing(read_token_lists(tokens), make_shape(batch, q_len, q_heads, kv_heads, head_dim, dtype)).tree;
+  return detect_sharing(read_token_lists(tokens), make_shape(batch, q_len, q_heads, kv_heads, head_dim, dtype), rates).tree;
 }
 
 std::string ShapePoint::tree_text() const { return tokens.empty() ? tree.text() : "tokens:" + tokens; }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "hydragen/problem.hpp"
+#include "hydragen/sharing_rates.hpp"
 #include "hydragen/tree_spec.hpp"
 
 namespace hydragen::sweep {
@@ -21,7 +22,7 @@ struct ShapePoint {
   TreeSpec tree = {};
   std::string tokens = {};  // the token-id file, or empty
 
-  SharingTree sharing_tree() const;
+  SharingTree sharing_tree(const SharingRates& rates) const;  // detect_sharing's at `rates` for a token file
   std::string tree_text() const;  // the CSV's tree column: tree.text(), or "tokens:FILE"
 };
 

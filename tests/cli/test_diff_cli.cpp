@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <sstream>
 #include <stdexcept>
@@ -103,6 +105,23 @@ class FaultyBackend : public AttentionBackend {
   int only_head_dim_;  // 0: any
 };
 
+// Memory of a device that measured its partials' rate (as a CUDA memory gives the planner's).
+class MeasuredMemory : public TestMemory {
+ public:
+  MeasuredMemory() : TestMemory("", false) {}
+  SharingRates sharing_rates() const override { return {0.5, "measured on the test device"}; }
+};
+
+// test-exact in that memory.
+class MeasuredBackend : public FaultyBackend {
+ public:
+  explicit MeasuredBackend(const AttentionBackend& inner) : FaultyBackend("test-measured", inner, Fault::none) {}
+  const DeviceMemory& memory() const override { return memory_; }
+
+ private:
+  MeasuredMemory memory_;
+};
+
 constexpr std::size_t kPerturbed = 37;
 
 BackendRegistry test_registry() {
@@ -115,6 +134,7 @@ BackendRegistry test_registry() {
   r.add(std::make_unique<FaultyBackend>("test-oom", exact, Fault::none, 0, "", true));
   r.add(std::make_unique<FaultyBackend>("test-no-device", exact, Fault::none, 0, "no test device here"));
   r.add(std::make_unique<FaultyBackend>("test-d64-only", exact, Fault::none, 0, "", false, 64));
+  r.add(std::make_unique<MeasuredBackend>(exact));
   return r;
 }
 
@@ -197,6 +217,29 @@ TEST(DiffCli, TheSummaryWritesTheTreeAsTreeTakesIt) {
   }
 }
 
+// --tokens finds the tree at the partials' rate of the memory the backend runs in, and says which.
+TEST(DiffCli, DetectsATreeInTokenIdsAtTheRateOfTheBackendsDevice) {
+  // Ten tokens between two sequences: worth a segment where the partials move at the K/V's rate (from
+  // 7 tokens at Hq 4, Hkv 2, D 16, fp64), not at half of it (from 13).
+  const std::string file = (std::filesystem::temp_directory_path() / "hydragen_diff_rates_tokens.txt").string();
+  std::ofstream(file) << "1 2 3 4 5 6 7 8 9 10 11\n1 2 3 4 5 6 7 8 9 10 12\n";
+  auto run = [&](const char* backend, bool explain) {
+    std::vector<std::string> args{"--backend", backend, "--dtype", "fp64", "--q-heads", "4", "--kv-heads", "2", "--head-dim", "16",
+                                  "--tokens", file};
+    if (explain) args.push_back("--explain");
+    return run_cli_with(args);
+  };
+  const CliRun host = run("test-exact", false);
+  EXPECT_EQ(host.code, exit_pass) << host.err;
+  EXPECT_THAT(host.out, HasSubstr(" detected at partials at 1 of the K/V DRAM rate (no measured rate) (3 segments, 2 sequences, depth 2,"));
+  const CliRun measured = run("test-measured", true);
+  EXPECT_EQ(measured.code, exit_pass) << measured.err;
+  EXPECT_THAT(measured.out, StartsWith("detect_sharing: partials at 0.5 of the K/V DRAM rate (measured on the test device)\n"));
+  EXPECT_THAT(measured.out,
+              HasSubstr(" detected at partials at 0.5 of the K/V DRAM rate (measured on the test device) (2 segments, 2 sequences, depth 1,"));
+  std::filesystem::remove(file);
+}
+
 TEST(DiffCli, OneWrongElementFailsAndIsNamed) {
   const CliRun r = run_cli_with(small("test-wrong-element"));
   EXPECT_EQ(r.code, exit_fail);
@@ -248,7 +291,7 @@ TEST(DiffCli, ListAndHelp) {
   const CliRun list = run_cli_with({"--list"});
   EXPECT_EQ(list.code, exit_pass);
   EXPECT_EQ(list.err, "");
-  EXPECT_EQ(lines(list.out), 8);
+  EXPECT_EQ(lines(list.out), 9);
   EXPECT_THAT(list.out, HasSubstr("reference             host  available  fp64 Eigen"));
   EXPECT_THAT(list.out, HasSubstr("test-no-device        test  unavailable (no test device here)  test backend"));
 

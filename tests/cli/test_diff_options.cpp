@@ -198,12 +198,12 @@ TEST(DiffProblem, PrefixTreeIsPrefixSuffix) {
   o.batch = 3;
   o.prefix = 10;
   o.suffix = 4;
-  const SharingTree t = tree_from_options(o);
+  const SharingTree t = tree_from_options(o, {});
   EXPECT_EQ(t.parents(), (std::vector<int>{-1, 0, 0, 0}));
   EXPECT_EQ(t.lengths(), (std::vector<int>{10, 4, 4, 4}));
   EXPECT_EQ(t.num_seqs(), 3);
   EXPECT_EQ(t.depth(), 2);
-  EXPECT_EQ(tree_label(o, t), "prefix P=10 S=4 (" + t.describe() + ")");
+  EXPECT_EQ(tree_label(o, t, {}), "prefix P=10 S=4 (" + t.describe() + ")");
 }
 
 TEST(DiffProblem, RaggedSuffixesIncludingZero) {
@@ -211,33 +211,33 @@ TEST(DiffProblem, RaggedSuffixesIncludingZero) {
   o.batch = 3;
   o.prefix = 1;
   o.suffix_lens = std::vector<int>{64, 0, 17};
-  const SharingTree t = tree_from_options(o);
+  const SharingTree t = tree_from_options(o, {});
   EXPECT_EQ(t.lengths(), (std::vector<int>{1, 64, 0, 17}));
-  EXPECT_EQ(tree_label(o, t), "prefix P=1 S=0..64 (" + t.describe() + ")");
+  EXPECT_EQ(tree_label(o, t, {}), "prefix P=1 S=0..64 (" + t.describe() + ")");
 }
 
 TEST(DiffProblem, SuffixLensCountMismatchNamesBoth) {
   Options o;
   o.suffix_lens = std::vector<int>{1, 2, 3};  // the default batch is 4
-  EXPECT_THAT(error_of([&] { tree_from_options(o); }), HasSubstr("--suffix-lens has 3 entries but --batch is 4"));
+  EXPECT_THAT(error_of([&] { tree_from_options(o, {}); }), HasSubstr("--suffix-lens has 3 entries but --batch is 4"));
   o.batch = 2;
-  EXPECT_THAT(error_of([&] { tree_from_options(o); }), HasSubstr("--suffix-lens has 3 entries but --batch is 2"));
+  EXPECT_THAT(error_of([&] { tree_from_options(o, {}); }), HasSubstr("--suffix-lens has 3 entries but --batch is 2"));
 }
 
 TEST(DiffProblem, NegativeOrZeroSizesNameTheFlag) {
   Options o;
   o.prefix = -1;
-  EXPECT_THAT(error_of([&] { tree_from_options(o); }), HasSubstr("--prefix must be >= 0, got -1"));
+  EXPECT_THAT(error_of([&] { tree_from_options(o, {}); }), HasSubstr("--prefix must be >= 0, got -1"));
   o = Options{};
   o.suffix = -2;
-  EXPECT_THAT(error_of([&] { tree_from_options(o); }), HasSubstr("--suffix must be >= 0, got -2"));
+  EXPECT_THAT(error_of([&] { tree_from_options(o, {}); }), HasSubstr("--suffix must be >= 0, got -2"));
   o = Options{};
   o.batch = 2;
   o.suffix_lens = std::vector<int>{1, -3};
-  EXPECT_THAT(error_of([&] { tree_from_options(o); }), HasSubstr("--suffix-lens[1] must be >= 0, got -3"));
+  EXPECT_THAT(error_of([&] { tree_from_options(o, {}); }), HasSubstr("--suffix-lens[1] must be >= 0, got -3"));
   o = Options{};
   o.batch = 0;
-  EXPECT_THAT(error_of([&] { tree_from_options(o); }), HasSubstr("--batch must be positive, got 0"));
+  EXPECT_THAT(error_of([&] { tree_from_options(o, {}); }), HasSubstr("--batch must be positive, got 0"));
 }
 
 TEST(DiffProblem, FlatTreeHasNoSharing) {
@@ -246,13 +246,13 @@ TEST(DiffProblem, FlatTreeHasNoSharing) {
   o.batch = 3;
   o.prefix = 10;
   o.suffix_lens = std::vector<int>{1, 0, 5};
-  const SharingTree t = tree_from_options(o);
+  const SharingTree t = tree_from_options(o, {});
   EXPECT_EQ(t.parents(), (std::vector<int>{-1, -1, -1}));
   EXPECT_EQ(t.lengths(), (std::vector<int>{11, 10, 15}));
   EXPECT_EQ(t.depth(), 1);
-  EXPECT_EQ(tree_label(o, t), "flat P=10 S=0..5 (" + t.describe() + ")");
+  EXPECT_EQ(tree_label(o, t, {}), "flat P=10 S=0..5 (" + t.describe() + ")");
   o.prefix = 2147483647;
-  EXPECT_THAT(error_of([&] { tree_from_options(o); }), HasSubstr("--tree: tree flat: P + S = 2147483647 + 1 exceeds int"));
+  EXPECT_THAT(error_of([&] { tree_from_options(o, {}); }), HasSubstr("--tree: tree flat: P + S = 2147483647 + 1 exceeds int"));
 }
 
 TEST(DiffProblem, LevelsSplitTheBatchIntoEqualGroupsOfConsecutiveSequences) {
@@ -261,16 +261,16 @@ TEST(DiffProblem, LevelsSplitTheBatchIntoEqualGroupsOfConsecutiveSequences) {
   o.batch = 6;
   o.prefix = 100;
   o.suffix_lens = std::vector<int>{1, 2, 3, 4, 5, 6};
-  const SharingTree t = tree_from_options(o);
+  const SharingTree t = tree_from_options(o, {});
   EXPECT_EQ(t.parents(), (std::vector<int>{-1, 0, 0, 1, 1, 1, 2, 2, 2}));
   EXPECT_EQ(t.lengths(), (std::vector<int>{100, 8, 8, 1, 2, 3, 4, 5, 6}));
   EXPECT_EQ(t.seqs_below(1), (std::vector<int>{0, 1, 2}));
   for (int s = 0; s < 6; ++s) EXPECT_EQ(t.path_length(s), 100 + 8 + (s + 1));
-  EXPECT_EQ(tree_label(o, t), "2x8 P=100 S=1..6 (" + t.describe() + ")");
+  EXPECT_EQ(tree_label(o, t, {}), "2x8 P=100 S=1..6 (" + t.describe() + ")");
 
   o.batch = 5;
   o.suffix_lens = std::vector<int>{1, 2, 3, 4, 5};
-  EXPECT_THAT(error_of([&] { tree_from_options(o); }),
+  EXPECT_THAT(error_of([&] { tree_from_options(o, {}); }),
               HasSubstr("--tree: tree 2x8 splits the batch into 2 equal groups of consecutive sequences: B = 5 is not "
                         "a positive multiple of 2"));
 }
@@ -281,18 +281,18 @@ TEST(DiffProblem, TreeFromParents) {
   o.parents = {-1, 0, 0};
   o.lengths = {16, 4, 5};
   o.leaves = {1, 2};
-  const SharingTree t = tree_from_options(o);
+  const SharingTree t = tree_from_options(o, {});
   EXPECT_EQ(num_seqs(o), 2);  // from --leaves when --batch is not given
   EXPECT_EQ(t.num_seqs(), 2);
   EXPECT_EQ(t.path_length(0), 20);
   EXPECT_EQ(t.path_length(1), 21);
-  EXPECT_EQ(tree_label(o, t), "segments (" + t.describe() + ")");
+  EXPECT_EQ(tree_label(o, t, {}), "segments (" + t.describe() + ")");
   EXPECT_EQ(shape_from_options(o, t).num_seqs, 2);
 
   o.batch = 3;
-  EXPECT_THAT(error_of([&] { tree_from_options(o); }), HasSubstr("--batch is 3 but --leaves names 2 sequences"));
+  EXPECT_THAT(error_of([&] { tree_from_options(o, {}); }), HasSubstr("--batch is 3 but --leaves names 2 sequences"));
   o.batch = 2;
-  EXPECT_NO_THROW(tree_from_options(o));
+  EXPECT_NO_THROW(tree_from_options(o, {}));
 }
 
 TEST(DiffProblem, TreeFromParentsErrorsComeFromTheTree) {
@@ -301,13 +301,13 @@ TEST(DiffProblem, TreeFromParentsErrorsComeFromTheTree) {
   o.parents = {1, 0, -1};
   o.lengths = {4, 4, 4};
   o.leaves = {2};
-  EXPECT_THAT(error_of([&] { tree_from_options(o); }), HasSubstr("cycle"));
+  EXPECT_THAT(error_of([&] { tree_from_options(o, {}); }), HasSubstr("cycle"));
   o.parents = {-1, 0};
   o.lengths = {4, -4};
   o.leaves = {1};
-  EXPECT_THAT(error_of([&] { tree_from_options(o); }), HasSubstr("lengths[1] = -4 is negative"));
+  EXPECT_THAT(error_of([&] { tree_from_options(o, {}); }), HasSubstr("lengths[1] = -4 is negative"));
   o.lengths = {4, 4, 4};
-  EXPECT_THAT(error_of([&] { tree_from_options(o); }), HasSubstr("lengths has 3"));
+  EXPECT_THAT(error_of([&] { tree_from_options(o, {}); }), HasSubstr("lengths has 3"));
 }
 
 TEST(DiffProblem, ShapeTakesScaleOrDefault) {
@@ -318,7 +318,7 @@ TEST(DiffProblem, ShapeTakesScaleOrDefault) {
   o.kv_heads = 2;
   o.q_len = 3;
   o.dtype = DType::bf16;
-  const SharingTree t = tree_from_options(o);
+  const SharingTree t = tree_from_options(o, {});
   AttentionShape s = shape_from_options(o, t);
   EXPECT_EQ(s.num_seqs, 2);
   EXPECT_EQ(s.q_len, 3);

@@ -58,7 +58,7 @@ TEST(RandomProblem, CoversWhatTheHelpPromises) {
   int parent_after_child = 0, leaves_out_of_order = 0, uneven_fan_out = 0, mqa_grouped = 0;
   for (int i = 0; i < kDraws; ++i) {
     const Options p = draw_problem(1, i, full_draw_space());
-    const SharingTree tree = tree_from_options(p);
+    const SharingTree tree = tree_from_options(p, {});
     const AttentionShape shape = shape_from_options(p, tree);
     ASSERT_NO_THROW(validate_problem(shape, tree)) << repro_command(p, "x");
     depths.insert(tree.depth());
@@ -133,7 +133,7 @@ TEST(RandomProblem, TheReproLineParsesBackToTheSameProblem) {
     ASSERT_EQ(parse_args(parsed, words), Action::run) << line;
     EXPECT_EQ(parsed.backend, "cpu-flat");
     expect_same_problem(drawn, parsed);
-    const SharingTree a = tree_from_options(drawn), b = tree_from_options(parsed);
+    const SharingTree a = tree_from_options(drawn, {}), b = tree_from_options(parsed, {});
     EXPECT_EQ(a.describe(), b.describe());
     for (int s = 0; s < a.num_seqs(); ++s) EXPECT_EQ(a.path(s), b.path(s)) << line;
     EXPECT_EQ(shape_from_options(drawn, a).describe(), shape_from_options(parsed, b).describe());

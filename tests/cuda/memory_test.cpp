@@ -4,12 +4,16 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 #include <utility>
 #include <vector>
 
 #include "device_fixture.hpp"
+#include "device_rates.hpp"
+#include "hydragen/cuda/device.hpp"
 #include "hydragen/cuda/device_array.hpp"
 #include "hydragen/errors.hpp"
 
@@ -31,6 +35,15 @@ TEST_F(CudaMemory, RoundTrip) {
   std::vector<float> back(host.size());
   device_memory().copy_to_host(back.data(), device.data(), device.bytes());
   EXPECT_EQ(back, host);
+}
+
+// Detection on a GPU the table names weighs the partials at its row's rate, the source its plans name.
+TEST_F(CudaMemory, SharingRatesAreThePlannersForThisGpu) {
+  const std::optional<DeviceRates> table = device_rates(query_device().name);
+  if (!table || std::getenv("HYDRAGEN_RATES") != nullptr) GTEST_SKIP() << "no row in device-rates.csv for this GPU, or rates measured";
+  const SharingRates r = device_memory().sharing_rates();
+  EXPECT_EQ(r.partials_share, table->partials_share);
+  EXPECT_EQ(r.source, table->source);
 }
 
 TEST_F(CudaMemory, Fill) {

@@ -119,7 +119,7 @@ std::vector<Line> plan_lines() {
       char problem[200];
       std::snprintf(problem, sizeof problem, "%s %s B%d P%d S%d q%d Hq%d Hkv%d D%d %s", name.c_str(), std::string(dtype_name(p.dtype)).c_str(),
                     p.batch, p.prefix, p.suffix, p.q_len, p.q_heads, p.kv_heads, p.head_dim, p.tree_text().c_str());
-      add_problem(problem, shape, p.sharing_tree(), false, lines);
+      add_problem(problem, shape, p.sharing_tree({}), false, lines);
     }
   }
   for (const HarnessCase& c : harness_cases()) {

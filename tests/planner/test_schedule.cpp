@@ -108,10 +108,10 @@ Schedule make_schedule(Kind kind, const AttentionShape& shape, const SharingTree
                        long long chunk_scores = kTestChunkScores) {
   validate_problem(shape, tree);
   const std::vector<Group> groups = groups_of(kind, shape, tree, c);
-  const BlockCensus blocks = census(row_blocks(shape, groups, c.max_rows), shape.kv_heads);
+  const BlockCensus blocks = census(shape, groups, c.max_rows);
   const long long parts = narrow_split(blocks, c.narrow_slots, device_of(c)).choice;
   const long long chunks = kind == Kind::gemm ? chunk_scores : 0;
-  return build(shape, groups, BuildChoices{c.max_rows, parts, c.wide_target_blocks, c.wide_workers, chunks});
+  return build(shape, groups, blocks, BuildChoices{c.max_rows, parts, c.wide_target_blocks, c.wide_workers, chunks});
 }
 
 // The decision of `rule` in a plan's log (a failure where it did not fire).
@@ -655,6 +655,19 @@ TEST(BothSchedules, RefuseALeafTooShortForTheCausalQueries) {
   EXPECT_THROW(plan_flash(shape, tree, flash(), kH100), std::invalid_argument);
   EXPECT_THROW(plan_hydragen(shape, tree, hydragen(), kH100), std::invalid_argument);
   EXPECT_THROW(plan_hydragen_cublas(shape, tree, kH100), std::invalid_argument);
+}
+
+TEST(BothSchedules, BuildCutsOnlyTheRowBlocksOfItsChoices) {
+  const AttentionShape shape = make_shape(4, 1, 8, 1, 128, DType::bf16);
+  const std::vector<Group> groups = segment_groups(shape, SharingTree::prefix_suffix(1024, {64, 64, 64, 64}), false);
+  const BlockCensus narrow = census(shape, groups, kNarrowRows);
+  EXPECT_EQ(build(shape, groups, narrow, BuildChoices{kNarrowRows, 1, 1, 0, 0}).narrow_items.size(), narrow.blocks.size());
+  try {
+    build(shape, groups, narrow, BuildChoices{kWgmmaRows, 1, 1, 0, 0});
+    ADD_FAILURE() << "built from a census of another cut";
+  } catch (const std::logic_error& e) {
+    EXPECT_NE(std::string(e.what()).find("row blocks of 16 rows, the choices 128"), std::string::npos) << e.what();
+  }
 }
 
 // A chain of 70 segments (some empty) with a second sequence branching off at depth 40.

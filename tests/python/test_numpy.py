@@ -139,8 +139,26 @@ def test_trees_from_their_builders_and_from_token_ids():
     assert prompts[seq][begin:end] == [1, 2, 3]
     shape = hydragen.AttentionShape(3, 1, 8, 1, 128, "bf16")
     assert hydragen.detect_sharing(prompts, shape=shape)[0].num_seqs == 3
+    with pytest.raises(ValueError, match="give them with shape"):
+        hydragen.detect_sharing(prompts, min_tokens=2, rates=hydragen.SharingRates())
     with pytest.raises(ValueError, match="lengths\\[1\\]"):
         hydragen.SharingTree.from_parents([-1, 0], [4, -1], [1])
+
+
+def test_detection_weighs_the_partials_at_the_rates_it_is_given():
+    host = hydragen.sharing_rates("host")
+    assert (host.partials_share, host.source) == (1.0, "no measured rate")
+    assert host.describe() == "partials at 1 of the K/V DRAM rate (no measured rate)"
+    # 100 tokens between two sequences: worth a segment where the partials move at the K/V's rate (from
+    # 73 tokens), not at the H100's half of it (from 145).
+    run = list(range(100))
+    pair = [run + [1000], run + [1001]]
+    two = hydragen.AttentionShape(2, 1, 8, 1, 128, "bf16")
+    assert hydragen.detect_sharing(pair, shape=two)[0].depth == 2
+    h100 = hydragen.SharingRates(0.5, "the H100's")
+    assert hydragen.detect_sharing(pair, shape=two, rates=h100)[0].depth == 1
+    with pytest.raises(ValueError, match="partials_share must be in \\(0, 1\\].*a bad file"):
+        hydragen.detect_sharing(pair, shape=two, rates=hydragen.SharingRates(1.5, "a bad file"))
 
 
 def test_a_host_plan_decides_nothing_so_explains_nothing():

@@ -1,5 +1,7 @@
 #include "device_rates.hpp"
 
+#include <charconv>
+#include <cmath>
 #include <map>
 #include <sstream>
 #include <stdexcept>
@@ -15,12 +17,15 @@ namespace {
 
 const char* const kHeader = "device,rate,value,unit,what,measured";
 
-// Each rate: its column name, its field, its unit and what it is (the table's `what`).
+// Each rate: its column name, its field, its unit and what it is (the table's `what`); for a number
+// no calibration measures, the value it takes instead and the label saying so.
 struct RateColumn {
   const char* name;
   double DeviceRates::*field;
   const char* unit;
   const char* what;
+  double rate_free = 0;
+  const char* not_measured = nullptr;
 };
 const RateColumn kRates[] = {
     {"wgmma_sm_flops", &DeviceRates::wgmma_sm_flops_per_ns, "FLOP/ns", "a wgmma block's steady rate on one SM"},
@@ -30,13 +35,40 @@ const RateColumn kRates[] = {
     {"merge", &DeviceRates::merge_ns, "ns", "the merge kernel after a launch that filled the GPU"},
     {"part_switch", &DeviceRates::part_switch_ns, "ns", "a persistent wgmma block's move to its next part"},
     {"fixed", &DeviceRates::fixed_ns, "ns", "a leaf layout's launches and pipeline fills and last tail"},
+    {"beside_margin", &DeviceRates::beside_margin, "share", "leaf_layout takes beside where predicted at most this share of after", 1,
+     "not measured: no margin (the model's prediction alone)"},
+    {"partials_share", &DeviceRates::partials_share, "share", "of the K/V DRAM rate what fp32 partials and their merge move at",
+     kRateFreePartialsShare, "not measured: the K/V DRAM rate (rate-free)"},
 };
+
+const RateColumn* column(const std::string& name) {
+  for (const RateColumn& c : kRates) {
+    if (name == c.name) return &c;
+  }
+  return nullptr;
+}
+
+// A share is in (0, 1]; a time at least 0 (a calibration clamps a cost it cannot see to 0); a rate
+// positive.
+bool in_range(const RateColumn& c, double value) {
+  if (std::string(c.unit) == "share") return value > 0 && value <= 1;
+  if (std::string(c.unit) == "ns") return value >= 0 && std::isfinite(value);
+  return value > 0 && std::isfinite(value);
+}
 
 std::vector<std::string> fields(const std::string& line) {
   std::vector<std::string> out;
   std::stringstream in(line);
   for (std::string f; std::getline(in, f, ',');) out.push_back(f);
   return out;
+}
+
+// The whole text as a number, or none ("0.97x" is not 0.97).
+std::optional<double> number(const std::string& text) {
+  double value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc{} || end != text.data() + text.size() || text.empty()) return std::nullopt;
+  return value;
 }
 
 }  // namespace
@@ -51,20 +83,25 @@ std::optional<DeviceRates> device_rates_in(const std::string& csv, const std::st
   while (std::getline(table, line)) {
     if (line.empty()) continue;
     const std::vector<std::string> f = fields(line);
-    if (f.size() < 6) throw std::invalid_argument(where + ": malformed row '" + line + "'");
+    auto bad = [&](const std::string& why) { return std::invalid_argument(where + ": " + why + " in row '" + line + "'"); };
+    if (f.size() != 6) throw bad("not six fields (" + std::string(kHeader) + ")");
     if (f[0] != device) continue;
-    try {
-      values[f[1]] = std::stod(f[2]);
-    } catch (const std::exception&) {
-      throw std::invalid_argument(where + ": '" + f[2] + "' is not a number in row '" + line + "'");
-    }
+    const RateColumn* c = column(f[1]);
+    if (c == nullptr) throw bad("'" + f[1] + "' is not a rate of the table");
+    if (f[3] != c->unit) throw bad(f[1] + " is in " + c->unit + ", not '" + f[3] + "'");
+    const std::optional<double> value = number(f[2]);
+    if (!value) throw bad("'" + f[2] + "' is not a number");
+    if (!in_range(*c, *value)) throw bad("'" + f[2] + "' is out of range for " + c->unit);
+    if (!values.emplace(f[1], *value).second) throw bad(device + "'s " + f[1] + " named twice");
     if (measured.find(f[5]) == std::string::npos) measured += (measured.empty() ? "" : ", ") + f[5];
   }
   if (values.empty()) return std::nullopt;
   DeviceRates r;
   for (const RateColumn& c : kRates) {
     const auto it = values.find(c.name);
-    if (it == values.end()) throw std::invalid_argument(where + ": " + device + " has no " + c.name);
+    if (it == values.end()) {
+      throw std::invalid_argument(where + ": " + device + " has no " + c.name + " (hydragen-bench --calibrate writes every rate)");
+    }
     r.*c.field = it->second;
   }
   r.source = where + ": " + device + " (measured: " + measured + ")";
@@ -79,12 +116,35 @@ std::optional<DeviceRates> device_rates(const std::string& device) {
   }
 }
 
+DeviceRates unmeasured_rates() {
+  DeviceRates r;
+  std::ostringstream names;
+  for (const RateColumn& c : kRates) {
+    if (c.not_measured == nullptr) continue;
+    r.*c.field = c.rate_free;
+    names << (names.tellp() > 0 ? ", " : "") << c.name << " " << c.rate_free;
+  }
+  r.source = "not measured: " + names.str() + " (rate-free)";
+  return r;
+}
+
 std::string device_rates_csv(const std::string& device, const DeviceRates& rates, const std::string& measured) {
+  for (const std::string* text : {&device, &measured}) {
+    if (text->find(',') != std::string::npos) throw std::invalid_argument("device_rates_csv: '" + *text + "' has a comma");
+  }
   std::ostringstream out;
   out << kHeader << "\n";
   out.precision(6);
-  for (const RateColumn& c : kRates) out << device << "," << c.name << "," << rates.*c.field << "," << c.unit << "," << c.what << "," << measured << "\n";
+  for (const RateColumn& c : kRates) {
+    out << device << "," << c.name << "," << rates.*c.field << "," << c.unit << "," << c.what << ","
+        << (c.not_measured != nullptr ? c.not_measured : measured) << "\n";
+  }
   return out.str();
+}
+
+SharingRates sharing_rates_for(const std::optional<DeviceRates>& rates) {
+  if (!rates) return {};
+  return {rates->partials_share, rates->source};
 }
 
 }  // namespace hydragen::cuda

@@ -5,6 +5,8 @@
 #include <optional>
 #include <string>
 
+#include "hydragen/sharing_rates.hpp"
+
 namespace hydragen::cuda {
 
 struct DeviceRates {
@@ -15,6 +17,8 @@ struct DeviceRates {
   double merge_ns = 0;                // the merge kernel after a launch that filled the GPU
   double part_switch_ns = 0;          // a persistent wgmma block's move to its next part
   double fixed_ns = 0;                // a leaf layout's launches, pipeline fills and last tail
+  double beside_margin = 0;           // leaf_layout: beside where predicted at most this share of after
+  double partials_share = 0;          // of the K/V's DRAM rate, what fp32 partials and their merge move at
   std::string source;                 // where they come from: "device-rates.csv: NAME (measured ...)"
 };
 
@@ -23,11 +27,24 @@ struct DeviceRates {
 std::optional<DeviceRates> device_rates(const std::string& device);
 
 // The same from another file of the table's columns (a calibration's: hydragen-bench --calibrate),
-// `where` naming it in the source. Throws std::invalid_argument naming `where` and the row that is
-// malformed or the rate a device's rows lack.
+// `where` naming it in the source. Throws std::invalid_argument naming `where` and what is wrong: a
+// row that is malformed (not six fields, a rate the table has no column for, another unit, a value
+// that is not a number or out of its range: a share in (0, 1], a time >= 0, a rate > 0), named
+// twice, or a rate the device's rows lack.
 std::optional<DeviceRates> device_rates_in(const std::string& csv, const std::string& device, const std::string& where);
 
-// The table's rows (header first) for `device` at `rates`, each labelled `measured`.
+// A calibration's rates before it measures: the numbers no calibration measures at their rate-free
+// values (beside_margin 1: no margin, the model's prediction alone; partials_share as core's
+// SharingRates), every other 0; `source` names the unmeasured ones.
+DeviceRates unmeasured_rates();
+
+// A calibration's rows (header first) for `device` at `rates`: each labelled `measured`, but those of
+// the numbers it does not measure (unmeasured_rates), labelled so. Throws std::invalid_argument for a
+// device name or label with a comma (the table's separator).
 std::string device_rates_csv(const std::string& device, const DeviceRates& rates, const std::string& measured);
+
+// What detection's cost model (min_shared_tokens) weighs partials at on a device with `rates`: their
+// partials_share, labelled with their source; core's rate-free SharingRates where there are none.
+SharingRates sharing_rates_for(const std::optional<DeviceRates>& rates);
 
 }  // namespace hydragen::cuda

@@ -25,13 +25,13 @@ class Log {
   PlanDecisions& d_;
 };
 
-// The split of `groups` into row blocks of at most max_rows, and the narrow split for them.
+// `groups` cut into row blocks of at most max_rows (what build() cuts into items), and the narrow split for them.
 struct Cut {
   BlockCensus census;
   Ruled<long long> narrow_split;
 };
 Cut cut(const AttentionShape& shape, const std::vector<Group>& groups, int max_rows, int narrow_slots, const DeviceLimits& device) {
-  BlockCensus c = census(row_blocks(shape, groups, max_rows), shape.kv_heads);
+  BlockCensus c = census(shape, groups, max_rows);
   Ruled<long long> split = narrow_split(c, narrow_slots, device);
   return {std::move(c), std::move(split)};
 }
@@ -74,8 +74,9 @@ Planned plan_flash(const AttentionShape& shape, const SharingTree& tree, const P
   const std::vector<Group> groups = path_groups(tree);
   d.build.max_rows = max_rows(d.wide_kernel);
   d.build.wide_target_blocks = log(wide_target_blocks(d.wide_kernel, device));
-  d.build.narrow_parts = log(cut(shape, groups, d.build.max_rows, resident_blocks(ItemKernel::token_warps, device), device).narrow_split);
-  p.schedule = build(shape, groups, d.build);
+  Cut c = cut(shape, groups, d.build.max_rows, resident_blocks(ItemKernel::token_warps, device), device);
+  d.build.narrow_parts = log(std::move(c.narrow_split));
+  p.schedule = build(shape, groups, c.census, d.build);
   decide_launches(shape, p.schedule, options.at("narrow_kernel"), d);
   return p;
 }
@@ -101,7 +102,7 @@ Planned plan_hydragen(const AttentionShape& shape, const SharingTree& tree, cons
     narrow_form = log(one_narrow_launch(chosen.census, narrow.census, items, device));
     if (narrow_form) chosen = std::move(narrow);
   }
-  d.build.max_rows = narrow_form ? kNarrowRows : max_rows(d.wide_kernel);
+  d.build.max_rows = chosen.census.max_rows;
   d.build.narrow_parts = chosen.narrow_split.choice;
   const Decision split = chosen.narrow_split.decision;
   const ItemLengths after = item_lengths(chosen.census, d.build);
@@ -116,7 +117,7 @@ Planned plan_hydragen(const AttentionShape& shape, const SharingTree& tree, cons
   } else {
     d.log.push_back(split);
   }
-  p.schedule = build(shape, groups, d.build);
+  p.schedule = build(shape, groups, chosen.census, d.build);
   decide_launches(shape, p.schedule, options.at("narrow_kernel"), d);
   return p;
 }
@@ -132,8 +133,9 @@ Planned plan_hydragen_cublas(const AttentionShape& shape, const SharingTree& tre
   d.build.max_rows = max_rows(d.wide_kernel);
   d.build.max_chunk_scores = kMaxChunkScores;
   d.build.wide_target_blocks = log(wide_target_blocks(d.wide_kernel, device));
-  d.build.narrow_parts = log(cut(shape, groups, d.build.max_rows, resident_blocks(ItemKernel::token_warps, device), device).narrow_split);
-  p.schedule = build(shape, groups, d.build);
+  Cut c = cut(shape, groups, d.build.max_rows, resident_blocks(ItemKernel::token_warps, device), device);
+  d.build.narrow_parts = log(std::move(c.narrow_split));
+  p.schedule = build(shape, groups, c.census, d.build);
   decide_launches(shape, p.schedule, "auto", d);
   return p;
 }

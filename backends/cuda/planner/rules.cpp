@@ -34,12 +34,14 @@ Ruled<T> ruled(T choice, const char* rule, std::string shown, const Inputs& in, 
 
 std::string yes_no(bool b) { return b ? "yes" : "no"; }
 
-std::string ns_text(double ns) {
+std::string number_text(double x) {
   std::ostringstream s;
   s.precision(3);
-  s << ns / 1000 << " us";
+  s << x;
   return s.str();
 }
+
+std::string ns_text(double ns) { return number_text(ns / 1000) + " us"; }
 
 }  // namespace
 
@@ -195,7 +197,7 @@ Ruled<LeafLayout> leaf_layout(const std::string& option, const std::string& narr
   }
   const bool forced = option == "beside";
   best.beside = best.beside_ns > 0 &&
-                (forced || (measured_leaves && !short_one_row_leaves && best.beside_ns < kBesideMargin * best.after_ns));
+                (forced || (measured_leaves && !short_one_row_leaves && best.beside_ns < r.beside_margin * best.after_ns));
   best.wide_target_blocks = row_blocks * best_parts;
   std::string times = "after " + ns_text(best.after_ns) + ", beside " + (best.beside_ns > 0 ? ns_text(best.beside_ns) : "none") +
                       " (" + r.source + ")";
@@ -203,7 +205,7 @@ Ruled<LeafLayout> leaf_layout(const std::string& option, const std::string& narr
     const std::string why = best.beside_ns == 0 ? "no beside layout fits"
                             : !measured_leaves  ? "leaves average more than 512 tokens, where beside was never measured"
                             : short_one_row_leaves ? "leaves of one row averaging under 32 tokens: beside lost at every such point measured"
-                                                : "beside not predicted 0.97x of after";
+                                                : "beside not predicted " + number_text(r.beside_margin) + "x of after";
     const LeafLayout after_layout{false, 0, 0, 0, best.after_ns, best.beside_ns};
     return ruled(after_layout, "leaf_layout", "after", in, why + ": " + times);
   }

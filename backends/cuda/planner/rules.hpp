@@ -37,10 +37,9 @@ inline constexpr int kWarpsSecondWaveTiles = 8;  // ... number one to two waves 
 inline constexpr int kWarpsAloneTiles = 18;    // ... alone on the GPU, number two to four waves of blocks
 // fold_leaves: the SM time a folding leaf block may leave idle waiting for the wgmma launch.
 inline constexpr long long kFoldForgoneSmTokens = 12 * 4096;
-// leaf_layout: leaves beside the wgmma launch only where predicted this much faster than after, with
-// leaves of at most this many tokens on average (the longest measured), and at most this many parts
-// per persistent wgmma block.
-inline constexpr double kBesideMargin = 0.97;
+// leaf_layout: leaves beside the wgmma launch only where predicted faster than after by the device's
+// margin (DeviceRates::beside_margin), with leaves of at most this many tokens on average (the longest
+// measured), and at most this many parts per persistent wgmma block.
 inline constexpr double kBesideMaxLeafTokens = 512;
 // ... and never for leaves of one row (g x q_len = 1: MHA decoding) averaging fewer tokens than this, where
 // the model misses the per-item cost (docs/planner-rules.md: leaf_layout, measured 2026-11-26).

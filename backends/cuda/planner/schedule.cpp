@@ -145,6 +145,9 @@ std::vector<Group> segment_groups(const AttentionShape& shape, const SharingTree
   return groups;
 }
 
+namespace {
+
+// The groups' row blocks of at most `max_rows` rows, in the order their items start.
 std::vector<RowBlock> row_blocks(const AttentionShape& shape, const std::vector<Group>& groups, int max_rows) {
   std::vector<RowBlock> blocks;
   for (const Group& grp : groups) {
@@ -163,12 +166,16 @@ std::vector<RowBlock> row_blocks(const AttentionShape& shape, const std::vector<
   return blocks;
 }
 
-BlockCensus census(const std::vector<RowBlock>& blocks, int kv_heads) {
+}  // namespace
+
+BlockCensus census(const AttentionShape& shape, const std::vector<Group>& groups, int max_rows) {
   BlockCensus c;
+  c.max_rows = max_rows;
+  c.blocks = row_blocks(shape, groups, max_rows);
   std::vector<bool> read;  // (segment, KV head) read by a narrow block
   std::set<std::pair<const Group*, int>> wide_read;  // (group, KV head) read by a wide block
   c.narrow_stream = true;
-  for (const RowBlock& b : blocks) {
+  for (const RowBlock& b : c.blocks) {
     if (!b.narrow()) {
       c.wide_tokens += b.group->tokens;
       if (wide_read.insert({b.group, b.kv_head}).second) c.wide_distinct_tokens += b.group->tokens;
@@ -179,7 +186,7 @@ BlockCensus census(const std::vector<RowBlock>& blocks, int kv_heads) {
     ++c.narrow_blocks;
     c.narrow_tokens.push_back(b.group->tokens);
     for (int segment : b.group->segments) {
-      const std::size_t at = static_cast<std::size_t>(segment) * kv_heads + b.kv_head;
+      const std::size_t at = static_cast<std::size_t>(segment) * shape.kv_heads + b.kv_head;
       if (at >= read.size()) read.resize(2 * at + 1, false);
       if (read[at]) c.narrow_stream = false;
       read[at] = true;
@@ -208,14 +215,16 @@ ItemLengths item_lengths(const BlockCensus& c, const BuildChoices& choices) {
   return out;
 }
 
-Schedule build(const AttentionShape& shape, const std::vector<Group>& groups, const BuildChoices& choices) {
+Schedule build(const AttentionShape& shape, const std::vector<Group>& groups, const BlockCensus& census,
+               const BuildChoices& choices) {
+  if (census.max_rows != choices.max_rows) {
+    throw std::logic_error("build: the census cut row blocks of " + std::to_string(census.max_rows) + " rows, the choices " +
+                           std::to_string(choices.max_rows));
+  }
   Schedule s;
   for (const Group& grp : groups) {
     if (grp.gemm && grp.tokens > 0) add_gemm_chunks(shape, grp, choices.max_chunk_scores, s);
   }
-  const std::vector<RowBlock> blocks = row_blocks(shape, groups, choices.max_rows);
-  long long wide_tokens = 0;
-  for (const RowBlock& b : blocks) wide_tokens += b.narrow() ? 0 : b.group->tokens;
   auto add_item = [&](const RowBlock& b, long long token_begin, long long token_end) {
     const Group& grp = *b.group;
     WorkItem item;
@@ -231,10 +240,10 @@ Schedule build(const AttentionShape& shape, const std::vector<Group>& groups, co
     add_rows(shape, grp, b.kv_head, b.first, b.count, s);
   };
   std::vector<long long> wide_part;  // each wide item's part of its block
-  for (const RowBlock& b : blocks) {
+  for (const RowBlock& b : census.blocks) {
     const long long tokens = b.group->tokens;
     const long long splits = b.narrow() ? split_count(tokens, choices.narrow_parts)
-                                        : wide_split_count(tokens, choices.wide_target_blocks, wide_tokens);
+                                        : wide_split_count(tokens, choices.wide_target_blocks, census.wide_tokens);
     for (long long part = 0; part < splits; ++part) {
       add_item(b, tokens * part / splits, tokens * (part + 1) / splits);
       if (!b.narrow()) wide_part.push_back(part);

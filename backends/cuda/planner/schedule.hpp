@@ -46,12 +46,11 @@ struct RowBlock {
   bool narrow() const { return count <= kNarrowRows; }
 };
 
-// The groups' row blocks of at most `max_rows` rows (a group of at most kNarrowRows rows: one
-// narrow block), in the order their items start (schedule.cpp says why).
-std::vector<RowBlock> row_blocks(const AttentionShape& shape, const std::vector<Group>& groups, int max_rows);
-
-// What the rules read of the row blocks before any is built: each kind's blocks and tokens.
+// The groups cut into row blocks, and what the rules read of them before any item is built: each
+// kind's blocks and tokens. build() cuts these blocks into items.
 struct BlockCensus {
+  int max_rows = 0;                      // the largest row block the groups were cut into
+  std::vector<RowBlock> blocks;          // in the order their items start (schedule.cpp says why)
   long long narrow_blocks = 0;
   long long wide_tokens = 0;             // all wide blocks' tokens (their split is by share of these)
   long long wide_distinct_tokens = 0;    // the wide blocks' distinct (segment, KV head) tokens: K/V read once from DRAM
@@ -59,7 +58,9 @@ struct BlockCensus {
   std::vector<long long> narrow_tokens;  // each narrow block's, in item order
   std::vector<long long> wide_block_tokens;  // each wide block's, in item order
 };
-BlockCensus census(const std::vector<RowBlock>& blocks, int kv_heads);
+// `groups` cut into row blocks of at most `max_rows` rows (a group of at most kNarrowRows rows: one
+// narrow block), counted. The blocks point into `groups`, which must outlive the census.
+BlockCensus census(const AttentionShape& shape, const std::vector<Group>& groups, int max_rows);
 
 // The parts a block of `tokens` tokens is split into when `parts` are asked for: at most
 // kMaxSplits, none shorter than kMinSplitTokens, at least one.
@@ -109,9 +110,11 @@ struct Schedule {
   bool narrow_rows_fold(int most_rounds) const;
 };
 
-// The schedule of `groups` (every one with tokens has rows) cut by `choices`: row blocks of at most
-// choices.max_rows, split and dealt as chosen; GEMM groups into chunks of at most max_chunk_scores.
-Schedule build(const AttentionShape& shape, const std::vector<Group>& groups, const BuildChoices& choices);
+// The schedule of `groups` (every one with tokens has rows) cut by `choices`: the census's row blocks
+// (cut at choices.max_rows: std::logic_error otherwise), split and dealt as chosen; GEMM groups into
+// chunks of at most max_chunk_scores.
+Schedule build(const AttentionShape& shape, const std::vector<Group>& groups, const BlockCensus& census,
+               const BuildChoices& choices);
 
 // The items' tokens, summed.
 long long total_tokens(const std::vector<WorkItem>& items);

@@ -90,7 +90,8 @@ double wgmma_ns(int tokens, int parts, int workers, const DeviceLimits& device, 
   p.decisions.device = device;
   p.decisions.wide_kernel = ItemKernel::wgmma;
   p.decisions.build = BuildChoices{kWgmmaRows, 1, parts, workers, 0};
-  p.schedule = build(shape, segment_groups(shape, tree, false), p.decisions.build);
+  const std::vector<Group> groups = segment_groups(shape, tree, false);
+  p.schedule = build(shape, groups, census(shape, groups, kWgmmaRows), p.decisions.build);
   p.decisions.launches.wide_workers = workers > 0 ? workers : static_cast<int>(p.schedule.wide_items.size());
   p.decisions.launches.run_merge = false;  // several parts' rows go unmerged: the time is the attention's alone
   p.decisions.recipe = LaunchRecipe::one_launch;
@@ -106,7 +107,8 @@ double leaves_ns(int sms, int tokens, const DeviceLimits& device, RunTimer& time
   p.decisions.narrow_kernel = ItemKernel::sm_item_warps;
   p.decisions.leaf_sms = sms;
   p.decisions.build = BuildChoices{kNarrowRows, 1, 1, 0, 0};
-  p.schedule = build(shape, path_groups(tree), p.decisions.build);
+  const std::vector<Group> groups = path_groups(tree);
+  p.schedule = build(shape, groups, census(shape, groups, kNarrowRows), p.decisions.build);
   p.decisions.launches.narrow_workers = static_cast<int>(p.schedule.narrow_items.size());
   p.decisions.recipe = LaunchRecipe::one_launch;
   return time_ns(shape, tree, p, timer);
@@ -150,7 +152,7 @@ DeviceRates measure_device_rates() {
   }
   device.rates = DeviceRates{};  // the synthetic plans decide nothing: no lookup, no recursion
   RunTimer timer;
-  DeviceRates r;
+  DeviceRates r = unmeasured_rates();  // the margin and the partials' share: no calibration measures them
   // Steady rates: the difference of two sizes, so that launches and pipeline fills cancel.
   const int t1 = 8192, t2 = 16384;
   r.wgmma_sm_flops_per_ns = 4.0 * kWgmmaRows * kD * (t2 - t1) / (wgmma_ns(t2, 1, 0, device, timer) - wgmma_ns(t1, 1, 0, device, timer));
@@ -166,7 +168,7 @@ DeviceRates measure_device_rates() {
   r.part_switch_ns = std::max(0.0, (wgmma_ns(t2, 4, 1, device, timer) - wgmma_ns(t2, 1, 0, device, timer)) / 3);
   // A part's time beyond its tokens' at the steady rate: the launch, the pipeline fill, the tail.
   r.fixed_ns = std::max(0.0, wgmma_ns(t1, 1, 0, device, timer) - 4.0 * kWgmmaRows * kD * t1 / r.wgmma_sm_flops_per_ns);
-  r.source = "measured on this " + device.name + " " + today();
+  r.source = "measured on this " + device.name + " " + today() + "; " + r.source;
   return r;
 }
 
@@ -218,6 +220,7 @@ Calibration calibrate_device_rates() {
     if (table) report << " (the table's: " << (*table).*field << ", measured / table " << r.*field / (*table).*field << ")";
     report << "\n";
   }
+  report << unmeasured_rates().source << "\n";
   c.report = report.str();
   return c;
 }

@@ -6,6 +6,7 @@
 
 #include "hydragen/cuda/check.hpp"
 #include "hydragen/errors.hpp"
+#include "plans.hpp"
 
 namespace hydragen::cuda {
 
@@ -88,6 +89,9 @@ class CudaMemory final : public DeviceMemory {
   }
 
   void synchronize() const override { CUDA_CHECK(cudaDeviceSynchronize()); }
+
+  // The CUDA planner's for the current GPU, as its plans get them (planning_device).
+  SharingRates sharing_rates() const override { return sharing_rates_for(planning_device().rates); }
 };
 
 }  // namespace

@@ -13,9 +13,9 @@ hydragen.conformance(kernel) runs the matrix of hard cases against anyone's kern
 from . import conformance
 from ._attention import Plan, attention, plan
 from ._check import compare, reference
-from ._core import (AttentionShape, BackendInfo, Comparison, CostEstimate, OutOfMemory, SharingTree, Unsupported,
-                    backends, built_with_cuda, detect_sharing, estimate_cost, make_problem)
+from ._core import (AttentionShape, BackendInfo, Comparison, CostEstimate, OutOfMemory, SharingRates, SharingTree,
+                    Unsupported, backends, built_with_cuda, detect_sharing, estimate_cost, make_problem, sharing_rates)
 
-__all__ = ["AttentionShape", "BackendInfo", "Comparison", "CostEstimate", "OutOfMemory", "Plan", "SharingTree",
-           "Unsupported", "attention", "backends", "built_with_cuda", "compare", "conformance", "detect_sharing",
-           "estimate_cost", "make_problem", "plan", "reference"]
+__all__ = ["AttentionShape", "BackendInfo", "Comparison", "CostEstimate", "OutOfMemory", "Plan", "SharingRates",
+           "SharingTree", "Unsupported", "attention", "backends", "built_with_cuda", "compare", "conformance",
+           "detect_sharing", "estimate_cost", "make_problem", "plan", "reference", "sharing_rates"]

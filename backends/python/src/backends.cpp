@@ -63,6 +63,10 @@ void bind_backends(nb::module_& m) {
       });
   m.def("backends", &backend_infos, "Every backend of this build, in registration order.");
   m.def("built_with_cuda", &built_with_cuda, "Whether this build has the CUDA backends (GPU or not).");
+  m.def(
+      "sharing_rates", [](const std::string& memory) { return memory_named(memory).sharing_rates(); }, nb::arg("memory") = "host",
+      "What detect_sharing's cost model weighs partials at for tensors in this memory: the CUDA planner's rates "
+      "for the current GPU (\"cuda\"), else none measured.");
   m.def("empty", &empty, nb::arg("shape"), nb::arg("dtype"), nb::arg("memory"), nb::arg("device_id") = 0,
         "An uninitialised tensor in our host or CUDA memory, exported through DLPack.");
 }

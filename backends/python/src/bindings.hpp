@@ -7,8 +7,8 @@ namespace hydragen::python {
 namespace nb = nanobind;
 
 void bind_errors(nb::module_& m);    // module.cpp: Unsupported, OutOfMemory
-void bind_problem(nb::module_& m);   // problem.cpp: AttentionShape, SharingTree, detect_sharing
-void bind_backends(nb::module_& m);  // backends.cpp: backends(), empty()
+void bind_problem(nb::module_& m);   // problem.cpp: AttentionShape, SharingTree, SharingRates, detect_sharing
+void bind_backends(nb::module_& m);  // backends.cpp: backends(), sharing_rates(), empty()
 void bind_plan(nb::module_& m);      // plan.cpp: Plan
 void bind_check(nb::module_& m);     // check.cpp: reference(), compare(), Comparison
 

@@ -1,5 +1,5 @@
 // What a problem is: AttentionShape, SharingTree and its builders, detect_sharing (token ids ->
-// tree and each segment's source tokens), and what it costs (estimate_cost).
+// tree and each segment's source tokens) at SharingRates, and what it costs (estimate_cost).
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
@@ -84,18 +84,38 @@ void bind_problem(nb::module_& m) {
       .def("describe", &SharingTree::describe)
       .def("__repr__", [](const SharingTree& t) { return "SharingTree(" + t.describe() + ")"; });
 
+  nb::class_<SharingRates>(m, "SharingRates",
+                           "What detection's cost model weighs a shared segment's partials at: partials_share of the "
+                           "K/V's DRAM rate, and its source. The default is no measured rate (1); "
+                           "hydragen.sharing_rates(memory) gives a device's.")
+      .def(
+          "__init__",
+          [](SharingRates* self, double partials_share, const std::string& source) {
+            new (self) SharingRates{partials_share, source};
+          },
+          nb::arg("partials_share") = kRateFreePartialsShare, nb::arg("source") = SharingRates{}.source)
+      .def_ro("partials_share", &SharingRates::partials_share)
+      .def_ro("source", &SharingRates::source)
+      .def("describe", &SharingRates::describe)
+      .def("__repr__", [](const SharingRates& r) { return "SharingRates(" + r.describe() + ")"; });
+
   m.def(
       "detect_sharing",
       [](const std::vector<std::vector<int>>& token_ids, std::optional<long long> min_tokens,
-         std::optional<AttentionShape> shape) {
+         std::optional<AttentionShape> shape, std::optional<SharingRates> rates) {
         if (min_tokens.has_value() == shape.has_value()) {
           throw std::invalid_argument("detect_sharing: give min_tokens or shape (the cost model's rule), not both");
         }
-        return detected(shape ? detect_sharing(token_ids, *shape) : detect_sharing(token_ids, *min_tokens));
+        if (min_tokens && rates) throw std::invalid_argument("detect_sharing: rates weigh the cost model's rule: give them with shape");
+        return detected(shape ? detect_sharing(token_ids, *shape, rates.value_or(SharingRates{}))
+                              : detect_sharing(token_ids, *min_tokens));
       },
       nb::arg("token_ids"), nb::arg("min_tokens").none() = nb::none(), nb::arg("shape").none() = nb::none(),
+      nb::arg("rates").none() = nb::none(),
       "(tree, spans): the sharing tree of the sequences' token ids and, per segment, (seq, begin, end): "
-      "where its tokens are in that sequence's list (how to lay out the KV cache).");
+      "where its tokens are in that sequence's list (how to lay out the KV cache). With shape, a run is "
+      "shared where the cost model says it pays at `rates` (default SharingRates(): no measured rate; "
+      "hydragen.sharing_rates(\"cuda\") for the current GPU's).");
 
   nb::class_<CostEstimate>(m, "CostEstimate", "Bytes moved and FLOPs of one problem, flat vs decomposed (cost_model.hpp).")
       .def_ro("flops", &CostEstimate::flops, "4 D per (sequence, query, query head, attended token)")

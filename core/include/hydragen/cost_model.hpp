@@ -6,6 +6,7 @@
 // heads of one KV head share the read); the decomposed method reads each segment once, the queries
 // once per segment on their path, and round-trips fp32 partials through the merge.
 #include "hydragen/shape.hpp"
+#include "hydragen/sharing_rates.hpp"
 #include "hydragen/sharing_tree.hpp"
 
 namespace hydragen {
@@ -34,11 +35,12 @@ CostEstimate estimate_cost(const AttentionShape& shape, const SharingTree& tree,
 // The shortest run of tokens worth a segment of its own for `readers` sequences rather than a copy in
 // each of their next segments: sharing saves (readers - 1) reads of its K/V, and costs each reader a
 // read of its queries and, where its path had one piece, two partial results written and merged, at
-// the rate the H100 moves them (cost_model.cpp). For bf16, Hq 8, Hkv 1, D 128: 73 tokens among 1024
-// readers, 145 between two (the H100 measured sharing 1.01x slower at 64 among 1024 and 128 between
-// two, 1.05x faster at 128 and 256). At least 1; readers must be at least 2 (std::invalid_argument
-// otherwise).
-long long min_shared_tokens(const AttentionShape& shape, int readers);
+// `rates.partials_share` of the K/V's DRAM rate. For bf16, Hq 8, Hkv 1, D 128 at the H100's 0.5
+// (device-rates.csv): 73 tokens among 1024 readers, 145 between two (the H100 measured sharing 1.01x
+// slower at 64 among 1024 and 128 between two, 1.05x faster at 128 and 256); rate-free (1), half
+// that. At least 1. Throws std::invalid_argument for fewer than 2 readers or a partials_share
+// outside (0, 1] (naming its source).
+long long min_shared_tokens(const AttentionShape& shape, int readers, const SharingRates& rates);
 
 // A machine's two ceilings, measured (DESIGN.md section 6).
 struct Peaks {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "hydragen/shape.hpp"
+#include "hydragen/sharing_rates.hpp"
 #include "hydragen/sharing_tree.hpp"
 
 namespace hydragen {
@@ -36,8 +37,9 @@ std::vector<std::vector<int>> read_token_lists(const std::string& path, int limi
 // Throws std::invalid_argument for an empty batch or a min_tokens below 1.
 DetectedSharing detect_sharing(const std::vector<std::vector<int>>& token_ids,
                                const std::function<long long(int readers)>& min_tokens);
-// With the cost model's rule for the problem's shape (min_shared_tokens).
-DetectedSharing detect_sharing(const std::vector<std::vector<int>>& token_ids, const AttentionShape& shape);
+// With the cost model's rule for the problem's shape at the device's rates (min_shared_tokens).
+DetectedSharing detect_sharing(const std::vector<std::vector<int>>& token_ids, const AttentionShape& shape,
+                               const SharingRates& rates);
 // With one length for every node (1: share every common token).
 DetectedSharing detect_sharing(const std::vector<std::vector<int>>& token_ids, long long min_tokens);
 

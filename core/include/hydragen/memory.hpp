@@ -6,6 +6,8 @@
 #include <string_view>
 #include <utility>
 
+#include "hydragen/sharing_rates.hpp"
+
 namespace hydragen {
 
 class DeviceMemory {
@@ -26,6 +28,10 @@ class DeviceMemory {
   // Bytes an allocation could still get now: the host's MemAvailable (within an address-space
   // limit), a CUDA device's free memory. What the memory check (memory_need.hpp) compares with.
   virtual std::size_t available_bytes() const = 0;
+  // The rate detection's cost model (min_shared_tokens) weighs partials at on this memory's device:
+  // the rate-free default unless the device was measured (the CUDA planner's rates for the current
+  // GPU).
+  virtual SharingRates sharing_rates() const { return {}; }
 };
 
 // The host's memory (malloc/memcpy); what the reference and CPU backends use.
