@@ -1,7 +1,7 @@
 #pragma once
 // Block shapes and tile sizes of the segment-attention and merge kernels: the one place both the
 // kernels and the host (schedule, plans, launch) read them. Plain C++, no CUDA headers.
-// Why each number is what it is: docs/perf-notes.md (the version named beside it).
+// Why each number is what it is: docs/kernel-notes.md (the entry named beside it).
 
 namespace hydragen::cuda {
 
@@ -24,14 +24,15 @@ inline constexpr int kWgmmaRows = 128;  // two warpgroups of 64
 
 // mma.sync kernels (narrow and wide): 128 threads, two stages of 64-token K and V tiles. Three
 // blocks per SM: registers are capped for it (__launch_bounds__), and two stages at D = 128 (70 KB)
-// fit three times in 227 KB; two per SM left the 64-row tiles latency-bound (v2, v3).
+// fit three times in 227 KB; two per SM left the 64-row tiles latency-bound
+// (kernel-notes: three-blocks-per-sm).
 inline constexpr int kMmaThreads = 128;
 inline constexpr int kMmaTokens = 64;
 inline constexpr int kMmaBlocksPerSm = 3;
 
 // Items per block of the warp kernel: four warps, each its own item, so a short item's chain of
 // latencies (its tables, Q, the first tile) runs four at a time per block, where a narrow block's
-// four token warps wait on each other at every tile (perf-notes v15).
+// four token warps wait on each other at every tile (kernel-notes: item-warps).
 inline constexpr int kItemWarps = 4;
 // Items per block of the whole-SM warp kernel: the warps of kMmaBlocksPerSm warp blocks in one block,
 // so that the block scheduler cannot spread them over SMs a wgmma block needs whole (a wgmma block's
@@ -49,9 +50,10 @@ struct MmaBlockShape {
 
 // A tile's rows. Narrow blocks stream K/V: D values with no padding, their 16-byte chunks swizzled,
 // the tiles 128-byte aligned, so that cp.async fetches each 128-byte line from L2 once; padded rows
-// fetched 1.5x the bytes and left cuda-flash over shared storage L2-bound (perf-notes v13). Wide
-// blocks are bound by the tensor cores: padded rows (D + 8), whose affine addresses need fewer
-// registers (with the swizzle's per-lane offsets they spilled more and ran 5-10% slower).
+// fetched 1.5x the bytes and left cuda-flash over shared storage L2-bound
+// (kernel-notes: swizzled-tiles). Wide blocks are bound by the tensor cores: padded rows (D + 8),
+// whose affine addresses need fewer registers (with the swizzle's per-lane offsets they spilled more
+// and ran 5-10% slower).
 // GROUPS: independent groups of warps in a block (the warp kernels' one-warp workers), each with its
 // own two stages of a quarter of a block's tokens.
 template <int D, bool SWIZZLED, int GROUPS>
@@ -69,8 +71,9 @@ struct MmaTile {
 template <int D, int ROW_WARPS, int GROUPS>
 using MmaBlockTile = MmaTile<D, ROW_WARPS == 1, GROUPS>;
 
-// wgmma kernel: 128 rows over 128-token tiles, one block per SM (v4, v5). 176-token tiles (FA3's at
-// D = 128) ran the longest prefixes 1% faster and short split parts up to 10% slower (perf-notes v23).
+// wgmma kernel: 128 rows over 128-token tiles, one block per SM (kernel-notes: wgmma-blocks).
+// 176-token tiles (FA3's at D = 128) ran the longest prefixes 1% faster and short split parts up to
+// 10% slower (kernel-notes: wgmma-tiles).
 template <int D>
 struct WgmmaTile {
   static constexpr int kRows = kWgmmaRows;
@@ -85,7 +88,8 @@ struct WgmmaTile {
   static constexpr int kQBytes = kRows * D * 2;     // [D / 64][kRows][128 B]
   static constexpr int kKvBytes = kTokens * D * 2;  // one K or V tile: [D / 64][kTokens][128 B]
   // Two stages: a third (it fits at D = 128) ran the longest prefixes no faster and short split parts up
-  // to 4% slower (perf-notes v23: the refill's latency was hidden once O's rescale left the critical path).
+  // to 4% slower (the refill's latency was hidden once O's rescale left the critical path;
+  // kernel-notes: wgmma-tiles).
   static constexpr int kStages = 2;
 };
 
@@ -103,8 +107,8 @@ inline constexpr int kSimtTokens = 32;
 inline constexpr int kMaxItemSegments = 32;
 
 // The merge kernel: one warp per query, or kMergeWarps for a query of more than kMergeSplitAbove
-// partials (v7); each warp loads kMergeRound partial row ids at once, one per lane, so a split
-// block of at most kMergeRound parts is folded in one round of loads.
+// partials (kernel-notes: merge-loads); each warp loads kMergeRound partial row ids at once, one per
+// lane, so a split block of at most kMergeRound parts is folded in one round of loads.
 inline constexpr int kMergeWarps = 4;
 inline constexpr int kMergeSplitAbove = 8;
 inline constexpr int kMergeRound = 32;
@@ -112,7 +116,7 @@ inline constexpr int kMergeRound = 32;
 // A leaf row that does its query's merge (MergeParams::fold_wide_rows) loads and folds the wide
 // launch's rows of its query one after another, and a lane of a narrow item of more than 8 rows
 // holds two rows: at most this many such rounds per lane. Beyond, the merge kernel, a warp per query
-// all loads at once, was faster (perf-notes v18: four rows for each of two rows, 1.12x slower).
+// all loads at once, was faster (four rows for each of two rows, 1.12x slower; kernel-notes: leaf-fold).
 inline constexpr int kFoldRounds = 4;
 
 // cuda-hydragen-cublas: one block of kSoftmaxThreads holds a chunk's score row in registers,

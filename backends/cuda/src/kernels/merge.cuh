@@ -6,7 +6,8 @@
 // One warp per query, or kMergeWarps for a query of more than kMergeSplitAbove partials (each folds
 // a share, then the first folds the others' states); lane owns D / 32 adjacent columns (one vector
 // load per partial). The partials' row ids and LSEs come kMergeRound at a time, one per lane; their
-// outputs kBatch at a time, all loads issued before the fold, so no load waits on another (perf-notes v7).
+// outputs kBatch at a time, all loads issued before the fold, so no load waits on another
+// (kernel-notes: merge-loads).
 #include <cmath>
 
 #include "dependent_launch.cuh"

@@ -5,9 +5,9 @@
 // query has one); otherwise the row goes to the fp32 workspace for the merge kernel, or, where the
 // plan says so (MergeParams::fold_wide_rows), a leaf's row folds its query's other partial rows,
 // which the wide launch before it wrote, and writes O and LSE. (The last block to finish a query
-// folding it, found by a counter, or a split block's last part, measured slower: perf-notes v6, v9,
-// v10; this fold's order is fixed in advance, its row ids are the plan's, and it waits for a kernel,
-// not for atomics.)
+// folding it, found by a counter, or a split block's last part, measured slower
+// (kernel-notes: no-counted-merge); this fold's order is fixed in advance, its row ids are the
+// plan's, and it waits for a kernel, not for atomics.)
 #include <cmath>
 #include <type_traits>
 
@@ -88,7 +88,7 @@ __device__ __forceinline__ RowOutput row_output(const SegmentAttentionParams& p,
     out.row = row;
     out.query = p.row_query[row];
     // The loads unconditionally, the plan's flag last: a branch on the flag first kept the compiler
-    // from issuing both rows' loads together (a 5% slower mma.sync item, perf-notes v11).
+    // from issuing both rows' loads together (a 5% slower mma.sync item, kernel-notes: row-output-loads).
     out.first = p.merge.offsets[out.query];
     out.count = p.merge.offsets[out.query + 1] - out.first;
     out.direct = out.count == 1 && p.merge.single_rows_direct;

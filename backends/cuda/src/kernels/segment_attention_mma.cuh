@@ -16,9 +16,9 @@
 //   fold       fold_token_warps: the token warps' states combined with the core merge
 //   store      row_output.cuh
 //
-// Persistent workers (the host chooses, for many short items: schedule.hpp's persistent_blocks) take
+// Persistent workers (the planner's launch_workers rule, for many short items) take
 // a contiguous run of items, an item's first tile loaded while the previous item's last one is
-// computed, and pull their items' tables into L1 first (perf-notes v7).
+// computed, and pull their items' tables into L1 first (kernel-notes: persistent-workers).
 #include "dependent_launch.cuh"
 #include "hydragen/cuda/element.cuh"
 #include "hydragen/merge.hpp"
@@ -44,7 +44,7 @@ struct MmaSharedStorage {
 // phase reads hit eight distinct bank groups, and the eight chunks of a 128-byte line of K or V
 // land in one 128-byte line of shared memory (the tiles are 128-byte aligned): cp.async fetches
 // the line from L2 once. Padded (D + 8): conflict-free too, with affine addresses, but a line
-// written across two shared lines is fetched twice (perf-notes v13).
+// written across two shared lines is fetched twice (kernel-notes: swizzled-tiles).
 template <typename Tile>
 __device__ __forceinline__ int tile_offset(int row, int column) {
   if constexpr (Tile::kSwizzled) return row * Tile::kRowElements + (((column >> 3) ^ (row & 7)) << 3) + (column & 7);
@@ -89,8 +89,9 @@ __device__ __forceinline__ void load_kv_tile(const SegmentAttentionParams& p, co
   const int p0 = item.token_begin + tile * KT;
   const int first = seg.find(p0);
   if (p0 + KT <= item.token_end && p0 + KT <= seg.start[first + 1]) {
-    // The common case: the whole tile lies in one segment, rows a fixed stride apart. The sources
-    // are taken out of shared memory once: read inside the loop, every copy reloaded them (perf-notes v14).
+    // The common case: the whole tile lies in one segment, rows a fixed stride apart. The sources are
+    // taken out of shared memory once: read inside the loop, every copy reloaded them
+    // (kernel-notes: copy-sources-once).
     const long long stride = static_cast<long long>(p.kv_heads) * D;
     const int row0 = thread / Tile::kChunks, column = thread % Tile::kChunks * 8;
     const long long at = seg.offset(first, p0 + row0, p.kv_heads, item.kv_head, D, column);
@@ -133,7 +134,7 @@ struct LaneRows {
 
   // A row past num_rows (most decode blocks: q_len g < 16 rows) has a zero query, so scores of 0:
   // it gets the item's end as its limit, so that it neither masks every tile nor, its max never
-  // moving, makes the warp rescale O on every tile (perf-notes v14). It is never stored.
+  // moving, makes the warp rescale O on every tile (kernel-notes: padding-row-limit). It is never stored.
   __device__ __forceinline__ LaneRows(const SegmentAttentionParams& p, const WorkItem& item, int r0) {
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
@@ -250,7 +251,7 @@ __global__ void __launch_bounds__(MmaBlockShape<ROW_WARPS, TOKEN_WARPS, GROUPS>:
   extern __shared__ __align__(16) unsigned char smem_raw[];
   // This thread's worker (the block, or one of its warps) and its place in it. A constant 0 for a
   // one-worker block: computed, it made every shared-memory address a register (the wide kernel
-  // 1.09x to 1.14x slower, perf-notes v15).
+  // 1.09x to 1.14x slower, kernel-notes: constant-worker-index).
   const int group = GROUPS == 1 ? 0 : threadIdx.x / THREADS;
   const int thread = GROUPS == 1 ? threadIdx.x : threadIdx.x % THREADS;
   // Padded tiles need only the 16 bytes of a cp.async.
@@ -319,7 +320,7 @@ __global__ void __launch_bounds__(MmaBlockShape<ROW_WARPS, TOKEN_WARPS, GROUPS>:
         cp_async_wait<1>();
       } else {
         // The worker's last tile: the merge may start once every block has reached its own
-        // (dependent_launch.cuh; earlier was slower, perf-notes v8).
+        // (dependent_launch.cuh; earlier was slower, kernel-notes: early-merge-launch).
         allow_dependents();
         cp_async_wait<0>();
       }

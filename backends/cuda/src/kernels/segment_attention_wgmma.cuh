@@ -122,7 +122,7 @@ __device__ __forceinline__ void load_q(const SegmentAttentionParams& p, const Wo
 // the block's tiles [used, used + tiles) as produce_kv_tiles loads them. Step i issues S_i
 // (i < tiles) and P_{i-1} V_{i-1} (i > 0). The first and last steps are separate instantiations,
 // so no wgmma or wait sits under a runtime condition: ptxas serializes the wgmmas (C7514) when it
-// cannot prove an accumulator is complete where it is read (perf-notes v6).
+// cannot prove an accumulator is complete where it is read (kernel-notes: unserialized-wgmma).
 template <typename T, int D>
 __device__ __forceinline__ void consume_kv_tiles(WgmmaSharedStorage<D>& smem, const WorkItem& item, int used, int tiles,
                                                  int wg, const int (&limit)[2], float scale_log2,

@@ -3,8 +3,8 @@
 // graph and replayed; each replay is timed with CUDA events; L2 is flushed before every replay,
 // outside the timed region, by writing a buffer twice its size and then reading it back (so that
 // the lines L2 holds are clean: otherwise the flush's own write-backs land in the timed region,
-// perf-notes v8); the median is reported with min and max. The machine's two ceilings are measured
-// in the same process.
+// docs/design.md, "The L2 flush"); the median is reported with min and max. The machine's two
+// ceilings are measured in the same process.
 #include <cuda_runtime_api.h>
 
 #include <functional>
