@@ -3,8 +3,11 @@
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
+#include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -55,12 +58,15 @@ std::vector<int> json_ints(const nlohmann::json& spec, const char* key) {
 std::size_t sz(int v) { return static_cast<std::size_t>(v); }
 
 // Before anything is read or computed: a bad path costs nothing and nothing is written.
-void check_paths(const std::string& dir, const std::string& out) {
+void check_paths(const std::string& dir, const std::string& out, const std::string& ref) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
     throw std::invalid_argument("--npy-dir: " + dir + "/spec.json: cannot open (" +
                                 (fs::exists(dir, ec) ? "not a directory" : "no such directory") + ")");
+  }
+  if (!ref.empty() && !fs::is_directory(ref, ec)) {
+    throw std::invalid_argument("--reference-dir " + ref + ": " + (fs::exists(ref, ec) ? "not a directory" : "no such directory"));
   }
   if (out.empty()) return;
   if (!fs::is_directory(out, ec)) {
@@ -74,7 +80,56 @@ void check_paths(const std::string& dir, const std::string& out) {
   }
 }
 
+// 64-bit mix of the values' bits (splitmix64's finalizer per word): any changed value changes it.
+std::uint64_t values_hash(std::uint64_t h, const std::vector<double>& values) {
+  for (const double v : values) {
+    std::uint64_t x;
+    std::memcpy(&x, &v, sizeof x);
+    x ^= h + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    h = x ^ (x >> 31);
+  }
+  return h;
+}
+
+// The fp64 reference REF holds for these inputs: o.npy and lse.npy in fp64, of the problem's shapes.
+Results read_reference(const std::string& ref, const Problem& problem, const std::vector<std::size_t>& o_shape,
+                       const std::vector<std::size_t>& lse_shape) {
+  std::ifstream in(ref + "/inputs.txt");
+  std::string written;
+  if (!in || !std::getline(in, written)) {
+    throw std::invalid_argument("--reference-dir " + ref + "/inputs.txt: cannot open (write it with --write-reference)");
+  }
+  const std::string mine = inputs_fingerprint(problem);
+  if (written != mine) {
+    throw std::invalid_argument("--reference-dir " + ref + " holds the reference of other inputs (" + written +
+                                "; --npy-dir's: " + mine + ")");
+  }
+  Results r;
+  for (const char* name : {"o", "lse"}) {
+    const std::string path = ref + "/" + name + ".npy";
+    const NpyArray a = read_npy(path);
+    expect_shape(path, a, name[0] == 'o' ? o_shape : lse_shape);
+    if (a.dtype != DType::fp64) {
+      throw std::invalid_argument(path + ": dtype " + std::string(dtype_name(a.dtype)) +
+                                  "; a reference to judge against is fp64 (--write-reference without --reference-dtype)");
+    }
+    (name[0] == 'o' ? r.o : r.lse) = a.values();
+  }
+  return r;
+}
+
 }  // namespace
+
+std::string inputs_fingerprint(const Problem& problem) {
+  std::uint64_t h = values_hash(0, problem.q);
+  for (const auto& k : problem.k) h = values_hash(h, k);
+  for (const auto& v : problem.v) h = values_hash(h, v);
+  std::ostringstream s;
+  s << problem.shape.describe() << " tree=(" << problem.tree.describe() << ") inputs=" << std::hex << h;
+  return s.str();
+}
 
 Problem load_npy_problem(const std::string& dir) {
   const std::string spec_path = dir + "/spec.json";
@@ -126,10 +181,10 @@ Problem load_npy_problem(const std::string& dir) {
 NpyDiffResult run_npy_diff(const Options& options, const BackendRegistry& registry) {
   const AttentionBackend& reference = registry.get("reference");
   const std::string& dir = options.npy_dir;
-  check_paths(dir, options.write_reference);
+  check_paths(dir, options.write_reference, options.reference_dir);
   const Problem problem = load_npy_problem(dir);
   const AttentionShape& shape = problem.shape;
-  NpyDiffResult result{dir, shape, problem.tree.describe(), std::nullopt, false, std::nullopt, ""};
+  NpyDiffResult result{dir, shape, problem.tree.describe(), std::nullopt, false, std::nullopt, "", ""};
 
   const std::vector<std::size_t> o_shape{sz(shape.num_seqs), sz(shape.q_len), sz(shape.q_heads), sz(shape.head_dim)};
   const std::vector<std::size_t> lse_shape{sz(shape.num_seqs), sz(shape.q_len), sz(shape.q_heads)};
@@ -151,7 +206,9 @@ NpyDiffResult run_npy_diff(const Options& options, const BackendRegistry& regist
 
   Problem exact = problem;
   exact.shape.dtype = DType::fp64;  // the values are exact in fp64 already
-  const Results ref = run_backend(reference, exact);
+  const Results ref = options.reference_dir.empty() ? run_backend(reference, exact)
+                                                    : read_reference(options.reference_dir, problem, o_shape, lse_shape);
+  result.reference_from = options.reference_dir;
   if (result.o_dtype) {
     // Outside kernels' LSEs are judged by what a merge can see, unless asked for our own bound.
     result.comparison = compare_outside(out, ref, *result.o_dtype, logit_bound(problem),
@@ -160,6 +217,7 @@ NpyDiffResult run_npy_diff(const Options& options, const BackendRegistry& regist
   if (!options.write_reference.empty()) {
     write_npy(options.write_reference + "/o.npy", options.reference_dtype, o_shape, ref.o);
     write_npy(options.write_reference + "/lse.npy", lse_dtype(options.reference_dtype), lse_shape, ref.lse);
+    std::ofstream(options.write_reference + "/inputs.txt") << inputs_fingerprint(problem) << "\n";
     result.wrote = options.write_reference;
   }
   return result;
@@ -168,6 +226,7 @@ NpyDiffResult run_npy_diff(const Options& options, const BackendRegistry& regist
 std::string npy_summary_line(const NpyDiffResult& r) {
   std::string line = "npy=" + r.dir + " ";
   if (!r.wrote.empty()) line += "wrote_reference=" + r.wrote + " ";
+  if (!r.reference_from.empty()) line += "reference=" + r.reference_from + " ";
   if (r.comparison) return line + outside_summary(r.shape, r.tree, *r.o_dtype, r.lse_given, *r.comparison);
   return line + r.shape.describe() + " tree=(" + r.tree + ") (no o.npy: nothing compared)";
 }

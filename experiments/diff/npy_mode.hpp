@@ -13,7 +13,10 @@
 //   lse.npy     [B, q_len, Hq]        optional: natural-log LSE; not compared when absent
 // Q, K and V must share one dtype (fp16, bf16, fp32 or fp64; see npy.hpp); O's dtype picks the
 // tolerance (tolerance_for). --write-reference writes o.npy and lse.npy in fp64 to OUT (O in
-// --reference-dtype when given, rounded to nearest even; LSE then in lse_dtype of it). OUT must exist.
+// --reference-dtype when given, rounded to nearest even; LSE then in lse_dtype of it), and inputs.txt,
+// the fingerprint of the inputs they belong to. OUT must exist. --reference-dir REF reads an fp64
+// reference written so instead of computing it: several outputs of one problem (a peer's forms) cost
+// one reference. REF's inputs.txt must match DIR's inputs.
 #include <optional>
 #include <string>
 
@@ -28,6 +31,10 @@ namespace hydragen::diff {
 // Throws std::invalid_argument naming the file and the mismatch.
 Problem load_npy_problem(const std::string& dir);
 
+// The problem's shape and tree and a 64-bit hash of its Q, K and V values, one line: what a written
+// reference was computed from.
+std::string inputs_fingerprint(const Problem& problem);
+
 struct NpyDiffResult {
   std::string dir;
   AttentionShape shape;  // dtype: the inputs'
@@ -36,6 +43,7 @@ struct NpyDiffResult {
   bool lse_given = false;
   std::optional<Comparison> comparison;
   std::string wrote;  // --write-reference directory, or empty
+  std::string reference_from;  // --reference-dir directory, or empty
 };
 
 NpyDiffResult run_npy_diff(const Options& options, const BackendRegistry& registry);

@@ -114,6 +114,10 @@ void bind(CLI::App& app, Options& o, RawFlags& raw) {
   app.add_option("--reference-dtype", raw.reference_dtype,
                  "with --write-reference: dtype of the written O (LSE: fp64 for fp64, else fp32)")
       ->type_name("DTYPE");
+  app.add_option("--reference-dir", o.reference_dir,
+                 "with --npy-dir: judge against the fp64 reference that --write-reference wrote to REF for the same "
+                 "inputs instead of computing it again (checking several outputs of one problem)")
+      ->type_name("REF");
   app.add_flag("--strict-lse", o.strict_lse,
                "with --npy-dir: judge lse.npy by our backends' fp32-grade bound instead of what a merge at O's "
                "precision can see (README: tolerances)");
@@ -263,11 +267,15 @@ Action Options::parse(int argc, const char* const argv[]) {
       throw std::invalid_argument(std::string("--reference-dtype: ") + e.what());
     }
     if (write_reference.empty()) reject_if_given(app, {"--reference-dtype"}, "needs --write-reference OUT");
+    if (!reference_dir.empty() && !write_reference.empty()) {
+      throw std::invalid_argument("--reference-dir reads a reference, --write-reference writes one: give one of them");
+    }
     return Action::run;
   }
   if (app.count("--random") > 0) return parse_random(app, *this);
   if (!explain_device.empty() && !explain) throw std::invalid_argument("--explain-device needs --explain");
   if (!write_reference.empty()) throw std::invalid_argument("--write-reference needs --npy-dir DIR");
+  if (!reference_dir.empty()) throw std::invalid_argument("--reference-dir needs --npy-dir DIR");
   reject_if_given(app, {"--strict-lse"}, "needs --npy-dir DIR (our backends are always held to the strict LSE bound)");
   reject_if_given(app, {"--reference-dtype"}, "needs --npy-dir DIR and --write-reference OUT");
   if (backend.empty()) throw std::invalid_argument("--backend NAME is required (--list shows the registered backends)");

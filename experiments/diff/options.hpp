@@ -51,6 +51,8 @@ struct Options {
   std::string npy_dir;                          // --npy-dir DIR: problem and external O from .npy (npy_mode.hpp)
   std::string write_reference;                  // --write-reference OUT: our reference O and LSE as .npy (with --npy-dir)
   DType reference_dtype = DType::fp64;          // --reference-dtype: O's dtype in OUT (LSE: lse_dtype of it)
+  std::string reference_dir;                    // --reference-dir REF: the fp64 reference --write-reference left
+                                                // there for these inputs, read instead of computed
   bool strict_lse = false;                      // --strict-lse: judge an external LSE by our backends' bound
   bool explain = false;                         // --explain: print the plan's decisions before the check
   std::string explain_device;                   // --explain-device NAME,SMS,wgmma|no-wgmma,pdl|no-pdl: the CUDA planner's

@@ -1,7 +1,8 @@
 """A peer's output judged as our backends' are: hydragen-diff --npy-dir computes the fp64 reference of the
 point's inputs and holds every element of O to its dtype's bound and the LSE to what a merge at O's
 precision could see (README: .npy interop). One folder per point holds the inputs; each method's O and
-LSE replace the last one's.
+LSE replace the last one's. The point's first judgement writes the fp64 reference beside them
+(--write-reference), the others read it back (--reference-dir): a point's forms cost one reference.
 
 The point's tree is the prefix + suffix one: segment 0 the prefix, segment 1 + i the suffix of the i-th
 checked sequence (an empty segment at S = 0).
@@ -21,9 +22,12 @@ def check_indices(B, limit):
 
 class NpyCheck:
     def __init__(self, diff, folder, check_seqs=0):
-        self.diff, self.folder = diff, folder
+        self.diff = diff
+        self.folder, self.reference = os.path.join(folder, "point"), os.path.join(folder, "reference")
         self.check_seqs = check_seqs  # sequences checked per point, spread over the batch; 0: every one
-        os.makedirs(folder, exist_ok=True)
+        self.has_reference = False  # the point's reference is written
+        for f in (self.folder, self.reference):
+            os.makedirs(f, exist_ok=True)
 
     def save(self, name, tensor):
         """A torch tensor (bf16 as its raw bits, '<u2', which hydragen-diff reads as bf16) or a NumPy array
@@ -39,8 +43,10 @@ class NpyCheck:
 
     def write_inputs(self, x, pt):
         seqs = check_indices(pt.B, self.check_seqs)
-        for name in os.listdir(self.folder):  # the last point's files: its tree may have had more segments
-            os.remove(os.path.join(self.folder, name))
+        for f in (self.folder, self.reference):  # the last point's files: its tree may have had more segments
+            for name in os.listdir(f):
+                os.remove(os.path.join(f, name))
+        self.has_reference = False
         spec = dict(q_heads=pt.Hq, kv_heads=pt.Hkv, head_dim=pt.D, q_len=pt.q_len,
                     parents=[-1] + [0] * len(seqs), lengths=[pt.P] + [pt.S] * len(seqs),
                     leaves=list(range(1, len(seqs) + 1)))
@@ -64,10 +70,12 @@ class NpyCheck:
                 os.remove(lse_path)
         else:
             self.save("lse.npy", lse_natural[self.seqs])
-        r = subprocess.run([self.diff, "--npy-dir", self.folder], capture_output=True, text=True)
+        reference = ["--reference-dir" if self.has_reference else "--write-reference", self.reference]
+        r = subprocess.run([self.diff, "--npy-dir", self.folder, *reference], capture_output=True, text=True)
         line = (r.stdout.strip().splitlines() or r.stderr.strip().splitlines() or [f"exit {r.returncode}"])[-1]
         if r.returncode not in (0, 1):
             raise RuntimeError(f"hydragen-diff failed (exit {r.returncode}): {line}")
+        self.has_reference = True
         return r.returncode == 0, line
 
 

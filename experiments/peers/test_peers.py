@@ -75,7 +75,7 @@ def attention64(q, k, v, drop=None):
 @unittest.skipUnless(os.environ.get("HYDRAGEN_DIFF") and np is not None, "HYDRAGEN_DIFF (hydragen-diff) or NumPy missing")
 class NpyCheck(unittest.TestCase):
     """A peer's output is judged by hydragen-diff on the point's inputs: the exact output passes, one without
-    one key of one sequence fails."""
+    one key of one sequence fails, judged against the reference the point's first judgement wrote."""
 
     def test_exact_passes_and_a_dropped_key_fails(self):
         import tempfile
@@ -100,6 +100,9 @@ class NpyCheck(unittest.TestCase):
             passed, line = check.judge(*outputs(drop_in_seq1=17))
             self.assertFalse(passed, line)
             self.assertIn("FAIL", line)
+            self.assertIn("reference=", line)  # the second judgement read the first's reference
+            passed, line = check.judge(*outputs())
+            self.assertTrue(passed, line)
 
 
 class Versus(unittest.TestCase):

@@ -222,5 +222,41 @@ TEST_F(NpyDir, WritesTheReference) {
   expect_usage_error(run({"--npy-dir", dir, "--reference-dtype", "bf16"}), "--reference-dtype needs --write-reference");
 }
 
+// Several outputs of one problem (a peer's forms) are judged against one reference: written once,
+// read back by --reference-dir, with the verdicts computing it would give; REF must belong to the same
+// inputs and be fp64.
+TEST_F(NpyDir, JudgesAgainstAWrittenReference) {
+  write(DType::bf16, DType::bf16);
+  const std::string ref_dir = dir + "/ref";
+  fs::create_directories(ref_dir);
+  const CliRun computed = run({"--npy-dir", dir, "--write-reference", ref_dir});
+  ASSERT_EQ(computed.code, exit_pass) << computed.err;
+  const CliRun read = run({"--npy-dir", dir, "--reference-dir", ref_dir});
+  EXPECT_EQ(read.code, exit_pass) << read.err;
+  EXPECT_THAT(read.out, HasSubstr("reference=" + ref_dir + " "));
+  const std::string verdict = computed.out.substr(computed.out.find(" B=2 "));
+  EXPECT_EQ(read.out.substr(read.out.find(" B=2 ")), verdict) << "the same comparison as computing the reference";
+
+  std::vector<double> o = ref.o;
+  o[37] += 1.0;
+  write_npy(dir + "/o.npy", DType::bf16, {2, 2, 4, 16}, o);
+  const CliRun corrupted = run({"--npy-dir", dir, "--reference-dir", ref_dir});
+  EXPECT_EQ(corrupted.code, exit_fail);
+  EXPECT_THAT(corrupted.out, HasSubstr("o_failed=1/256"));
+
+  std::vector<double> q = read_npy(dir + "/q.npy").values();
+  q[5] = -q[5] + 1.0;
+  write_npy(dir + "/q.npy", DType::bf16, {2, 2, 4, 16}, q);
+  expect_usage_error(run({"--npy-dir", dir, "--reference-dir", ref_dir}), "holds the reference of other inputs");
+
+  const CliRun bf = run({"--npy-dir", dir, "--write-reference", ref_dir, "--reference-dtype", "bf16"});
+  ASSERT_NE(bf.code, exit_usage) << bf.err;
+  expect_usage_error(run({"--npy-dir", dir, "--reference-dir", ref_dir}), "a reference to judge against is fp64");
+
+  expect_usage_error(run({"--npy-dir", dir, "--reference-dir", dir + "/none"}), "--reference-dir " + dir + "/none: no such directory");
+  expect_usage_error(run({"--npy-dir", dir, "--reference-dir", ref_dir, "--write-reference", ref_dir}), "give one of them");
+  expect_usage_error(run({"--reference-dir", ref_dir}), "--reference-dir needs --npy-dir");
+}
+
 }  // namespace
 }  // namespace hydragen::diff
