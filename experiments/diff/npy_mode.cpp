@@ -204,9 +204,12 @@ NpyDiffResult run_npy_diff(const Options& options, const BackendRegistry& regist
     }
   }
 
-  Problem exact = problem;
-  exact.shape.dtype = DType::fp64;  // the values are exact in fp64 already
-  const Results ref = options.reference_dir.empty() ? run_backend(reference, exact)
+  auto computed = [&] {  // only then the copy of the inputs as fp64 (their values are exact in it already)
+    Problem exact = problem;
+    exact.shape.dtype = DType::fp64;
+    return run_backend(reference, exact);
+  };
+  const Results ref = options.reference_dir.empty() ? computed()
                                                     : read_reference(options.reference_dir, problem, o_shape, lse_shape);
   result.reference_from = options.reference_dir;
   if (result.o_dtype) {
