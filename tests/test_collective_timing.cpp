@@ -83,5 +83,20 @@ TEST(BusBandwidth, IsNcclTestsFormula) {
   EXPECT_EQ(bus_bandwidth_gbps(1e9, 1, 1), 0);
 }
 
+// all_reduce_perf -b 8 -e 64 -f 2, and the sizes a bf16 sum can take: whole values, never fewer than one.
+TEST(MessageSizes, DoubleFromMinToMaxInWholeValues) {
+  EXPECT_EQ(message_sizes(8, 64, 2, 4), (std::vector<std::int64_t>{8, 16, 32, 64}));
+  EXPECT_EQ(message_sizes(8, 100, 4, 4), (std::vector<std::int64_t>{8, 32}));
+  EXPECT_EQ(message_sizes(1, 8, 2, 2), (std::vector<std::int64_t>{2, 4, 8}));  // 1 byte is one bf16 value, 2 bytes
+  EXPECT_EQ(message_sizes(6, 6, 2, 4), (std::vector<std::int64_t>{4}));
+  EXPECT_EQ(message_sizes(std::int64_t{1} << 30, std::int64_t{1} << 30, 2, 2), (std::vector<std::int64_t>{std::int64_t{1} << 30}));
+}
+
+TEST(MessageSizes, RefusesAnEmptyRangeAndFactorsBelowTwo) {
+  EXPECT_THAT([] { message_sizes(64, 8, 2, 4); }, ThrowsMessage<std::invalid_argument>(HasSubstr("min 64, max 8")));
+  EXPECT_THAT([] { message_sizes(0, 8, 2, 4); }, ThrowsMessage<std::invalid_argument>(HasSubstr("1 <= min <= max")));
+  EXPECT_THAT([] { message_sizes(8, 64, 1, 4); }, ThrowsMessage<std::invalid_argument>(HasSubstr("factor 1")));
+}
+
 }  // namespace
 }  // namespace hydragen::decode

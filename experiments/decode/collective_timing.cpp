@@ -73,4 +73,20 @@ CollectiveTiming time_collectives(Runtime& runtime, Communicator& comm, const st
   return timing;
 }
 
+std::vector<std::int64_t> message_sizes(std::int64_t min_bytes, std::int64_t max_bytes, int factor, int element) {
+  if (min_bytes < 1 || min_bytes > max_bytes || factor < 2 || element < 1) {
+    throw std::invalid_argument("message_sizes: need 1 <= min <= max, factor >= 2, element >= 1; got min " + std::to_string(min_bytes) +
+                                ", max " + std::to_string(max_bytes) + ", factor " + std::to_string(factor) + ", element " +
+                                std::to_string(element));
+  }
+  std::vector<std::int64_t> sizes;
+  for (std::int64_t bytes = min_bytes;; bytes *= factor) {
+    const std::int64_t whole = std::max<std::int64_t>(element, bytes / element * element);
+    if (whole > max_bytes && !sizes.empty()) break;
+    if (sizes.empty() || whole != sizes.back()) sizes.push_back(whole);
+    if (bytes > max_bytes / factor) break;
+  }
+  return sizes;
+}
+
 }  // namespace hydragen::decode

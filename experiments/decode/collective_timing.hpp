@@ -54,4 +54,9 @@ double bus_bandwidth_gbps(double bytes, int ranks, double seconds);
 CollectiveTiming time_collectives(Runtime& runtime, Communicator& comm, const std::vector<Collective>& sequence, int replays = 10,
                                   int runs = 3);
 
+// nccl-tests' message sizes (all_reduce_perf -b MIN -e MAX -f FACTOR): min_bytes, then each times
+// `factor` while at most max_bytes, each rounded down to whole `element`-byte values (at least one).
+// Throws std::invalid_argument for min_bytes < 1, min_bytes > max_bytes, factor < 2 or element < 1.
+std::vector<std::int64_t> message_sizes(std::int64_t min_bytes, std::int64_t max_bytes, int factor, int element);
+
 }  // namespace hydragen::decode

@@ -22,7 +22,7 @@
 #include "csv/csv_records.hpp"
 #include "decode/checkpoint.hpp"
 #include "decode/communicator.hpp"
-#include "decode/host_runtime.hpp"
+#include "decode/launch.hpp"
 #include "decode/measure.hpp"
 #include "decode/process_group.hpp"
 #include "decode/prompts.hpp"
@@ -30,11 +30,6 @@
 #include "flags/flag_checks.hpp"
 #include "hydragen/cpu/peaks.hpp"
 #ifdef HYDRAGEN_WITH_CUDA
-#include "decode/cuda_runtime.hpp"
-#ifdef HYDRAGEN_WITH_NCCL
-#include "decode/nccl_ranks.hpp"
-#endif
-#include "hydragen/cuda/device.hpp"
 #include "hydragen/cuda/timing.hpp"
 #endif
 
@@ -121,24 +116,6 @@ std::vector<DecodePoint> points_from(const Flags& f, const CLI::App& app) {
   return points;
 }
 
-// Whether --device gives a CUDA runtime (auto: when a GPU is present).
-bool on_cuda(const std::string& device) {
-#ifdef HYDRAGEN_WITH_CUDA
-  if (device != "host" && cuda::device_count() > 0) return true;
-#endif
-  if (device == "cuda") fail("--device", "no CUDA device here (or this build has no CUDA)");
-  return false;
-}
-
-std::unique_ptr<Runtime> make_runtime(const std::string& device) {
-  if (on_cuda(device)) {
-#ifdef HYDRAGEN_WITH_CUDA
-    return cuda_runtime();
-#endif
-  }
-  return host_runtime();
-}
-
 Peaks peaks_of([[maybe_unused]] const Runtime& runtime) {  // a CPU-only build has one kind of peaks
 #ifdef HYDRAGEN_WITH_CUDA
   if (runtime.memory().name() == "cuda") return cuda::measure_peaks();
@@ -146,42 +123,7 @@ Peaks peaks_of([[maybe_unused]] const Runtime& runtime) {  // a CPU-only build h
   return cpu::measure_host_peaks();
 }
 
-// --rank-env: this process's rank from its launcher's environment.
-ProcessRank launched_rank() {
-  try {
-    return process_rank_from_env();
-  } catch (const std::invalid_argument& e) {
-    fail("--rank-env", e.what());
-  }
-}
-
-// body(communicator) on each rank this process runs: with --rank-env this process's one rank of
-// WORLD_SIZE processes, else --gpus N threads; NCCL on GPUs, host ranks with --device host.
-void on_ranks(const Flags& f, const std::function<void(Communicator&)>& body) {
-  if (f.rank_env) {
-    const ProcessRank me = launched_rank();
-    ProcessGroup group(me);
-    if (!on_cuda(f.device)) {
-      run_host_process_rank(group, body);
-      return;
-    }
-#ifdef HYDRAGEN_WITH_NCCL
-    run_nccl_process_rank(group, me.local_rank, body);
-    return;
-#endif
-  } else if (!on_cuda(f.device)) {
-    run_host_ranks(f.gpus, body);
-    return;
-  }
-#ifdef HYDRAGEN_WITH_NCCL
-  if (cuda::device_count() < f.gpus) {
-    fail("--gpus", std::to_string(f.gpus) + " GPUs asked, " + std::to_string(cuda::device_count()) + " here");
-  }
-  run_nccl_ranks(f.gpus, body);
-#else
-  fail(f.rank_env ? "--rank-env" : "--gpus", "this build has no NCCL: ranks run on --device host only");
-#endif
-}
+RankLaunch launch_of(const Flags& f) { return RankLaunch{f.gpus, f.rank_env, f.device}; }
 
 // --prompts: one mode's greedy answers to the file's prompts, as token ids (no timing).
 int answer(const Flags& f, const CLI::App& app) {
@@ -228,7 +170,7 @@ int answer(const Flags& f, const CLI::App& app) {
     }
   };
   if (f.gpus > 1) {
-    on_ranks(f, [&](Communicator& comm) { run_rank(&comm); });
+    on_ranks(launch_of(f), [&](Communicator& comm) { run_rank(&comm); });
     if (f.rank_env && launched_rank().rank != 0) return 0;  // rank 0 writes the answers
   } else {
     run_rank(nullptr);
@@ -341,7 +283,7 @@ void run_ranks(const Flags& f, const std::vector<DecodePoint>& points, MeasureCo
       if (comm.rank() == 0) report.row(runtime->name(), r);
     }
   };
-  on_ranks(f, body);
+  on_ranks(launch_of(f), body);
 }
 
 int run(const Flags& f, const CLI::App& app) {

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdint>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -84,6 +85,27 @@ T parse_integer(std::string_view flag, const std::string& text, T min) {
 // A comma list of such integers, none listed twice.
 inline std::vector<int> parse_integers(std::string_view flag, const std::string& text, int min) {
   return parse_list<int>(flag, text, [&](const std::string& entry) { return parse_integer(flag, entry, min); });
+}
+
+// A size in bytes as nccl-tests writes it: decimal, optionally followed by K, M or G (powers of 1024),
+// at least 1; throws std::invalid_argument "FLAG: 'TEXT' is not a size in bytes (8, 64K, 128M, 1G)".
+inline std::int64_t parse_bytes(std::string_view flag, const std::string& text) {
+  std::string digits = text;
+  std::int64_t unit = 1;
+  if (!text.empty()) {
+    const std::string units = "KMG";
+    if (const std::size_t u = units.find(text.back()); u != std::string::npos) {
+      unit = std::int64_t{1} << (10 * (u + 1));
+      digits.pop_back();
+    }
+  }
+  std::int64_t value = 0;
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+  if (digits.empty() || ec != std::errc{} || end != digits.data() + digits.size() || value < 1 ||
+      value > std::numeric_limits<std::int64_t>::max() / unit) {
+    throw std::invalid_argument(std::string(flag) + ": '" + text + "' is not a size in bytes (8, 64K, 128M, 1G)");
+  }
+  return value * unit;
 }
 
 }  // namespace hydragen::flags
