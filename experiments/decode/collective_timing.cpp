@@ -47,7 +47,7 @@ CollectiveTiming time_collectives(Runtime& runtime, Communicator& comm, const st
   }
   const auto element = static_cast<std::int64_t>(dtype_size(runtime.dtype()));
   const Buffer scratch = runtime.zeros((largest + element - 1) / element);  // [largest bytes]: every operand in turn
-  const std::unique_ptr<StepGraph> graph = runtime.capture([&] {
+  const auto issue = [&] {
     for (const Collective& c : sequence) {
       if (c.op == Collective::Op::sum) {
         comm.all_reduce_sum(runtime, Matrix{scratch.data(), c.dtype, 1, c.count, c.count});
@@ -55,7 +55,12 @@ CollectiveTiming time_collectives(Runtime& runtime, Communicator& comm, const st
         comm.all_reduce_max(runtime, static_cast<ArgmaxKey*>(scratch.data()), static_cast<int>(c.count));
       }
     }
-  });
+  };
+  // Once eagerly first: NCCL connects to its peers at a size's first collective, which it cannot do
+  // while the stream captures ("operation not permitted when stream is capturing").
+  issue();
+  runtime.synchronize();
+  const std::unique_ptr<StepGraph> graph = runtime.capture(issue);
   std::vector<double> per_sequence_s;
   for (int run = 0; run < 1 + runs; ++run) {  // the first a warm-up
     runtime.synchronize();

@@ -47,8 +47,8 @@ struct CollectiveTiming {
 // `bytes` over `ranks` that took `seconds`, in GB/s.
 double bus_bandwidth_gbps(double bytes, int ranks, double seconds);
 
-// `sequence` replayed alone on every rank of comm (each calls it with the same sequence): captured
-// once as a runtime graph over scratch buffers, one warm-up run, then `runs` runs of `replays` graph
+// `sequence` replayed alone on every rank of comm (each calls it with the same sequence): issued once
+// eagerly, captured as a runtime graph over scratch buffers, one warm-up run, then `runs` runs of `replays` graph
 // replays back to back, each run timed on the host from a synchronized start to the last replay's end.
 // Throws std::invalid_argument for an empty sequence, replays or runs below 1.
 CollectiveTiming time_collectives(Runtime& runtime, Communicator& comm, const std::vector<Collective>& sequence, int replays = 10,
