@@ -2,7 +2,9 @@
 // all_reduce_perf loop of our own (issue 42): the reference for the decoder's measured all-reduces
 // (hydragen-decode's allreduce_busbw_gbps) on the same machine. Each size is one sum of the runtime's
 // dtype (the decoder's residual stream: bf16 on GPUs, fp32 on host ranks) timed as the decoder's are
-// (collective_timing.hpp: captured in a graph, replayed back to back, the median of runs).
+// (collective_timing.hpp: captured in a graph, replayed back to back, the median of runs), --iters of
+// them in one graph as all_reduce_perf enqueues its iterations back to back: one collective a graph
+// would time the graph's launch (about 30 us on 4 GPUs) instead of the collective at small sizes.
 //
 //   hydragen-allreduce --gpus 4 --csv out/allreduce.csv                       (sizes 8 B .. 1 GB)
 //   torchrun --no-python --nproc-per-node 4 hydragen-allreduce --rank-env     (a process per GPU)
@@ -31,7 +33,7 @@ using namespace hydragen::decode;
 
 struct Flags {
   std::string min_bytes = "8", max_bytes = "1G", csv, device = "auto";
-  int gpus = 2, factor = 2, replays = 20, runs = 5;
+  int gpus = 2, factor = 2, iters = 20, replays = 5, runs = 5;
   bool rank_env = false;
 };
 
@@ -56,22 +58,24 @@ int run(const Flags& f) {
     if (speaks) {
       std::cerr << "hydragen-allreduce: " << sizes.size() << " sizes on " << comm.size() << " ranks, " << runtime->name() << " each\n";
       std::printf("%12s %12s %6s %12s %12s %12s\n", "bytes", "count", "type", "time us", "algbw GB/s", "busbw GB/s");
-      if (csv.is_open()) csv << "device,commit,gpus,dtype,bytes,count,time_us,algbw_gbps,busbw_gbps,replays,runs\n" << std::flush;
+      if (csv.is_open()) csv << "device,commit,gpus,dtype,bytes,count,time_us,algbw_gbps,busbw_gbps,iters,replays,runs\n" << std::flush;
     }
     double peak = 0;
     std::int64_t peak_bytes = 0;
     for (std::size_t i = 0; i < sizes.size(); ++i) {
       const std::int64_t count = sizes[i] / element;
-      const CollectiveTiming t = time_collectives(*runtime, comm, {{Collective::Op::sum, dtype, count}}, f.replays, f.runs);
+      const std::vector<Collective> sequence(static_cast<std::size_t>(f.iters), Collective{Collective::Op::sum, dtype, count});
+      const CollectiveTiming t = time_collectives(*runtime, comm, sequence, f.replays, f.runs);
       if (!speaks) continue;
+      const double us = t.ms * 1e3 / f.iters;  // one collective
       const double algbw = t.bytes / (t.ms / 1e3) / 1e9;
       if (t.busbw_gbps > peak) peak = t.busbw_gbps, peak_bytes = sizes[i];
       std::printf("%12lld %12lld %6s %12.2f %12.2f %12.2f\n", static_cast<long long>(sizes[i]), static_cast<long long>(count),
-                  std::string(dtype_name(dtype)).c_str(), t.ms * 1e3, algbw, t.busbw_gbps);
+                  std::string(dtype_name(dtype)).c_str(), us, algbw, t.busbw_gbps);
       std::fflush(stdout);
       if (csv.is_open()) {
         csv << '"' << runtime->name() << "\"," << HYDRAGEN_COMMIT << ',' << comm.size() << ',' << dtype_name(dtype) << ',' << sizes[i] << ','
-            << count << ',' << t.ms * 1e3 << ',' << algbw << ',' << t.busbw_gbps << ',' << f.replays << ',' << f.runs << '\n'
+            << count << ',' << us << ',' << algbw << ',' << t.busbw_gbps << ',' << f.iters << ',' << f.replays << ',' << f.runs << '\n'
             << std::flush;
       }
       std::cerr << "[" << i + 1 << "/" << sizes.size() << "] " << sizes[i] << " bytes\n";
@@ -96,6 +100,9 @@ int main(int argc, char** argv) {
   app.add_option("--min-bytes", f.min_bytes, "smallest message, bytes (K, M, G: powers of 1024)");
   app.add_option("--max-bytes", f.max_bytes, "largest message, bytes");
   app.add_option("--factor", f.factor, "each size times this")->check(flags::decimal<int>())->check(CLI::Range(2, 1024));
+  app.add_option("--iters", f.iters, "collectives of one size captured in one graph (all_reduce_perf -n)")
+      ->check(flags::decimal<int>())
+      ->check(CLI::PositiveNumber);
   app.add_option("--replays", f.replays, "graph replays per timed run")->check(flags::decimal<int>())->check(CLI::PositiveNumber);
   app.add_option("--runs", f.runs, "timed runs per size (the median)")->check(flags::decimal<int>())->check(CLI::PositiveNumber);
   app.add_option("--csv", f.csv, "write one row per size here");
