@@ -5,8 +5,9 @@ decoder's measured all-reduces (hydragen-decode's allreduce_busbw_gbps) placed a
     python3 plots/allreduce.py docs/results/h200x4-tp-2026-11-26/allreduce-*.csv \\
         --decode docs/results/h200x4-tp-2026-11-26/codellama-34b-tp.csv --out out/allreduce.png
 
-One line per rank count. A decoder row's step sends 2 sums of [B, hidden] per layer and one small argmax
-max: its mean message is the step's bytes (busbw x time x n / (2 (n - 1))) over 2 x layers + 1. Prints each
+One line per rank count. A decoder row's step sends 2 sums of [B, hidden] per layer and one max of B
+argmax keys (8 bytes each, under 0.2% of a sum): its message is the step's bytes (busbw x time x n /
+(2 (n - 1))) over 2 x layers. Prints each
 line's peak and, per decoder point (model, TP, B), its bus bandwidth against the loop's at that size
 (interpolated in log size between the two sizes around it), so a reader sees whether the decoder gets what
 the interconnect gives at its message size.
@@ -65,7 +66,7 @@ def loops(paths):
 
 
 def decode_points(paths):
-    """{(model, gpus, B): (mean bytes per collective, busbw_gbps)} over the ok rows run on several GPUs (the
+    """{(model, gpus, B): (bytes per sum, busbw_gbps)} over the ok rows run on several GPUs (the
     modes of a point send the same messages: the median of their bandwidths), and their devices."""
     found, devices = {}, set()
     for path in paths:
@@ -75,9 +76,9 @@ def decode_points(paths):
                 continue
             ms, busbw = number(row, "allreduce_ms", path), number(row, "allreduce_busbw_gbps", path)
             step_bytes = busbw * 1e9 * ms / 1e3 * gpus / (2 * (gpus - 1))
-            collectives = 2 * number(row, "layers", path, int) + 1
+            sums = 2 * number(row, "layers", path, int)
             key = (row["model"], gpus, number(row, "B", path, int))
-            found.setdefault(key, []).append((step_bytes / collectives, busbw))
+            found.setdefault(key, []).append((step_bytes / sums, busbw))
             devices.add(row["device"])
     if paths and not found:
         raise common.InputError(f"no ok rows on several GPUs in {', '.join(paths)}")

@@ -1,5 +1,5 @@
 """Tests of the hydragen-decode figures (decode_throughput.py, decode_answer_time.py, decode_fig6.py,
-decode_tp.py): each script end to end on testdata/decode.csv (decode_fig6.csv, decode-tp.csv), the paper
+decode_tp.py, allreduce.py): each script end to end on testdata/decode.csv (decode_fig6.csv, decode-tp.csv), the paper
 overlay, the bad-input exits, the ratios, the "N questions in the time flash takes for 64" interpolation and
 the TP speedups. Run with the Debian python3 (it has matplotlib and numpy), from the
 repository root:
@@ -174,6 +174,34 @@ class Scripts(unittest.TestCase):
                               source=DECODE_TP)
         self.assertIn("--where model=", self.assert_bad_input("decode_tp.py", models))
         self.assertIn("nothing varies", self.assert_bad_input("decode_tp.py", DECODE_TP, "--where", "P=1024"))
+
+    def test_allreduce_against_the_loop(self):
+        # SYNTHETIC: a 2-GPU loop at 1, 2 and 4 MB (50, 100, 150 GB/s) and one decoder row of 1 layer (2 sums of
+        # 2 MB) whose all-reduces reach 120 GB/s: 1.20x the loop at its size. An x row is left out.
+        loop = os.path.join(self.dir.name, "loop.csv")
+        with open(loop, "w") as f:
+            f.write("device,commit,gpus,dtype,bytes,count,time_us,algbw_gbps,busbw_gbps,iters,replays,runs\n")
+            for size, busbw in ((1 << 20, 50), (1 << 21, 100), (1 << 22, 150)):
+                f.write(f"gpu,abc,2,bf16,{size},{size // 2},1,{busbw},{busbw},20,5,5\n")
+        rows = os.path.join(self.dir.name, "decode.csv")
+        ms = 2 * (1 << 21) / 120e9 * 1e3  # the step's 2 sums at 120 GB/s (2 ranks: bus = algorithm bandwidth)
+        with open(rows, "w") as f:
+            f.write("device,model,layers,gpus,B,status,allreduce_ms,allreduce_busbw_gbps\n")
+            f.write(f"gpu,codellama-13b,1,2,1024,ok,{ms},120\ngpu,codellama-13b,1,2,2048,x,0,0\n")
+        out = os.path.join(self.dir.name, "allreduce.png")
+        done = plot("allreduce.py", loop, "--decode", rows, "--out", out)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertEqual(done.stdout.splitlines()[:2], [
+            "2 GPUs: peak bus bandwidth 150.0 GB/s at 4194304 bytes",
+            "codellama-13b TP 2, B 1024: 2.10 MB a message, 120.0 GB/s, the loop at that size 100.0 GB/s (1.20x)"])
+        with open(out, "rb") as f:
+            self.assertEqual(f.read(8), PNG_SIGNATURE)
+        self.assertIn("missing column(s) bytes, busbw_gbps", self.assert_bad_input("allreduce.py", DECODE_TP))
+        self.assertIn("missing column(s) allreduce_busbw_gbps",
+                      self.assert_bad_input("allreduce.py", loop, "--decode", DECODE_TP))
+        with open(rows, "w") as f:
+            f.write("device,model,layers,gpus,B,status,allreduce_ms,allreduce_busbw_gbps\ngpu,codellama-13b,1,2,2048,x,0,0\n")
+        self.assertIn("no ok rows on several GPUs", self.assert_bad_input("allreduce.py", loop, "--decode", rows))
 
     def test_paper_overlay(self):
         self.assert_png("decode_throughput.py", *FIG3A, "--paper", self.paper)
