@@ -4,6 +4,7 @@ timing with L2 flushed, the cost model and the sweep's CSV schema. The methods l
 
 Everything here that needs torch takes it as an argument, so `--help` and `--points` run without it.
 """
+import csv
 import gc
 import itertools
 import math
@@ -232,16 +233,43 @@ def csv_row(device, sha, dtype, method, pt, m, flops, floor_bytes, floor_ms, nom
     return ",".join(str(f) for f in fields) + "\n"
 
 
-def sweep(torch, harness, methods, points, dtype, sha, out, prog, ours=None):
+def resumed(lines, device, sha, backends):
+    """(rows to keep, points done) of an earlier run's CSV lines (header first) for a run of `backends` on `device`
+    at commit `sha`. A point is done when every one of `backends` has its row there from this device and commit;
+    its rows are kept. A point begun but not finished has its rows dropped, to be measured again whole (every
+    comparison is within one run). Rows of other devices or commits are kept and done nothing. Raises ValueError
+    when the header is not the peers' CSV's."""
+    if not lines or lines[0] != CSV_HEADER:
+        raise ValueError("line 1: not the peers' CSV header")
+    rows = list(csv.DictReader(lines))
+    here = {}  # point -> backends with a row from this device and commit
+    for row in rows:
+        if row["device"] == device and row["commit"] == sha:
+            here.setdefault(Point(*(int(row[c]) for c in Point._fields)), set()).add(row["backend"])
+    done = {pt for pt, names in here.items() if set(backends) <= names}
+    keep = [line for line, row in zip(lines[1:], rows)
+            if (row["device"], row["commit"]) != (device, sha) or Point(*(int(row[c]) for c in Point._fields)) in done]
+    return keep, done
+
+
+def sweep(torch, harness, methods, points, dtype, sha, out, prog, ours=None, our_backends=(), earlier=None):
     """Measures every method at every point, one CSV row each (in point order), progress on stderr. ours(point),
-    when given, returns our backends' CSV rows of the point, measured just before the methods."""
+    when given, returns the rows of our_backends at the point, measured just before the methods. earlier: the
+    lines of a CSV to resume (resumed()): its kept rows are written first and its done points skipped."""
     device = torch.cuda.get_device_name(0)
+    out.write(CSV_HEADER)
+    if earlier is not None:
+        keep, done = resumed(earlier, device, sha, [m.name for m in methods] + list(our_backends))
+        out.writelines(keep)
+        out.flush()
+        print(f"{prog}: --resume: {sum(pt in done for pt in points)} of {len(points)} points already there from "
+              f"{device} at {sha}; {len(keep)} rows kept", file=sys.stderr, flush=True)
+        points = [pt for pt in points if pt not in done]
     print(f"{prog}: torch {torch.__version__}, measuring peaks...", file=sys.stderr, flush=True)
     peak_flops, peak_bytes = harness.measure_peaks()
     print(f"{prog}: {device}, peaks {peak_flops * 1e-12:.0f} TFLOP/s, {peak_bytes * 1e-9:.0f} GB/s",
           file=sys.stderr, flush=True)
     nominal = nominal_peaks(device)
-    out.write(CSV_HEADER)
     total, done, start = len(points) * len(methods), 0, time.monotonic()
     for pt in points:
         flops, floor_bytes = cost(pt)

@@ -79,6 +79,9 @@ def parse_args(argv):
     p.add_argument("--commit", help="commit column (default: git rev-parse --short HEAD, else unknown); "
                                     "the device machine's copy of the tree has no .git")
     p.add_argument("--csv", help="write the CSV here (default: stdout)")
+    p.add_argument("--resume", action="store_true",
+                   help="with --csv: keep FILE's rows, skip the points it holds whole (every method's row and "
+                        "--ours's, from this GPU at this commit), measure the rest (a point begun is measured again)")
     p.add_argument("--points", action="store_true", help="print the points (B,P,S,q_len,Hq,Hkv,D), one a line, and exit")
     a = p.parse_args(argv)
 
@@ -100,6 +103,8 @@ def parse_args(argv):
             p.error(f"need positive B, P, q_len, Hq, Hkv, D with Hkv dividing Hq (got {pt})")
         if pt.S < pt.q_len - 1:
             p.error(f"a suffix needs at least q_len - 1 tokens for the causal queries (got S={pt.S}, q_len={pt.q_len})")
+    if a.resume and not a.csv:
+        p.error("--resume needs --csv FILE (the file to resume)")
     if a.replays < 1:
         p.error("--replays must be positive")
     if a.check_seqs < 0:
@@ -150,6 +155,15 @@ def main(argv):
         for pt in a.grid:
             print(",".join(map(str, pt)))
         return 0
+    earlier = None
+    if a.resume and os.path.exists(a.csv):
+        with open(a.csv) as f:
+            earlier = f.readlines()
+        try:
+            harness.resumed(earlier, "", "", [])  # the header checked before anything is overwritten
+        except ValueError as e:
+            print(f"{PROG}: error: --resume: {a.csv} {e}", file=sys.stderr)
+            return 2
     try:
         import torch
     except ImportError:
@@ -162,13 +176,15 @@ def main(argv):
     if tuple(int(v) for v in torch.__version__.split("+")[0].split(".")[:2]) < (2, 5):
         print(f"{PROG}: error: needs torch 2.5 or newer (enable_gqa), found {torch.__version__}", file=sys.stderr)
         return 2
+    torch.cuda.get_device_name(0)  # a GPU that fails fails here, before --resume's file is rewritten
     out = open(a.csv, "w") if a.csv else sys.stdout
     with tempfile.TemporaryDirectory(prefix="peers-check-") as folder:  # the points' .npy files, one at a time
         checker = None if a.no_check else npy_check.NpyCheck(a.diff, folder, a.check_seqs)
         h = harness.Harness(torch, a.dtype, a.replays, a.seed, checker)
         methods = make_methods(torch, h.dtype, a.methods)
         try:
-            harness.sweep(torch, h, methods, a.grid, a.dtype, a.commit or harness.commit(), out, PROG, our_rows(a))
+            harness.sweep(torch, h, methods, a.grid, a.dtype, a.commit or harness.commit(), out, PROG, our_rows(a),
+                          a.ours_backends.split(",") if a.ours else (), earlier)
         finally:
             if a.csv:
                 out.close()

@@ -122,6 +122,43 @@ class Versus(unittest.TestCase):
             self.assertIn("faster than the best flashinfer-* form at 0 of 1 points", r.stdout)
 
 
+class Resume(unittest.TestCase):
+    """--resume keeps the points an earlier run finished on this GPU at this commit and measures the rest whole."""
+
+    @staticmethod
+    def row(backend, B, device="GPU", sha="abc"):
+        return f'"{device}",{sha},{backend},shared,bf16,{B},64,0,1,8,1,128,prefix,1,1,1,1,1,0.1,1,,ok,"",""\n'
+
+    def test_a_whole_point_is_kept_and_a_begun_one_measured_again(self):
+        lines = [harness.CSV_HEADER, self.row("cuda-hydragen", 8), self.row("flashinfer-prefix-fa3", 8),
+                 self.row("cuda-hydragen", 16),  # cut off before its peer ran
+                 self.row("cuda-hydragen", 32, device="Other GPU"), self.row("flashinfer-prefix-fa3", 32, sha="old")]
+        keep, done = harness.resumed(lines, "GPU", "abc", ["flashinfer-prefix-fa3", "cuda-hydragen"])
+        self.assertEqual(done, {harness.Point(8, 64, 0, 1, 8, 1, 128)})
+        self.assertEqual(keep, [lines[1], lines[2], lines[4], lines[5]])  # other GPUs' and commits' rows stay
+        keep, done = harness.resumed(lines, "GPU", "abc", ["flashinfer-prefix-fa3", "flashinfer-cascade"])
+        self.assertEqual(done, set())  # a method the earlier run did not time: every point again
+        self.assertEqual(keep, [lines[4], lines[5]])
+
+    def test_refuses_another_files_header(self):
+        with self.assertRaisesRegex(ValueError, "not the peers' CSV header"):
+            harness.resumed(["device,commit\n"], "GPU", "abc", [])
+
+    def test_needs_a_csv_and_checks_its_header_before_anything_runs(self):
+        import tempfile
+        r = run(["--resume", "--no-check"])
+        self.assertEqual((r.returncode, r.stderr.strip()), (2, "peers.py: error: --resume needs --csv FILE (the file to resume)"))
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "other.csv")
+            with open(path, "w") as f:
+                f.write("device,commit\nx,y\n")
+            r = run(["--resume", "--no-check", "--csv", path])
+            self.assertEqual(r.returncode, 2)
+            self.assertIn("--resume: " + path + " line 1: not the peers' CSV header", r.stderr)
+            with open(path) as f:
+                self.assertEqual(f.read(), "device,commit\nx,y\n")  # untouched
+
+
 class CheckedSequences(unittest.TestCase):
     def test_every_sequence_or_a_spread_including_both_ends(self):
         import npy_check
