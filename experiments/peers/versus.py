@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Ours against a library's best form at each point, from the CSVs of `peers.py --ours`: each file is one run,
-in which our rows were measured at each point just before the peers', so every ratio here compares rows of
-one run (rows of different files are never paired). Prints one line per point and writes them as CSV.
+"""Ours against a library's best form at each point, from the CSVs of `peers.py --ours`: in each file our rows
+were measured at each point just before the peers', in one run (a `--resume`d file holds several calls, each
+point's rows from one), so every ratio here compares rows of one run (rows of different files are never paired). Prints one line per point and writes them as CSV.
 
     versus.py peers-a.csv [peers-b.csv ...] [--ours cuda-hydragen] [--peers flashinfer-] [--csv out.csv]
 
