@@ -69,7 +69,10 @@ int run(const Flags& f) {
       if (!speaks) continue;
       const double us = t.ms * 1e3 / f.iters;  // one collective
       const double algbw = t.bytes / (t.ms / 1e3) / 1e9;
-      if (t.busbw_gbps > peak) peak = t.busbw_gbps, peak_bytes = sizes[i];
+      if (t.busbw_gbps > peak) {
+        peak = t.busbw_gbps;
+        peak_bytes = sizes[i];
+      }
       std::printf("%12lld %12lld %6s %12.2f %12.2f %12.2f\n", static_cast<long long>(sizes[i]), static_cast<long long>(count),
                   std::string(dtype_name(dtype)).c_str(), us, algbw, t.busbw_gbps);
       std::fflush(stdout);
