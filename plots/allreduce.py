@@ -13,7 +13,6 @@ line's peak and, per decoder point (model, TP, B), its bus bandwidth against the
 the interconnect gives at its message size.
 """
 import argparse
-import csv
 import math
 import os
 
@@ -27,16 +26,8 @@ MARKERS = ("o", "s", "^", "D", "v")
 
 
 def read(path, columns):
-    """Rows of one CSV as dicts of strings; every column in `columns` present."""
-    try:
-        with open(path, newline="") as f:
-            reader = csv.DictReader(f)
-            missing = [c for c in columns if c not in (reader.fieldnames or [])]
-            if missing:
-                raise common.InputError(f"{path}: missing column(s) {', '.join(missing)}")
-            rows = list(reader)
-    except OSError as e:
-        raise common.InputError(f"cannot read {path}: {e.strerror}") from None
+    """Rows of one CSV as dicts of strings (common.read_csv), at least one."""
+    rows = common.read_csv(path, columns)
     if not rows:
         raise common.InputError(f"no data rows in {path}")
     return rows

@@ -98,25 +98,31 @@ def _convert(column, text, where):
     return text
 
 
+def read_csv(path, columns):
+    """The rows of one CSV as dicts of strings, in file order; InputError when the file cannot be read or lacks
+    one of `columns`."""
+    try:
+        with open(path, newline="") as f:
+            reader = csv.DictReader(f)
+            missing = [c for c in columns if c not in (reader.fieldnames or [])]
+            if missing:
+                raise InputError(f"{path}: missing column(s) {', '.join(missing)}")
+            return list(reader)
+    except OSError as e:
+        raise InputError(f"cannot read {path}: {e.strerror}") from None
+
+
 def load(paths, columns):
     """Rows of every file as dicts (ints, floats or None, strings), checking that `columns` exist."""
     rows = []
     for path in paths:
-        try:
-            with open(path, newline="") as f:
-                reader = csv.DictReader(f)
-                missing = [c for c in columns if c not in (reader.fieldnames or []) and c != "tree"]
-                if missing:
-                    raise InputError(f"{path}: missing column(s) {', '.join(missing)}")
-                for line, raw in enumerate(reader, start=2):
-                    where = f"{path}:{line}"
-                    row = {c: _convert(c, raw[c] or "", where) for c in reader.fieldnames}
-                    row.setdefault("tree", "prefix")  # files from before the sweep had trees
-                    if "median_ms" in row and row.get("status") == "ok" and row["median_ms"] is None:
-                        raise InputError(f"{where}: status ok without median_ms")
-                    rows.append(row)
-        except OSError as e:
-            raise InputError(f"cannot read {path}: {e.strerror}") from None
+        for line, raw in enumerate(read_csv(path, [c for c in columns if c != "tree"]), start=2):
+            where = f"{path}:{line}"
+            row = {c: _convert(c, text or "", where) for c, text in raw.items() if c is not None}  # None: extra fields
+            row.setdefault("tree", "prefix")  # files from before the sweep had trees
+            if "median_ms" in row and row.get("status") == "ok" and row["median_ms"] is None:
+                raise InputError(f"{where}: status ok without median_ms")
+            rows.append(row)
     if not rows:
         raise InputError(f"no data rows in {', '.join(paths)}")
     return rows

@@ -9,7 +9,6 @@ Also the helpers for hydragen-decode CSVs that decode_answer_time.py shares: loa
 no-attention rule, the one-setting check, per-mode lines and their ratios.
 """
 import argparse
-import csv
 import sys
 
 from matplotlib import ticker
@@ -245,15 +244,7 @@ def log_limits(ax, values, foot_rows):
 def load_paper(path, model, gen_tokens, x, fixed):
     """The paper's lines {mode: {x: (tokens/s or None, status)}} for the same model and generated tokens at
     the same fixed B or P; its no_attention (one value per batch) stands for every prefix length."""
-    try:
-        with open(path, newline="") as f:
-            reader = csv.DictReader(f)
-            missing = [c for c in PAPER_COLUMNS if c not in (reader.fieldnames or [])]
-            if missing:
-                raise common.InputError(f"{path}: missing column(s) {', '.join(missing)}")
-            table = list(reader)
-    except OSError as e:
-        raise common.InputError(f"cannot read {path}: {e.strerror}") from None
+    table = common.read_csv(path, PAPER_COLUMNS)
     same = [r for r in table if r["model"].lower() == model.lower() and r["gen_tokens"] == str(gen_tokens)]
     if not same:
         have = sorted({f"{r['model']} with {r['gen_tokens']} tokens" for r in table})
