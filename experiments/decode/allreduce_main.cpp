@@ -37,7 +37,7 @@ struct Flags {
   bool rank_env = false;
 };
 
-[[noreturn]] void fail(const std::string& flag, const std::string& why) { throw std::invalid_argument(flag + ": " + why); }
+using flags::fail;
 
 int run(const Flags& f) {
   const std::int64_t min_bytes = flags::parse_bytes("--min-bytes", f.min_bytes);
@@ -113,11 +113,7 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
     flags::reject_repeats(app);
-    if (f.rank_env) {
-      const ProcessRank me = launched_rank();
-      if (app.count("--gpus") > 0 && f.gpus != me.size) fail("--gpus", std::to_string(f.gpus) + " against WORLD_SIZE " + std::to_string(me.size));
-      f.gpus = me.size;
-    }
+    f.gpus = launched_ranks(RankLaunch{f.gpus, f.rank_env, f.device}, app.count("--gpus") > 0);
     if (f.gpus < 2) fail("--gpus", "an all-reduce needs at least 2 ranks, got " + std::to_string(f.gpus));
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;

@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "decode/host_runtime.hpp"
+#include "flags/flag_checks.hpp"
 #ifdef HYDRAGEN_WITH_CUDA
 #include "decode/cuda_runtime.hpp"
 #include "hydragen/cuda/device.hpp"
@@ -13,9 +14,7 @@
 
 namespace hydragen::decode {
 
-namespace {
-[[noreturn]] void fail(const std::string& flag, const std::string& why) { throw std::invalid_argument(flag + ": " + why); }
-}  // namespace
+using flags::fail;
 
 bool on_cuda(const std::string& device) {
 #ifdef HYDRAGEN_WITH_CUDA
@@ -40,6 +39,13 @@ ProcessRank launched_rank() {
   } catch (const std::invalid_argument& e) {
     fail("--rank-env", e.what());
   }
+}
+
+int launched_ranks(const RankLaunch& launch, bool gpus_given) {
+  if (!launch.rank_env) return launch.gpus;
+  const ProcessRank me = launched_rank();
+  if (gpus_given && launch.gpus != me.size) fail("--gpus", std::to_string(launch.gpus) + " against WORLD_SIZE " + std::to_string(me.size));
+  return me.size;
 }
 
 void on_ranks(const RankLaunch& launch, const std::function<void(Communicator&)>& body) {

@@ -26,6 +26,9 @@ std::unique_ptr<Runtime> make_runtime(const std::string& device);
 // This process's rank from its launcher's environment (--rank-env).
 ProcessRank launched_rank();
 
+// How many ranks run: with rank_env WORLD_SIZE, where a --gpus given (gpus_given) must equal it; else gpus.
+int launched_ranks(const RankLaunch& launch, bool gpus_given);
+
 // body(communicator) on each rank this process runs: with rank_env this process's one rank, else
 // `gpus` threads; NCCL on GPUs, host ranks with device host. Throws std::invalid_argument when there
 // are fewer GPUs than asked or this build has no NCCL for GPU ranks.

@@ -48,7 +48,7 @@ struct Flags {
   bool resume = false, rank_env = false;
 };
 
-[[noreturn]] void fail(const std::string& flag, const std::string& why) { throw std::invalid_argument(flag + ": " + why); }
+using flags::fail;
 
 std::vector<DecodePoint> points_from(const Flags& f, const CLI::App& app) {
   std::vector<DecodePoint> points;
@@ -395,12 +395,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    if (f.rank_env) {
-      if (f.resume) fail("--resume", "does not go with --rank-env (every rank must run the same points)");
-      const ProcessRank me = launched_rank();
-      if (app.count("--gpus") > 0 && f.gpus != me.size) fail("--gpus", std::to_string(f.gpus) + " against WORLD_SIZE " + std::to_string(me.size));
-      f.gpus = me.size;
-    }
+    if (f.rank_env && f.resume) fail("--resume", "does not go with --rank-env (every rank must run the same points)");
+    f.gpus = launched_ranks(launch_of(f), app.count("--gpus") > 0);
     return run(f, app);
   } catch (const std::invalid_argument& e) {
     std::cerr << "hydragen-decode: " << e.what() << "\n";

@@ -31,6 +31,9 @@ CLI::Validator decimal() {
           ""};
 }
 
+// Throws std::invalid_argument "FLAG: WHY", the one-line usage error the tools report with exit 2.
+[[noreturn]] inline void fail(const std::string& flag, const std::string& why) { throw std::invalid_argument(flag + ": " + why); }
+
 // Throws std::invalid_argument naming the first flag given more than once (parse with
 // MultiOptionPolicy::TakeLast so that CLI11 counts the repeats instead of refusing them itself).
 inline void reject_repeats(const CLI::App& app) {
