@@ -239,17 +239,23 @@ def resumed(lines, device, sha, backends):
     its rows are kept. A point begun but not finished has its rows dropped, to be measured again whole (every
     comparison is within one run). Rows of other devices or commits are kept and done nothing. Raises ValueError
     when the header is not the peers' CSV's."""
+    check_header(lines)
+    rows = list(csv.DictReader(lines))
+    this_gpu = [(row["device"], row["commit"]) == (device, sha) for row in rows]  # and this commit
+    points = [Point(*(int(row[c]) for c in Point._fields)) for row in rows]
+    here = {}  # point -> backends with a row from this device and commit
+    for row, mine, pt in zip(rows, this_gpu, points):
+        if mine:
+            here.setdefault(pt, set()).add(row["backend"])
+    done = {pt for pt, names in here.items() if set(backends) <= names}
+    keep = [line for line, mine, pt in zip(lines[1:], this_gpu, points) if not mine or pt in done]
+    return keep, done
+
+
+def check_header(lines):
+    """Raises ValueError unless `lines` (a CSV's, header first) are the peers' CSV."""
     if not lines or lines[0] != CSV_HEADER:
         raise ValueError("line 1: not the peers' CSV header")
-    rows = list(csv.DictReader(lines))
-    here = {}  # point -> backends with a row from this device and commit
-    for row in rows:
-        if row["device"] == device and row["commit"] == sha:
-            here.setdefault(Point(*(int(row[c]) for c in Point._fields)), set()).add(row["backend"])
-    done = {pt for pt, names in here.items() if set(backends) <= names}
-    keep = [line for line, row in zip(lines[1:], rows)
-            if (row["device"], row["commit"]) != (device, sha) or Point(*(int(row[c]) for c in Point._fields)) in done]
-    return keep, done
 
 
 def sweep(torch, harness, methods, points, dtype, sha, out, prog, ours=None, our_backends=(), earlier=None):

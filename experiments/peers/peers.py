@@ -160,7 +160,7 @@ def main(argv):
         with open(a.csv) as f:
             earlier = f.readlines()
         try:
-            harness.resumed(earlier, "", "", [])  # the header checked before anything is overwritten
+            harness.check_header(earlier)  # before anything is overwritten
         except ValueError as e:
             print(f"{PROG}: error: --resume: {a.csv} {e}", file=sys.stderr)
             return 2
