@@ -43,6 +43,7 @@ struct LaunchChoices {
   bool run_merge = false;                    // some query needs the merge kernel
   bool overlap_merge = false;                // the merge starts as the one attention launch before it ends
   int merge_warps = 1;                       // warps per query of the merge kernel
+  int wide_tile_tokens = kWgmmaTileTokens[0];  // the wgmma kernel's K/V tile (rule wide_tile)
 };
 
 struct PlanDecisions {

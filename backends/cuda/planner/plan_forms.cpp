@@ -33,6 +33,14 @@ std::vector<PlanOption> hydragen_options() {
            "auto: a segment whose readers' queries fit one 16-row block is read within each reader's own item, its path "
            "from there to the leaf, where the batch has enough such paths to keep a quarter of the SMs busy (rule "
            "inline_paths); never: every segment in items of its own"},
+          {"wide_tile",
+           {"auto", "128", "192"},
+           "the wgmma kernel's K/V tile in tokens: 192 amortizes each turn's hand-off over more work, 128 keeps short "
+           "split parts short; auto: rule wide_tile (docs/planner-rules.md)"},
+          {"wide_parts",
+           {"auto", "1", "2", "4", "8", "16", "32"},
+           "cut each wide row block into this many parts by tokens (fewer where a part would be under 256 tokens), "
+           "whatever the waves, and keep the leaves after; auto: rule wide_target_blocks"},
           {"leaves",
            {"auto", "after", "beside"},
            "where a wgmma launch and leaves both run: after, the leaves on the SMs the wgmma launch frees; beside, the "
@@ -43,7 +51,8 @@ std::vector<PlanOption> hydragen_options() {
 std::vector<PlanOptions> hydragen_variants() {
   return {PlanOptions{}, PlanOptions::parse("form=wide"), PlanOptions::parse("form=narrow"),
           PlanOptions::parse("form=narrow:narrow_kernel=item_warps"), PlanOptions::parse("form=wide:wide_kernel=mma64"),
-          PlanOptions::parse("form=wide:leaves=beside"), PlanOptions::parse("inline=never")};
+          PlanOptions::parse("form=wide:leaves=beside"), PlanOptions::parse("form=wide:wide_tile=192"),
+          PlanOptions::parse("form=wide:wide_parts=2"), PlanOptions::parse("inline=never")};
 }
 
 }  // namespace hydragen::cuda

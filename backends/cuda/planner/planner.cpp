@@ -37,14 +37,19 @@ Cut cut(const AttentionShape& shape, const std::vector<Group>& groups, int max_r
 }
 
 // The launches' rules, once the schedule is built.
-void decide_launches(const AttentionShape& shape, const Schedule& s, const std::string& narrow_option, PlanDecisions& d) {
+// `narrow_option`, `tile_option`: the plan options narrow_kernel and wide_tile ("auto" where a backend has none).
+void decide_launches(const AttentionShape& shape, const Schedule& s, const std::string& narrow_option,
+                     const std::string& tile_option, PlanDecisions& d) {
   Log log(d);
   const bool alone = s.wide_items.empty() && s.gemm_chunks.empty();
   const std::vector<long long> narrow = item_lengths(s.narrow_items), wide = item_lengths(s.wide_items);
   d.narrow_kernel = log(narrow_kernel(shape.dtype, narrow_option, d.leaf_sms, narrow, alone, d.device));
   LaunchChoices& l = d.launches;
   const int runs = s.wide_worker_items.empty() ? 0 : static_cast<int>(s.wide_worker_items.size()) - 1;
-  if (!s.wide_items.empty()) l.wide_workers = log(launch_workers("wide", d.wide_kernel, shape.dtype, wide, d.leaf_sms, runs, d.device));
+  if (!s.wide_items.empty()) {
+    l.wide_workers = log(launch_workers("wide", d.wide_kernel, shape.dtype, wide, d.leaf_sms, runs, d.device));
+    l.wide_tile_tokens = log(wide_tile(tile_option, d.wide_kernel, wide));
+  }
   if (!s.narrow_items.empty()) {
     l.narrow_workers = log(launch_workers("narrow", d.narrow_kernel, shape.dtype, narrow, d.leaf_sms, 0, d.device));
   }
@@ -77,7 +82,7 @@ Planned plan_flash(const AttentionShape& shape, const SharingTree& tree, const P
   Cut c = cut(shape, groups, d.build.max_rows, resident_blocks(ItemKernel::token_warps, device), device);
   d.build.narrow_parts = log(std::move(c.narrow_split));
   p.schedule = build(shape, groups, c.census, d.build);
-  decide_launches(shape, p.schedule, options.at("narrow_kernel"), d);
+  decide_launches(shape, p.schedule, options.at("narrow_kernel"), "auto", d);
   return p;
 }
 
@@ -105,9 +110,18 @@ Planned plan_hydragen(const AttentionShape& shape, const SharingTree& tree, cons
   d.build.max_rows = chosen.census.max_rows;
   d.build.narrow_parts = chosen.narrow_split.choice;
   const Decision split = chosen.narrow_split.decision;
+  const std::string& parts = options.at("wide_parts");
+  if (parts != "auto") {
+    if (options.at("leaves") == "beside") {
+      throw std::invalid_argument("cuda-hydragen: wide_parts=" + parts + " and leaves=beside both set the wide launch's parts");
+    }
+    d.build.wide_target_blocks = log(wide_parts_target(parts, static_cast<long long>(chosen.census.wide_block_tokens.size())));
+  }
   const ItemLengths after = item_lengths(chosen.census, d.build);
-  const LeafLayout layout = log(leaf_layout(options.at("leaves"), options.at("narrow_kernel"), d.wide_kernel, shape, chosen.census, after,
-                                            d.rates, device));
+  // wide_parts=N keeps the leaves after: leaf_layout's beside would choose the parts itself.
+  const LeafLayout layout =
+      log(leaf_layout(parts != "auto" ? "after" : options.at("leaves"), options.at("narrow_kernel"), d.wide_kernel, shape,
+                      chosen.census, after, d.rates, device));
   if (layout.beside) {
     // The wgmma launch on fewer persistent blocks: the narrow split for the leaves' SMs.
     d.build.wide_target_blocks = layout.wide_target_blocks;
@@ -118,7 +132,7 @@ Planned plan_hydragen(const AttentionShape& shape, const SharingTree& tree, cons
     d.log.push_back(split);
   }
   p.schedule = build(shape, groups, chosen.census, d.build);
-  decide_launches(shape, p.schedule, options.at("narrow_kernel"), d);
+  decide_launches(shape, p.schedule, options.at("narrow_kernel"), options.at("wide_tile"), d);
   return p;
 }
 
@@ -136,7 +150,7 @@ Planned plan_hydragen_cublas(const AttentionShape& shape, const SharingTree& tre
   Cut c = cut(shape, groups, d.build.max_rows, resident_blocks(ItemKernel::token_warps, device), device);
   d.build.narrow_parts = log(std::move(c.narrow_split));
   p.schedule = build(shape, groups, c.census, d.build);
-  decide_launches(shape, p.schedule, "auto", d);
+  decide_launches(shape, p.schedule, "auto", "auto", d);
   return p;
 }
 

@@ -89,6 +89,14 @@ Ruled<long long> wide_target_blocks(ItemKernel wide, const DeviceLimits& device)
                                          : "three waves of the latency-bound mma.sync blocks");
 }
 
+Ruled<long long> wide_parts_target(const std::string& option, long long row_blocks) {
+  const long long parts = std::stoll(option);  // one of the option's declared numbers
+  Inputs in;
+  in("wide_parts", parts)("wide_row_blocks", row_blocks);
+  return ruled(parts * row_blocks, "wide_target_blocks", std::to_string(parts * row_blocks), in,
+               "wide_parts=" + option + ": that many parts per row block, by tokens");
+}
+
 Ruled<long long> narrow_split(const BlockCensus& census, int narrow_slots, const DeviceLimits& device) {
   const long long count = census.narrow_blocks, slots = narrow_slots;
   const long long min_blocks = census.narrow_stream ? std::min<long long>(device.sms, slots) : slots;
@@ -309,6 +317,18 @@ Ruled<bool> overlap_merge(const Schedule& s, ItemKernel wide, ItemKernel narrow,
   const bool yes = blocks > 0 && 2 * blocks <= resident;
   return ruled(yes, "overlap_merge", yes_no(yes), in,
                yes ? "the one launch leaves half the GPU idle" : "the launch fills the GPU: overlapping cost time");
+}
+
+Ruled<int> wide_tile(const std::string& option, ItemKernel wide, const std::vector<long long>& items) {
+  const long long shortest = items.empty() ? 0 : *std::min_element(items.begin(), items.end());
+  Inputs in;
+  in("wide_tile_option", option)("kernel", kernel_name(wide))("wide_items", items.size())("shortest_item_tokens", shortest);
+  const int small = kWgmmaTileTokens[0], large = kWgmmaTileTokens[1];
+  // The option names the wgmma kernel's tile; a plan whose wide items run elsewhere (no sm_90a, mma64)
+  // has no tile to set, and says so.
+  if (wide != ItemKernel::wgmma) return ruled(small, "wide_tile", std::to_string(small), in, "no wgmma items: nothing to set");
+  if (option != "auto") return ruled(std::stoi(option), "wide_tile", option, in, "wide_tile=" + option);
+  return ruled(small, "wide_tile", std::to_string(small), in, "the 128-token tile: " + std::to_string(large) + " not yet ruled");
 }
 
 Ruled<int> merge_warps(const Schedule& s) {

@@ -66,6 +66,8 @@ Ruled<bool> inline_paths(const std::string& option, long long narrow_paths, int 
 
 // The wide launch's target: a wave of wgmma blocks, three of mma.sync ones.
 Ruled<long long> wide_target_blocks(ItemKernel wide, const DeviceLimits& device);
+// wide_parts=N (N a number): N parts per wide row block, whatever the waves (`row_blocks`: the wide ones).
+Ruled<long long> wide_parts_target(const std::string& option, long long row_blocks);
 
 // Parts per narrow block: enough for a block per SM where they stream their own K/V, for a wave of
 // the `narrow_slots` resident blocks otherwise, then more while the last wave would be under half
@@ -110,6 +112,10 @@ Ruled<ItemKernel> narrow_kernel(DType dtype, const std::string& option, int leaf
 // of items (BuildChoices::wide_workers) are those runs.
 Ruled<int> launch_workers(const char* launch, ItemKernel kernel, DType dtype, const std::vector<long long>& items,
                           int leaf_sms, int dealt_runs, const DeviceLimits& device);
+
+// The wgmma kernel's K/V tile in tokens (kWgmmaTileTokens): `option` 128 or 192, or auto (see
+// docs/planner-rules.md: wide_tile). `items`: the wide items' token counts.
+Ruled<int> wide_tile(const std::string& option, ItemKernel wide, const std::vector<long long>& items);
 
 // Whether the narrow launch does the merge, as the wgmma launch's dependent: where its rows can
 // (Schedule::narrow_rows_fold) and waiting for the wgmma launch costs less than the merge.

@@ -71,32 +71,36 @@ struct MmaTile {
 template <int D, int ROW_WARPS, int GROUPS>
 using MmaBlockTile = MmaTile<D, ROW_WARPS == 1, GROUPS>;
 
-// wgmma kernel: 128 rows over 128-token tiles, one block per SM (kernel-notes: wgmma-blocks).
-// 176-token tiles (FA3's at D = 128) ran the longest prefixes 1% faster and short split parts up to
-// 10% slower (kernel-notes: wgmma-tiles).
-template <int D>
+// wgmma kernel: 128 rows over KT-token tiles, one block per SM (kernel-notes: wgmma-blocks). KT is
+// chosen per launch (rule wide_tile): 128, or 192 (FlashInfer's FA3 tile at D = 128) for long items,
+// which amortizes each turn's hand-off over 1.5x the work; a short split part is fewer, longer
+// tiles, a longer chain of latencies on a nearly idle GPU (kernel-notes: wgmma-tiles).
+inline constexpr int kWgmmaTileTokens[] = {128, 192};
+// The TMA box of a K/V load, in tokens: a tile is KT / 64 boxes, so the tensor maps serve every KT.
+inline constexpr int kWgmmaBoxTokens = 64;
+inline constexpr int kWgmmaConsumerThreads = 256;  // two warpgroups of 64 rows
+// Two stages: a third (it fits at D = 128, KT = 128) ran the longest prefixes no faster and short
+// split parts up to 4% slower (the refill's latency was hidden once O's rescale left the critical
+// path; kernel-notes: wgmma-tiles).
+inline constexpr int kWgmmaStages = 2;
+
+template <int D, int KT>
 struct WgmmaTile {
+  static_assert(KT % kWgmmaBoxTokens == 0 && KT % 16 == 0, "a tile is whole TMA boxes and wgmma k-steps");
   static constexpr int kRows = kWgmmaRows;
-  static constexpr int kTokens = 128;  // the N of S = Q K^T
-  static constexpr int kConsumerThreads = 256;
+  static constexpr int kTokens = KT;  // the N of S = Q K^T
+  static constexpr int kConsumerThreads = kWgmmaConsumerThreads;
   static constexpr int kThreads = kConsumerThreads + 128;  // + the producer warpgroup (one thread issues)
   // Registers are allocated per warpgroup: 65536 / 384 = 168 each by default; the producer gives
-  // most of its share to the consumers (setmaxnreg), which hold S, O and P (160 live values).
-  static constexpr int kProducerRegisters = 40;
-  static constexpr int kConsumerRegisters = 232;
+  // most of its share to the consumers (setmaxnreg), which hold S, O and P (KT / 2 + D / 2 + KT / 4
+  // live values: 160 at KT = 128, 208 at 192).
+  static constexpr int kProducerRegisters = KT > 128 ? 24 : 40;
+  static constexpr int kConsumerRegisters = KT > 128 ? 240 : 232;
   static constexpr int kRowBytes = 128;             // one swizzled row: 64 16-bit values (a TMA box row)
   static constexpr int kQBytes = kRows * D * 2;     // [D / 64][kRows][128 B]
   static constexpr int kKvBytes = kTokens * D * 2;  // one K or V tile: [D / 64][kTokens][128 B]
-  // Two stages: a third (it fits at D = 128) ran the longest prefixes no faster and short split parts up
-  // to 4% slower (the refill's latency was hidden once O's rescale left the critical path;
-  // kernel-notes: wgmma-tiles).
-  static constexpr int kStages = 2;
+  static constexpr int kStages = kWgmmaStages;
 };
-
-// The wgmma tile's tokens for a head dimension the kernel takes (64 or 128): the TMA box the host encodes.
-constexpr int wgmma_tile_tokens(int head_dim) {
-  return head_dim == 128 ? WgmmaTile<128>::kTokens : WgmmaTile<64>::kTokens;
-}
 
 // The CUDA-core kernel for fp32 storage: narrow items, 32-token tiles.
 inline constexpr int kSimtThreads = 128;

@@ -39,7 +39,7 @@ CUtensorMap kv_tensor_map(const void* data, DType dtype, int length, int kv_head
   const cuuint64_t dims[3] = {static_cast<cuuint64_t>(head_dim), static_cast<cuuint64_t>(kv_heads),
                               static_cast<cuuint64_t>(length)};
   const cuuint64_t strides[2] = {static_cast<cuuint64_t>(head_dim) * 2, static_cast<cuuint64_t>(kv_heads) * head_dim * 2};
-  const cuuint32_t box[3] = {64, 1, static_cast<cuuint32_t>(wgmma_tile_tokens(head_dim))};  // the kernel's K/V tile
+  const cuuint32_t box[3] = {64, 1, kWgmmaBoxTokens};  // a tile is KT / 64 such boxes per 64 columns
   const cuuint32_t element_strides[3] = {1, 1, 1};
   CUtensorMap map{};
   const CUresult r = encode_tiled()(&map, dtype == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,

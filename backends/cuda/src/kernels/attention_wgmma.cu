@@ -1,19 +1,30 @@
 // The wgmma segment-attention kernel (sm_90a). scripts/check-wgmma compiles this file with
 // ptxas -v and fails when ptxas serialized its wgmmas.
+#include <iterator>
+#include <string>
+
 #include "dispatch.cuh"
 #include "launch.hpp"
 #include "segment_attention_wgmma.cuh"
 
 namespace hydragen::cuda::detail {
 
-void launch_wgmma(const SegmentAttentionParams& params, int blocks, DType dtype, int head_dim, cudaStream_t stream) {
+void launch_wgmma(const SegmentAttentionParams& params, int blocks, int tile_tokens, DType dtype, int head_dim,
+                  cudaStream_t stream) {
   dispatch_16bit(dtype, head_dim, "segment attention: the wgmma kernel takes 16-bit storage", [&](auto element, auto dim) {
     using T = decltype(element);
     constexpr int D = decltype(dim)::value;
-    constexpr int smem = WgmmaSharedStorage<D>::kLaunchBytes;
-    allow_smem<segment_attention_wgmma<T, D>>(smem);
-    segment_attention_wgmma<T, D><<<blocks, WgmmaTile<D>::kThreads, smem, stream>>>(params);
-    check_launch("segment_attention_wgmma");
+    auto launch = [&](auto tokens) {
+      constexpr int KT = decltype(tokens)::value;
+      constexpr int smem = WgmmaSharedStorage<D, KT>::kLaunchBytes;
+      allow_smem<segment_attention_wgmma<T, D, KT>>(smem);
+      segment_attention_wgmma<T, D, KT><<<blocks, WgmmaTile<D, KT>::kThreads, smem, stream>>>(params);
+      check_launch("segment_attention_wgmma");
+    };
+    static_assert(std::size(kWgmmaTileTokens) == 2, "one case per tile");
+    if (tile_tokens == kWgmmaTileTokens[0]) return launch(std::integral_constant<int, kWgmmaTileTokens[0]>{});
+    if (tile_tokens == kWgmmaTileTokens[1]) return launch(std::integral_constant<int, kWgmmaTileTokens[1]>{});
+    throw std::logic_error("segment attention: the wgmma kernel has no " + std::to_string(tile_tokens) + "-token tile");
   });
 }
 

@@ -32,7 +32,7 @@ bool has_kernels(DType dtype, int head_dim) {
 }
 
 void launch_segment_attention(const SegmentAttentionParams& params, int workers, ItemKernel kernel, DType dtype,
-                              int head_dim, cudaStream_t stream, bool dependent) {
+                              int head_dim, cudaStream_t stream, bool dependent, int tile_tokens) {
   if (params.num_items == 0) return;
   if (workers < 1 || workers > params.num_items) {
     throw std::logic_error("segment attention: " + std::to_string(workers) + " workers for " +
@@ -45,7 +45,7 @@ void launch_segment_attention(const SegmentAttentionParams& params, int workers,
     if (kernel != ItemKernel::simt) throw std::logic_error("segment attention: fp32 has only CUDA-core (simt) blocks");
     detail::launch_simt(params, workers, dtype, head_dim, stream);
   } else if (kernel == ItemKernel::wgmma) {
-    detail::launch_wgmma(params, workers, dtype, head_dim, stream);
+    detail::launch_wgmma(params, workers, tile_tokens, dtype, head_dim, stream);
   } else {
     detail::launch_mma(params, workers, kernel, dtype, head_dim, stream, dependent);
   }

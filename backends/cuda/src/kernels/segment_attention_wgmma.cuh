@@ -3,8 +3,8 @@
 // segment schedule, up to 128 stacked query rows over one segment's token range.
 //
 // A block is two consumer warpgroups (64 rows each) and a producer warpgroup. The kernel's steps:
-//   load     produce_kv_tiles: the producer streams 128-token K and V tiles into shared memory with
-//            TMA (kStages stages each, mbarriers full/empty), in the 128-byte-swizzled layout wgmma
+//   load     produce_kv_tiles: the producer streams KT-token K and V tiles (128 or 192: rule wide_tile)
+//            into shared memory with TMA (kStages stages each, mbarriers full/empty), in the 128-byte-swizzled layout wgmma
 //            reads directly (wgmma.cuh); load_q: the consumers copy their Q rows
 //   compute  consume_kv_tiles: per tile, a consumer warpgroup issues S_i = Q K_i^T (both operands in
 //            shared memory) with O += P_{i-1} V_{i-1} (P as 16-bit register fragments), then runs
@@ -34,9 +34,9 @@ namespace hydragen::cuda {
 // One block's shared memory: Q and the K and V stages, each 1024-aligned (the swizzle atom), and
 // the stages' barriers. Full: the tile has landed (one arrival + the TMA bytes). Empty: the 8
 // consumer warps are done with it.
-template <int D>
+template <int D, int KT>
 struct WgmmaSharedStorage {
-  using Tile = WgmmaTile<D>;
+  using Tile = WgmmaTile<D, KT>;
   alignas(1024) unsigned char q[Tile::kQBytes];                   // [D / 64][kRows][128 B]
   alignas(1024) unsigned char k[Tile::kStages][Tile::kKvBytes];  // [stage][D / 64][kTokens][128 B]
   alignas(1024) unsigned char v[Tile::kStages][Tile::kKvBytes];
@@ -54,59 +54,59 @@ enum class WgmmaBarrier : int {
   turn1 = 3,    // warpgroup 1's
 };
 
-template <int D>
-__device__ __forceinline__ void consumer_sync(WgmmaBarrier b) {
-  named_sync(static_cast<int>(b), WgmmaTile<D>::kConsumerThreads);
-}
-template <int D>
-__device__ __forceinline__ void consumer_arrive(WgmmaBarrier b) {
-  named_arrive(static_cast<int>(b), WgmmaTile<D>::kConsumerThreads);
-}
+__device__ __forceinline__ void consumer_sync(WgmmaBarrier b) { named_sync(static_cast<int>(b), kWgmmaConsumerThreads); }
+__device__ __forceinline__ void consumer_arrive(WgmmaBarrier b) { named_arrive(static_cast<int>(b), kWgmmaConsumerThreads); }
 __device__ __forceinline__ WgmmaBarrier turn_of(int wg) {
   return static_cast<WgmmaBarrier>(static_cast<int>(WgmmaBarrier::turn0) + wg);
 }
 
 // The stage of the block's tile use u, and the parity of its barriers' phase for that use: stages are
 // taken in turn, the barriers' phases alternate with each round of the stages.
-template <int D>
-__device__ __forceinline__ int stage_of(int u) { return u % WgmmaTile<D>::kStages; }
-template <int D>
-__device__ __forceinline__ unsigned phase_of(int u) { return (u / WgmmaTile<D>::kStages) & 1; }
+__device__ __forceinline__ int stage_of(int u) { return u % kWgmmaStages; }
+__device__ __forceinline__ unsigned phase_of(int u) { return (u / kWgmmaStages) & 1; }
+
+// One K or V tile of KT tokens from `p0`, [D / 64][KT][128 B]: a TMA box of 64 columns x 64 tokens at
+// a time, completing on `full`.
+template <int D, int KT>
+__device__ __forceinline__ void load_kv_tile_boxes(unsigned tile, const void* map, int kv_head, int p0, unsigned full) {
+#pragma unroll
+  for (int cb = 0; cb < D / 64; ++cb) {
+#pragma unroll
+    for (int tb = 0; tb < KT / kWgmmaBoxTokens; ++tb) {
+      tma_load_3d(tile + (cb * KT + tb * kWgmmaBoxTokens) * WgmmaTile<D, KT>::kRowBytes, map, 64 * cb, kv_head,
+                  p0 + tb * kWgmmaBoxTokens, full);
+    }
+  }
+}
 
 // Load step (the producer's one thread): every K and V tile of the item, the block's tiles
 // [used, used + tiles) (a persistent block's items continue the stages' uses). Use u of a stage
 // waits for the consumers' release of its previous use (the other parity; a fresh barrier passes
 // parity 1 at once).
-template <int D>
+template <int D, int KT>
 __device__ __forceinline__ void produce_kv_tiles(const SegmentAttentionParams& p, const WorkItem& item, int used,
-                                                 int tiles, WgmmaSharedStorage<D>& smem) {
-  using Tile = WgmmaTile<D>;
+                                                 int tiles, WgmmaSharedStorage<D, KT>& smem) {
+  using Tile = WgmmaTile<D, KT>;
   const unsigned char* const maps =
       static_cast<const unsigned char*>(p.kv_maps) + 2 * kTensorMapBytes * p.item_segments[item.first_segment];
   for (int it = 0; it < tiles; ++it) {
-    const int stage = stage_of<D>(used + it);
-    const unsigned free_parity = phase_of<D>(used + it) ^ 1;
+    const int stage = stage_of(used + it);
+    const unsigned free_parity = phase_of(used + it) ^ 1;
     const int p0 = item.token_begin + it * Tile::kTokens;
     mbarrier_wait(smem_address(&smem.empty_k[stage]), free_parity);
     mbarrier_arrive_expect(smem_address(&smem.full_k[stage]), Tile::kKvBytes);
-    for (int cb = 0; cb < D / 64; ++cb) {
-      tma_load_3d(smem_address(smem.k[stage]) + cb * Tile::kTokens * Tile::kRowBytes, maps, 64 * cb, item.kv_head, p0,
-                  smem_address(&smem.full_k[stage]));
-    }
+    load_kv_tile_boxes<D, KT>(smem_address(smem.k[stage]), maps, item.kv_head, p0, smem_address(&smem.full_k[stage]));
     mbarrier_wait(smem_address(&smem.empty_v[stage]), free_parity);
     mbarrier_arrive_expect(smem_address(&smem.full_v[stage]), Tile::kKvBytes);
-    for (int cb = 0; cb < D / 64; ++cb) {
-      tma_load_3d(smem_address(smem.v[stage]) + cb * Tile::kTokens * Tile::kRowBytes, maps + kTensorMapBytes, 64 * cb,
-                  item.kv_head, p0, smem_address(&smem.full_v[stage]));
-    }
+    load_kv_tile_boxes<D, KT>(smem_address(smem.v[stage]), maps + kTensorMapBytes, item.kv_head, p0, smem_address(&smem.full_v[stage]));
   }
 }
 
 // Load step (the consumers): row r of the block is query row row_query[first_row + r]; rows past
 // num_rows are zeros. Completes with cp_async_wait and the q_ready barrier.
-template <typename T, int D>
-__device__ __forceinline__ void load_q(const SegmentAttentionParams& p, const WorkItem& item, WgmmaSharedStorage<D>& smem) {
-  using Tile = WgmmaTile<D>;
+template <typename T, int D, int KT>
+__device__ __forceinline__ void load_q(const SegmentAttentionParams& p, const WorkItem& item, WgmmaSharedStorage<D, KT>& smem) {
+  using Tile = WgmmaTile<D, KT>;
   constexpr int CHUNKS = D / 8;
   const T* const q = static_cast<const T*>(p.q);
   for (int c = threadIdx.x; c < Tile::kRows * CHUNKS; c += Tile::kConsumerThreads) {
@@ -123,13 +123,13 @@ __device__ __forceinline__ void load_q(const SegmentAttentionParams& p, const Wo
 // (i < tiles) and P_{i-1} V_{i-1} (i > 0). The first and last steps are separate instantiations,
 // so no wgmma or wait sits under a runtime condition: ptxas serializes the wgmmas (C7514) when it
 // cannot prove an accumulator is complete where it is read (kernel-notes: unserialized-wgmma).
-template <typename T, int D>
-__device__ __forceinline__ void consume_kv_tiles(WgmmaSharedStorage<D>& smem, const WorkItem& item, int used, int tiles,
+template <typename T, int D, int KT>
+__device__ __forceinline__ void consume_kv_tiles(WgmmaSharedStorage<D, KT>& smem, const WorkItem& item, int used, int tiles,
                                                  int wg, const int (&limit)[2], float scale_log2,
-                                                 RowPairSoftmax<WgmmaTile<D>::kTokens / 8, D / 8>& softmax,
+                                                 RowPairSoftmax<WgmmaTile<D, KT>::kTokens / 8, D / 8>& softmax,
                                                  float (&o)[D / 2]) {
-  using Tile = WgmmaTile<D>;
-  constexpr int KT = Tile::kTokens, ROWS = Tile::kRows;
+  using Tile = WgmmaTile<D, KT>;
+  constexpr int ROWS = Tile::kRows;
   const int lane = threadIdx.x % 32, t = lane % 4;
   const unsigned q_wg = smem_address(smem.q) + wg * 64 * Tile::kRowBytes;
   float s[KT / 2];          // S of the current tile, then its probabilities
@@ -138,10 +138,10 @@ __device__ __forceinline__ void consume_kv_tiles(WgmmaSharedStorage<D>& smem, co
   auto step = [&](int i, auto issue_s, auto issue_pv) {
     constexpr bool has_s = decltype(issue_s)::value, has_pv = decltype(issue_pv)::value;
     const int u = used + i;  // the block's use of the stages for tile i
-    const int ks = stage_of<D>(u), vs = stage_of<D>(u - 1);
-    if constexpr (has_s) mbarrier_wait(smem_address(&smem.full_k[ks]), phase_of<D>(u));
-    if constexpr (has_pv) mbarrier_wait(smem_address(&smem.full_v[vs]), phase_of<D>(u - 1));
-    consumer_sync<D>(turn_of(wg));
+    const int ks = stage_of(u), vs = stage_of(u - 1);
+    if constexpr (has_s) mbarrier_wait(smem_address(&smem.full_k[ks]), phase_of(u));
+    if constexpr (has_pv) mbarrier_wait(smem_address(&smem.full_v[vs]), phase_of(u - 1));
+    consumer_sync(turn_of(wg));
     wgmma_fence();
     if constexpr (has_s) {
 #pragma unroll
@@ -165,7 +165,7 @@ __device__ __forceinline__ void consume_kv_tiles(WgmmaSharedStorage<D>& smem, co
       }
       wgmma_commit();
     }
-    if (has_s || wg == 0) consumer_arrive<D>(turn_of(1 - wg));  // the other's turn
+    if (has_s || wg == 0) consumer_arrive(turn_of(1 - wg));  // the other's turn
 
     if constexpr (has_s) {
       wgmma_wait<has_pv ? 1 : 0>();
@@ -195,17 +195,17 @@ __device__ __forceinline__ void consume_kv_tiles(WgmmaSharedStorage<D>& smem, co
 }
 
 // Tiles of an item.
-template <int D>
+template <int D, int KT>
 __device__ __forceinline__ int item_tiles(const WorkItem& item) {
-  return (item.token_end - item.token_begin + WgmmaTile<D>::kTokens - 1) / WgmmaTile<D>::kTokens;
+  return (item.token_end - item.token_begin + WgmmaTile<D, KT>::kTokens - 1) / WgmmaTile<D, KT>::kTokens;
 }
 
 // One item of `tiles` tiles, for the consumer warpgroup `wg`: load Q, every tile, store the rows.
-template <typename T, int D>
+template <typename T, int D, int KT>
 __device__ __forceinline__ void consume_item(const SegmentAttentionParams& p, const WorkItem& item, int used, int tiles,
-                                             int wg, WgmmaSharedStorage<D>& smem) {
-  using Tile = WgmmaTile<D>;
-  load_q<T, D>(p, item, smem);
+                                             int wg, WgmmaSharedStorage<D, KT>& smem) {
+  using Tile = WgmmaTile<D, KT>;
+  load_q<T, D, KT>(p, item, smem);
   // This lane's rows within the block, and the positions of the token list each sees.
   const int warp = threadIdx.x / 32 % 4, g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
   const int r0 = wg * 64 + warp * 16 + g, r1 = r0 + 8;
@@ -216,12 +216,12 @@ __device__ __forceinline__ void consume_item(const SegmentAttentionParams& p, co
   const RowOutput out1 = row_output(p, has1 ? item.first_row + r1 : -1);
   cp_async_wait<0>();
   fence_proxy_async();
-  consumer_sync<D>(WgmmaBarrier::q_ready);
-  if (wg == 1) consumer_arrive<D>(WgmmaBarrier::turn0);  // warpgroup 0 goes first
+  consumer_sync(WgmmaBarrier::q_ready);
+  if (wg == 1) consumer_arrive(WgmmaBarrier::turn0);  // warpgroup 0 goes first
 
   RowPairSoftmax<Tile::kTokens / 8, D / 8> softmax;
   float o[D / 2] = {};  // O: 8-column fragments, wgmma accumulator layout
-  consume_kv_tiles<T, D>(smem, item, used, tiles, wg, limit, p.scale_log2, softmax, o);
+  consume_kv_tiles<T, D, KT>(smem, item, used, tiles, wg, limit, p.scale_log2, softmax, o);
 
   float inv[2], lse[2];
   softmax.finish(inv, lse);
@@ -232,13 +232,13 @@ __device__ __forceinline__ void consume_item(const SegmentAttentionParams& p, co
 // A block per item, or a persistent block over its run of items (worker_items.cuh): the producer
 // streams the run's tiles without a break, so the next item's first tiles load while the consumers
 // store the last item's rows.
-template <typename T, int D>
-__global__ void __launch_bounds__(WgmmaTile<D>::kThreads, 1) segment_attention_wgmma(const SegmentAttentionParams p) {
+template <typename T, int D, int KT>
+__global__ void __launch_bounds__(WgmmaTile<D, KT>::kThreads, 1) segment_attention_wgmma(const SegmentAttentionParams p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   allow_dependents();  // the merge may start once every block has (dependent_launch.cuh)
-  using Tile = WgmmaTile<D>;
+  using Tile = WgmmaTile<D, KT>;
   extern __shared__ unsigned char smem_raw[];
-  auto& smem = *reinterpret_cast<WgmmaSharedStorage<D>*>(align_shared<1024>(smem_raw));
+  auto& smem = *reinterpret_cast<WgmmaSharedStorage<D, KT>*>(align_shared<1024>(smem_raw));
 
   const ItemRange range = worker_items(p, blockIdx.x, gridDim.x);
   if (threadIdx.x == 0) {
@@ -261,8 +261,8 @@ __global__ void __launch_bounds__(WgmmaTile<D>::kThreads, 1) segment_attention_w
     if (threadIdx.x == Tile::kConsumerThreads) {
       for (int i = range.first, used = 0; i <= range.last; ++i) {
         const WorkItem item = p.items[i];
-        const int tiles = item_tiles<D>(item);
-        produce_kv_tiles<D>(p, item, used, tiles, smem);
+        const int tiles = item_tiles<D, KT>(item);
+        produce_kv_tiles<D, KT>(p, item, used, tiles, smem);
         used += tiles;
       }
     }
@@ -273,9 +273,9 @@ __global__ void __launch_bounds__(WgmmaTile<D>::kThreads, 1) segment_attention_w
   for (int i = range.first, used = 0; i <= range.last; ++i) {
     const WorkItem item = p.items[i];
     // Both warpgroups' products that read the last item's Q have landed before it is overwritten.
-    if (i > range.first) consumer_sync<D>(WgmmaBarrier::q_ready);
-    const int tiles = item_tiles<D>(item);
-    consume_item<T, D>(p, item, used, tiles, wg, smem);
+    if (i > range.first) consumer_sync(WgmmaBarrier::q_ready);
+    const int tiles = item_tiles<D, KT>(item);
+    consume_item<T, D, KT>(p, item, used, tiles, wg, smem);
     used += tiles;
   }
 #else

@@ -90,16 +90,23 @@ __device__ void wgmma_rs(float (&d)[N / 2], const unsigned (&a)[4], unsigned lon
     "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), \
     "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
     "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+#define HG_ACC96 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}"
+#define HG_OUT96(d) \
+    HG_OUT64(d), \
+    "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), \
+    "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), \
+    "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), \
+    "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
 
-// S = Q K^T: N = 128 tokens, 64 accumulators; A, B descriptors are %64, %65, accumulate %66.
-#define HG_WGMMA_SS128(T, PTX)                                                                            \
+// S = Q K^T: N tokens, N / 2 accumulators; then the A and B descriptors and accumulate.
+#define HG_WGMMA_SS(T, PTX, N, ACC, OUT, A_REG, B_REG, ACCUMULATE_REG)                                     \
   template <>                                                                                           \
-  __device__ __forceinline__ void wgmma_ss<T, 128>(float(&d)[64], unsigned long long a, unsigned long long b, \
-                                                   int accumulate) {                                    \
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"                                            \
-                 "wgmma.mma_async.sync.aligned.m64n128k16.f32." PTX "." PTX " " HG_ACC64                \
-                 ", %64, %65, p, 1, 1, 0, 0;\n}\n"                                                      \
-                 : HG_OUT64(d)                                                                          \
+  __device__ __forceinline__ void wgmma_ss<T, N>(float(&d)[N / 2], unsigned long long a, unsigned long long b, \
+                                                 int accumulate) {                                      \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " ACCUMULATE_REG ", 0;\n"                             \
+                 "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." PTX "." PTX " " ACC ", " A_REG ", " B_REG \
+                 ", p, 1, 1, 0, 0;\n}\n"                                                              \
+                 : OUT(d)                                                                               \
                  : "l"(a), "l"(b), "r"(accumulate));                                                    \
   }
 // O += P V: A fragments (4 registers) follow the accumulators, then the B descriptor and accumulate.
@@ -114,15 +121,19 @@ __device__ void wgmma_rs(float (&d)[N / 2], const unsigned (&a)[4], unsigned lon
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate));                \
   }
 
-HG_WGMMA_SS128(__nv_bfloat16, "bf16")
-HG_WGMMA_SS128(__half, "f16")
+HG_WGMMA_SS(__nv_bfloat16, "bf16", 128, HG_ACC64, HG_OUT64, "%64", "%65", "%66")
+HG_WGMMA_SS(__half, "f16", 128, HG_ACC64, HG_OUT64, "%64", "%65", "%66")
+HG_WGMMA_SS(__nv_bfloat16, "bf16", 192, HG_ACC96, HG_OUT96, "%96", "%97", "%98")
+HG_WGMMA_SS(__half, "f16", 192, HG_ACC96, HG_OUT96, "%96", "%97", "%98")
 HG_WGMMA_RS(__nv_bfloat16, "bf16", 64, HG_ACC32, HG_OUT32, "{%32, %33, %34, %35}", "%36", "%37")
 HG_WGMMA_RS(__half, "f16", 64, HG_ACC32, HG_OUT32, "{%32, %33, %34, %35}", "%36", "%37")
 HG_WGMMA_RS(__nv_bfloat16, "bf16", 128, HG_ACC64, HG_OUT64, "{%64, %65, %66, %67}", "%68", "%69")
 HG_WGMMA_RS(__half, "f16", 128, HG_ACC64, HG_OUT64, "{%64, %65, %66, %67}", "%68", "%69")
 
 #undef HG_WGMMA_RS
-#undef HG_WGMMA_SS128
+#undef HG_WGMMA_SS
+#undef HG_OUT96
+#undef HG_ACC96
 #undef HG_OUT64
 #undef HG_OUT32
 #undef HG_ACC64
