@@ -328,7 +328,12 @@ Ruled<int> wide_tile(const std::string& option, ItemKernel wide, const std::vect
   // has no tile to set, and says so.
   if (wide != ItemKernel::wgmma) return ruled(small, "wide_tile", std::to_string(small), in, "no wgmma items: nothing to set");
   if (option != "auto") return ruled(std::stoi(option), "wide_tile", option, in, "wide_tile=" + option);
-  return ruled(small, "wide_tile", std::to_string(small), in, "the 128-token tile: " + std::to_string(large) + " not yet ruled");
+  if (shortest >= kWideTileLongTokens) {
+    return ruled(large, "wide_tile", std::to_string(large), in,
+                 "every item at least " + std::to_string(kWideTileLongTokens) + " tokens: each turn's hand-off over 1.5x the work");
+  }
+  return ruled(small, "wide_tile", std::to_string(small), in,
+               "an item under " + std::to_string(kWideTileLongTokens) + " tokens: longer tiles lengthen a short item's chain and its last tile's waste");
 }
 
 Ruled<int> merge_warps(const Schedule& s) {

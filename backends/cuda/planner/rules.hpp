@@ -45,6 +45,8 @@ inline constexpr double kBesideMaxLeafTokens = 512;
 // the model misses the per-item cost (docs/planner-rules.md: leaf_layout, measured 2026-11-26).
 inline constexpr double kBesideMinOneRowLeafTokens = 32;
 inline constexpr int kMaxPartsPerWorker = 8;
+// wide_tile: the 192-token tile where every wgmma item has at least this many tokens.
+inline constexpr long long kWideTileLongTokens = 4096;
 // gemm_chunks: the most scores (KV heads x rows x tokens) of one cuBLAS chunk: 256 MiB of fp32
 // scores and their probabilities beside them.
 inline constexpr long long kMaxChunkScores = 1LL << 26;
@@ -113,8 +115,8 @@ Ruled<ItemKernel> narrow_kernel(DType dtype, const std::string& option, int leaf
 Ruled<int> launch_workers(const char* launch, ItemKernel kernel, DType dtype, const std::vector<long long>& items,
                           int leaf_sms, int dealt_runs, const DeviceLimits& device);
 
-// The wgmma kernel's K/V tile in tokens (kWgmmaTileTokens): `option` 128 or 192, or auto (see
-// docs/planner-rules.md: wide_tile). `items`: the wide items' token counts.
+// The wgmma kernel's K/V tile in tokens (kWgmmaTileTokens): `option` 128 or 192, or auto: 192 where
+// every wide item has at least kWideTileLongTokens tokens, else 128. `items`: the wide items' token counts.
 Ruled<int> wide_tile(const std::string& option, ItemKernel wide, const std::vector<long long>& items);
 
 // Whether the narrow launch does the merge, as the wgmma launch's dependent: where its rows can
