@@ -1,0 +1,46 @@
+#!/usr/bin/env python3
+"""scripts/perf-targets.py reads issue 39's targets from a results folder: the stacked-prefix rate and
+FA3's time over ours from a same-run file, and says "not in this folder" for what the folder lacks
+instead of failing. Usage: perf_targets.py SCRIPT"""
+import csv
+import os
+import subprocess
+import sys
+import tempfile
+
+HEADER = ("device,commit,backend,storage,dtype,B,P,S,q_len,Hq,Hkv,D,tree,median_ms,min_ms,max_ms,tflops,gbps,"
+          "floor_ms,time_over_floor,nominal_share,status,detail,decisions").split(",")
+
+
+def row(backend, B, P, ms, tflops):
+    values = dict(device="GPU", commit="c", backend=backend, storage="shared", dtype="bf16", B=B, P=P, S=0, q_len=1,
+                  Hq=8, Hkv=1, D=128, tree="prefix", median_ms=ms, min_ms=ms, max_ms=ms, tflops=tflops, gbps=1,
+                  floor_ms=ms / 2, time_over_floor=2.0, nominal_share=0.5, status="ok", detail="", decisions="")
+    return [values[c] for c in HEADER]
+
+
+def main(script):
+    with tempfile.TemporaryDirectory() as d:
+        with open(os.path.join(d, "vs-flashinfer-s0.csv"), "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(HEADER)
+            # (4096, 16384, 0): FA3 1.1x ours; (2048, 1024, 0): ours 1.05x FA3; (32, 1024, 0): FA3 does not fill the GPU.
+            w.writerows([row("cuda-hydragen", 4096, 16384, 0.40, 700), row("flashinfer-prefix-fa3", 4096, 16384, 0.44, 640),
+                         row("cuda-hydragen", 2048, 1024, 0.020, 500), row("flashinfer-prefix-fa3", 2048, 1024, 0.021, 480),
+                         row("cuda-hydragen", 32, 1024, 0.010, 10), row("flashinfer-prefix-fa3", 32, 1024, 0.030, 3)])
+        out = subprocess.run([sys.executable, script, d], capture_output=True, text=True)
+    expected = ["(4096, 16384, 0): 700 TFLOP/s (target 760), 2.000x its attainable floor, 0.50 of the nominal peaks; "
+                "FA3 640 TFLOP/s in the same rows",
+                "FA3's time over ours at 2 such points: 1.050 (2048, 1024, 0) to 1.100 (4096, 16384, 0); 1.03x or better at 2",
+                "3. (1024, 16384, 64): not in this folder", "4. (32, 1024, 64): not in this folder",
+                "ahead of FlashInfer's better form at 3 of 3 points"]
+    missing = [e for e in expected if e not in out.stdout]
+    if out.returncode != 0 or missing:
+        print(f"perf-targets.py exited {out.returncode}; missing lines: {missing}\n{out.stdout}{out.stderr}")
+        return 1
+    print("perf-targets.py: every expected line")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))
