@@ -16,7 +16,6 @@ import os
 
 FLASHINFER = ("flashinfer-cascade:shared", "flashinfer-paged:shared", "flashinfer-paged-tc:shared",
               "flashinfer-prefix-fa3:shared", "flashinfer-prefix-fa2:shared")
-PAGED = ("flashinfer-paged:shared", "flashinfer-paged-tc:shared")
 SHAPE = ("B", "P", "S", "q_len", "Hq", "Hkv", "D")
 
 

@@ -8,8 +8,10 @@ import subprocess
 import sys
 import tempfile
 
-HEADER = ("device,commit,backend,storage,dtype,B,P,S,q_len,Hq,Hkv,D,tree,median_ms,min_ms,max_ms,tflops,gbps,"
-          "floor_ms,time_over_floor,nominal_share,status,detail,decisions").split(",")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "experiments", "peers"))
+import harness  # noqa: E402  (the sweep's CSV columns, one definition; needs no torch)
+
+HEADER = harness.CSV_HEADER.strip().split(",")
 
 
 def row(backend, B, P, ms, tflops):
