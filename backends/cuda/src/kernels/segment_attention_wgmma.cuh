@@ -14,7 +14,8 @@
 //            while S_i runs, so that once P_{i-1} V_{i-1} lands only P_i's conversion is left before
 //            the next turn. K stages are released when S is done, V stages when the product that
 //            read them is, so each stage is refilled as early as possible.
-//   store    row_output.cuh
+//   store    store_direct_rows through the Q tile where the warp's rows are their queries' only ones,
+//            else row_output.cuh
 #include <type_traits>
 
 #include "async_copy.cuh"
@@ -200,6 +201,47 @@ __device__ __forceinline__ int item_tiles(const WorkItem& item) {
   return (item.token_end - item.token_begin + WgmmaTile<D, KT>::kTokens - 1) / WgmmaTile<D, KT>::kTokens;
 }
 
+// Store step where each of the warp's 16 rows is its query's only partial row (RowOutput::direct): the
+// rows of O through the warp's own rows of the Q tile, which no product reads again (its warpgroup's
+// last S has landed), then 16-byte stores, a row's D * 2 bytes from D / 8 lanes together. Stored
+// from the accumulator's fragments, a warp's store wrote 4 bytes in each of 8 rows: twice the L2
+// sectors O needs, at the end of every block (perf-notes v28).
+template <typename T, int D, int KT>
+__device__ __forceinline__ void store_direct_rows(const SegmentAttentionParams& p, const float (&acc)[D / 2],
+                                                  const float (&inv)[2], const float (&lse)[2], const RowOutput& out0,
+                                                  const RowOutput& out1, int wg, WgmmaSharedStorage<D, KT>& smem) {
+  using Tile = WgmmaTile<D, KT>;
+  constexpr int CHUNKS = D / 8, ROWS_AT_ONCE = 32 / CHUNKS;  // 16-byte chunks of a row; rows per warp store
+  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const int first = wg * 64 + threadIdx.x / 32 % 4 * 16;  // the warp's first row in the block
+  auto at = [&](int row, int col) {  // Q's layout: [D / 64][kRows][128 B], 128-byte swizzled
+    return smem.q + col / 64 * Tile::kRows * Tile::kRowBytes + swizzle128(row, col % 64);
+  };
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+#pragma unroll
+    for (int j = 0; j < D / 8; ++j) {  // fragment j: columns 8j + 2t, + 1 (online_softmax.cuh's layout)
+      *reinterpret_cast<unsigned*>(at(first + g + 8 * r, 8 * j + 2 * t)) =
+          pack2<T>(acc[4 * j + 2 * r] * inv[r], acc[4 * j + 2 * r + 1] * inv[r]);
+    }
+  }
+  __syncwarp();
+  const int query[2] = {out0.row >= 0 ? out0.query : -1, out1.row >= 0 ? out1.query : -1};  // -1: past the item's rows
+#pragma unroll
+  for (int k = 0; k < 16 / ROWS_AT_ONCE; ++k) {
+    const int row = k * ROWS_AT_ONCE + lane / CHUNKS, c = lane % CHUNKS;
+    const int holder = 4 * (row % 8);  // the lanes of row g hold it as their row g (below 8) or g + 8
+    const int q0 = __shfl_sync(0xffffffffu, query[0], holder), q1 = __shfl_sync(0xffffffffu, query[1], holder);
+    const int q = row < 8 ? q0 : q1;
+    const uint4 chunk = *reinterpret_cast<const uint4*>(at(first + row, 8 * c));
+    if (q >= 0) *reinterpret_cast<uint4*>(static_cast<T*>(p.merge.o) + static_cast<long long>(q) * D + 8 * c) = chunk;
+  }
+  if (t == 0) {
+    if (query[0] >= 0) p.merge.lse[query[0]] = lse[0];
+    if (query[1] >= 0) p.merge.lse[query[1]] = lse[1];
+  }
+}
+
 // One item of `tiles` tiles, for the consumer warpgroup `wg`: load Q, every tile, store the rows.
 template <typename T, int D, int KT>
 __device__ __forceinline__ void consume_item(const SegmentAttentionParams& p, const WorkItem& item, int used, int tiles,
@@ -225,8 +267,12 @@ __device__ __forceinline__ void consume_item(const SegmentAttentionParams& p, co
 
   float inv[2], lse[2];
   softmax.finish(inv, lse);
-  finish_row_pair<T, D>(p, o, 0, out0, inv[0], lse[0], t);
-  finish_row_pair<T, D>(p, o, 1, out1, inv[1], lse[1], t);
+  if (__all_sync(0xffffffffu, (out0.row < 0 || out0.direct) && (out1.row < 0 || out1.direct))) {
+    store_direct_rows<T, D, KT>(p, o, inv, lse, out0, out1, wg, smem);
+  } else {  // rows for the workspace: fp32, as the other kernels write them
+    finish_row_pair<T, D>(p, o, 0, out0, inv[0], lse[0], t);
+    finish_row_pair<T, D>(p, o, 1, out1, inv[1], lse[1], t);
+  }
 }
 
 // A block per item, or a persistent block over its run of items (worker_items.cuh): the producer
