@@ -203,9 +203,8 @@ __device__ __forceinline__ int item_tiles(const WorkItem& item) {
 
 // Store step where each of the warp's 16 rows is its query's only partial row (RowOutput::direct): the
 // rows of O through the warp's own rows of the Q tile, which no product reads again (its warpgroup's
-// last S has landed), then 16-byte stores, a row's D * 2 bytes from D / 8 lanes together. Stored
-// from the accumulator's fragments, a warp's store wrote 4 bytes in each of 8 rows: twice the L2
-// sectors O needs, at the end of every block (perf-notes v28).
+// last S has landed), then 16-byte stores, a row's D * 2 bytes from D / 8 lanes together
+// (kernel-notes: staged-o-store).
 template <typename T, int D, int KT>
 __device__ __forceinline__ void store_direct_rows(const SegmentAttentionParams& p, const float (&acc)[D / 2],
                                                   const float (&inv)[2], const float (&lse)[2], const RowOutput& out0,
