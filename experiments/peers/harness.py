@@ -1,6 +1,6 @@
 """The measuring protocol the peers share with hydragen-sweep: presets, inputs, the check (npy_check.py), CUDA-graph
-timing with L2 flushed, the cost model and the sweep's CSV schema. The methods live beside this file
-(torch_methods.py, flashinfer_methods.py); peers.py is the command line.
+timing with L2 flushed, the cost model and the sweep's CSV schema. The sharing trees are trees.py's; the methods
+live beside this file (torch_methods.py, flashinfer_methods.py); peers.py is the command line.
 
 Everything here that needs torch takes it as an argument, so `--help` and `--points` run without it.
 """
@@ -15,10 +15,12 @@ import time
 from collections import namedtuple
 
 import npy_check
+from trees import parse_tree, tree_levels
 
 WARMUP = 3
 
-Point = namedtuple("Point", "B P S q_len Hq Hkv D")
+# tree: the sharing tree in --tree's grammar, as trees.tree_text writes it: the CSV's tree column.
+Point = namedtuple("Point", "B P S q_len Hq Hkv D tree", defaults=("prefix",))
 CSV_HEADER = ("device,commit,backend,storage,dtype,B,P,S,q_len,Hq,Hkv,D,tree,median_ms,min_ms,max_ms,tflops,gbps,"
               "floor_ms,time_over_floor,nominal_share,status,detail,decisions\n")
 NOMINAL_PEAKS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "core", "nominal-peaks.csv")
@@ -35,9 +37,10 @@ def nominal_peaks(device):
     return None
 
 
-def product(batch, prefix, suffix, q_len, heads):
-    """Points in hydragen-sweep's order (sweep::product: B, P, S, q_len, then the heads)."""
-    return [Point(b, p, s, ql, *h) for b, p, s, ql, h in itertools.product(batch, prefix, suffix, q_len, heads)]
+def product(batch, prefix, suffix, q_len, heads, trees=("prefix",)):
+    """Points in hydragen-sweep's order (sweep::product: B, P, S, q_len, then the heads, then the trees)."""
+    return [Point(b, p, s, ql, *h, t)
+            for b, p, s, ql, h, t in itertools.product(batch, prefix, suffix, q_len, heads, trees)]
 
 
 def _doubling(first, last):
@@ -61,6 +64,10 @@ PRESETS = {
     "spec": ("several queries per sequence (speculative decoding): q_len in 2,4,8, B in 64,256,1024, "
              "P in 4096,8192,16384, S = 64; Hq=8 Hkv=1 D=128",
              product([64, 256, 1024], [4096, 8192, 16384], [64], [2, 4, 8], [(8, 1, 128)])),
+    "trees": ("two-level 16x1024 and depth-4 4x1024/4x256 trees, each beside its copy: form (the prefix alone "
+              "shared): B in 256,1024, P = 4096, S = 64; Hq=8 Hkv=1 D=128",
+              product([256, 1024], [4096], [64], [1], [(8, 1, 128)],
+                      ["16x1024", "copy:16x1024", "4x1024/4x256", "copy:4x1024/4x256"])),
 }
 
 
@@ -94,13 +101,17 @@ def quoted(text):  # device names carry no commas, but a detail message might
 
 
 def cost(pt, elem=2):
-    """FLOPs and floor bytes of a point, as core/src/cost_model.cpp counts them: query qi of q_len attends
-    all of the prefix and all but the last q_len - 1 - qi suffix tokens; every distinct K/V byte once,
-    Q, O and an fp32 LSE."""
-    attended = pt.q_len * (pt.P + pt.S) - pt.q_len * (pt.q_len - 1) // 2
-    flops = 4.0 * pt.B * pt.Hq * pt.D * attended
+    """FLOPs and floor bytes of a point, as core/src/cost_model.cpp counts them on the sweep's tree: query qi of
+    q_len attends all of its path but the last q_len - 1 - qi suffix tokens; every distinct K/V byte once (a copy:
+    tree's groups once per sequence below them, as its sweep rows count them), Q, O and an fp32 LSE."""
+    groups = [g for level in tree_levels(pt) for g in level]
+    paths = pt.B * (pt.P + pt.S) + sum(g.tokens * len(g.seqs) for g in groups)  # tokens over all sequences' paths
+    attended = pt.q_len * paths - pt.B * pt.q_len * (pt.q_len - 1) // 2
+    flops = 4.0 * pt.Hq * pt.D * attended
+    copies = parse_tree(pt.tree).copied
+    stored = pt.P + pt.B * pt.S + sum(g.tokens * (len(g.seqs) if copies else 1) for g in groups)
     rows = pt.B * pt.q_len * pt.Hq
-    floor_bytes = (pt.P + pt.B * pt.S) * pt.Hkv * pt.D * 2 * elem + rows * pt.D * elem + rows * (pt.D * elem + 4)
+    floor_bytes = stored * pt.Hkv * pt.D * 2 * elem + rows * pt.D * elem + rows * (pt.D * elem + 4)
     return flops, floor_bytes
 
 
@@ -152,15 +163,21 @@ class Harness:
     # -- inputs ----------------------------------------------------------------------
 
     def make_inputs(self, pt):
-        """Q [B, q_len, Hq, D]; prefix K/V [P, Hkv, D]; suffix K/V [B, S, Hkv, D]; N(0,1) in the dtype."""
+        """Q [B, q_len, Hq, D]; prefix K/V [P, Hkv, D]; suffix K/V [B, S, Hkv, D]; then per group of the tree
+        (tree_levels' order) its K/V [tokens, Hkv, D] in the lists gk, gv (empty for the prefix tree, whose
+        inputs stay those drawn before trees were); N(0,1) in the dtype."""
         torch = self.torch
         gen = torch.Generator(device="cuda").manual_seed(self.seed)
 
         def randn(*size):
             return torch.randn(*size, generator=gen, dtype=self.dtype, device="cuda")
 
-        return dict(q=randn(pt.B, pt.q_len, pt.Hq, pt.D), pk=randn(pt.P, pt.Hkv, pt.D), pv=randn(pt.P, pt.Hkv, pt.D),
-                    sk=randn(pt.B, pt.S, pt.Hkv, pt.D), sv=randn(pt.B, pt.S, pt.Hkv, pt.D))
+        x = dict(q=randn(pt.B, pt.q_len, pt.Hq, pt.D), pk=randn(pt.P, pt.Hkv, pt.D), pv=randn(pt.P, pt.Hkv, pt.D),
+                 sk=randn(pt.B, pt.S, pt.Hkv, pt.D), sv=randn(pt.B, pt.S, pt.Hkv, pt.D), gk=[], gv=[])
+        for g in (g for level in tree_levels(pt) for g in level):
+            x["gk"].append(randn(g.tokens, pt.Hkv, pt.D))
+            x["gv"].append(randn(g.tokens, pt.Hkv, pt.D))
+        return x
 
     # -- timing ------------------------------------------------------------------------------------
 
@@ -227,8 +244,8 @@ def csv_row(device, sha, dtype, method, pt, m, flops, floor_bytes, floor_ms, nom
         numbers = [f"{v:.6g}" for v in (ms, m["min_ms"], m["max_ms"], flops / (ms * 1e-3) * 1e-12,
                                           floor_bytes / (ms * 1e-3) * 1e-9, floor_ms)] + [f"{ms / floor_ms:.3f}"]
         numbers.append(f"{nominal_ms / ms:.3f}" if nominal_ms else "")
-    # tree: the peers run the prefix + suffix tree only (hydragen-sweep's "prefix"); decisions: ours only.
-    fields = [quoted(device), sha, method.name, method.storage, dtype, *pt, "prefix", *numbers, m["status"],
+    # decisions: ours only.
+    fields = [quoted(device), sha, method.name, method.storage, dtype, *pt, *numbers, m["status"],
               quoted(m["detail"]), quoted("")]
     return ",".join(str(f) for f in fields) + "\n"
 
@@ -242,7 +259,7 @@ def resumed(lines, device, sha, backends):
     check_header(lines)
     rows = list(csv.DictReader(lines))
     this_gpu = [(row["device"], row["commit"]) == (device, sha) for row in rows]  # and this commit
-    points = [Point(*(int(row[c]) for c in Point._fields)) for row in rows]
+    points = [Point(*(int(row[c]) for c in Point._fields[:-1]), row["tree"]) for row in rows]
     here = {}  # point -> backends with a row from this device and commit
     for row, mine, pt in zip(rows, this_gpu, points):
         if mine:
@@ -303,6 +320,8 @@ def sweep(torch, harness, methods, points, dtype, sha, out, prog, ours=None, our
             what = f"[{done}/{total}] {method.name:<20} B={pt.B:<5} P={pt.P:<6} S={pt.S:<4} q_len={pt.q_len}"
             if (pt.Hq, pt.Hkv, pt.D) != (8, 1, 128):
                 what += f" Hq={pt.Hq} Hkv={pt.Hkv} D={pt.D}"
+            if pt.tree != "prefix":
+                what += f" tree={pt.tree}"
             if m["status"] == "ok":
                 what += f" {m['median_ms']:9.4f} ms {m['median_ms'] / floor_ms:7.2f}x floor"
             else:

@@ -4,13 +4,16 @@ precision could see (README: .npy interop). One folder per point holds the input
 LSE replace the last one's. The point's first judgement writes the fp64 reference beside them
 (--write-reference), the others read it back (--reference-dir): a point's forms cost one reference.
 
-The point's tree is the prefix + suffix one: segment 0 the prefix, segment 1 + i the suffix of the i-th
-checked sequence (an empty segment at S = 0).
+spec.json holds the point's tree over the checked sequences (tree_spec): segment 0 the prefix, then the groups
+above them level by level, then each one's suffix (an empty segment at S = 0). A copy: tree's spec is its shared
+form's: the same tokens on every path (copying is how a method stores them), judged against one reference.
 """
 import json
 import math
 import os
 import subprocess
+
+import trees
 
 
 def check_indices(B, limit):
@@ -18,6 +21,31 @@ def check_indices(B, limit):
     if not limit or limit >= B:
         return list(range(B))
     return sorted({round(i * (B - 1) / max(limit - 1, 1)) for i in range(limit)})
+
+
+def tree_spec(pt, seqs):
+    """(parents, lengths, leaves, sources) of spec.json for the checked sequences `seqs`: segment 0 the prefix, then
+    the groups with a checked sequence below them (trees.tree_levels' order; a group without one would be a leaf
+    of no sequence, which SharingTree refuses), then each checked sequence's suffix. sources[i]: segment i's K/V as
+    (key of K, key of V, index into them or None for the whole input)."""
+    levels = trees.tree_levels(pt)
+    parents, lengths, sources = [-1], [pt.P], [("pk", "pv", None)]
+    segment = {}  # group index -> its segment
+    groups = [(depth, g) for depth, level in enumerate(levels) for g in level]
+    for i, (depth, g) in enumerate(groups):
+        if any(b in g.seqs for b in seqs):
+            segment[i] = len(parents)
+            parents.append(segment[trees.path_groups(levels, g.seqs.start)[depth - 1]] if depth else 0)
+            lengths.append(g.tokens)
+            sources.append(("gk", "gv", i))
+    leaves = []
+    for b in seqs:
+        path = trees.path_groups(levels, b)
+        leaves.append(len(parents))
+        parents.append(segment[path[-1]] if path else 0)
+        lengths.append(pt.S)
+        sources.append(("sk", "sv", b))
+    return parents, lengths, leaves, sources
 
 
 class NpyCheck:
@@ -47,17 +75,15 @@ class NpyCheck:
             for name in os.listdir(f):
                 os.remove(os.path.join(f, name))
         self.has_reference = False
-        spec = dict(q_heads=pt.Hq, kv_heads=pt.Hkv, head_dim=pt.D, q_len=pt.q_len,
-                    parents=[-1] + [0] * len(seqs), lengths=[pt.P] + [pt.S] * len(seqs),
-                    leaves=list(range(1, len(seqs) + 1)))
+        parents, lengths, leaves, sources = tree_spec(pt, seqs)
+        spec = dict(q_heads=pt.Hq, kv_heads=pt.Hkv, head_dim=pt.D, q_len=pt.q_len, parents=parents, lengths=lengths,
+                    leaves=leaves)
         with open(os.path.join(self.folder, "spec.json"), "w") as f:
             json.dump(spec, f)
         self.save("q.npy", x["q"][seqs])
-        self.save("k0.npy", x["pk"])
-        self.save("v0.npy", x["pv"])
-        for i, b in enumerate(seqs):
-            self.save(f"k{i + 1}.npy", x["sk"][b])
-            self.save(f"v{i + 1}.npy", x["sv"][b])
+        for i, (k, v, at) in enumerate(sources):
+            self.save(f"k{i}.npy", x[k] if at is None else x[k][at])
+            self.save(f"v{i}.npy", x[v] if at is None else x[v][at])
         self.seqs = seqs
 
     def judge(self, out, lse_natural):

@@ -3,11 +3,12 @@
 
   torch-flash          (redundant) torch's flash attention, every sequence owning a copy of the prefix
   torch-hydragen       (shared)    the paper's PyTorch formulation of Hydragen (Appendix B)
-  flashinfer-cascade   (shared)    FlashInfer's two-level cascade wrapper
-  flashinfer-paged     (shared)    FlashInfer's paged decode, the prefix pages in every page table
+  flashinfer-cascade   (shared)    FlashInfer's cascade wrapper, a level per level of the sharing tree
+  flashinfer-paged     (shared)    FlashInfer's paged decode, the shared pages in every page table
   flashinfer-paged-tc  (shared)    the same through FlashInfer's tensor-core kernels
   flashinfer-prefix-fa3 (shared)   Hydragen's step in FlashInfer: a prefill of the stacked queries over the
-  flashinfer-prefix-fa2            prefix (FA3's or FA2's kernels); at S > 0 + suffix decode + merge_state
+  flashinfer-prefix-fa2            prefix (FA3's or FA2's kernels), one over each group's tokens on a tree;
+                                   at S > 0 + suffix decode; merge_state
 
 Each method's output is judged by hydragen-diff --npy-dir (the fp64 reference, our tolerance rule) before
 it is timed; --ours adds our backends' rows, measured by hydragen-sweep at each point just before the peers,
@@ -25,11 +26,13 @@ import tempfile
 
 import harness
 import npy_check
+import trees
 
 PROG = "peers.py"
 METHOD_NAMES = ("torch-flash", "torch-hydragen", "flashinfer-cascade", "flashinfer-paged", "flashinfer-paged-tc",
                 "flashinfer-prefix-fa3", "flashinfer-prefix-fa2")
-DEFAULTS = dict(batch=[32], prefix=[1024], suffix=[64], q_len=[1], q_heads=8, kv_heads=1, head_dim=128)
+DEFAULTS = dict(batch=[32], prefix=[1024], suffix=[64], q_len=[1], q_heads=8, kv_heads=1, head_dim=128,
+                tree=["prefix"])
 
 
 class UsageError(Exception):
@@ -51,11 +54,20 @@ def int_list(text):
     return values
 
 
+def tree_list(text):
+    """--tree's comma list, each tree as the sweep writes it (trees.tree_text), so a CSV's tree column and
+    --points match hydragen-sweep's for the same text."""
+    try:
+        return [trees.tree_text(trees.parse_tree(t)) for t in text.split(",")]
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e))
+
+
 def parse_args(argv):
     presets = "; ".join(f"{n}: {d}" for n, (d, _) in harness.PRESETS.items())
     p = Parser(prog=PROG, description=__doc__.split("\n\n")[0],
                epilog=f"Presets (hydragen-sweep's, bf16): {presets}. A preset or explicit lists, not both, as in "
-                      f"hydragen-sweep; without either: B=32 P=1024 S=64 q_len=1 Hq=8 Hkv=1 D=128.")
+                      f"hydragen-sweep; without either: B=32 P=1024 S=64 q_len=1 Hq=8 Hkv=1 D=128, tree prefix.")
     p.add_argument("--preset", choices=list(harness.PRESETS), help="a named grid of hydragen-sweep's")
     p.add_argument("--batch", type=int_list, help="batch sizes B, comma separated")
     p.add_argument("--prefix", type=int_list, help="shared prefix lengths P")
@@ -64,6 +76,9 @@ def parse_args(argv):
     p.add_argument("--q-heads", type=int, help="query heads Hq")
     p.add_argument("--kv-heads", type=int, help="key/value heads Hkv")
     p.add_argument("--head-dim", type=int, help="head dimension D")
+    p.add_argument("--tree", type=tree_list, help="sharing trees, comma separated, in hydragen-sweep's grammar "
+                   "(docs/tools.md#trees): prefix (default), NxL levels outermost first (16x1024, 4x1024/4x256, "
+                   "8x300-800), copy:LEVELS; B a multiple of the groups")
     p.add_argument("--dtype", choices=["bf16", "fp16"], default="bf16")
     p.add_argument("--replays", type=int, default=50, help="timed graph replays per point (median reported)")
     p.add_argument("--methods", default=",".join(METHOD_NAMES), help="comma separated (default: all): " +
@@ -82,10 +97,11 @@ def parse_args(argv):
     p.add_argument("--resume", action="store_true",
                    help="with --csv: keep FILE's rows, skip the points it holds whole (every method's row and "
                         "--ours's, from this GPU at this commit), measure the rest (a point begun is measured again)")
-    p.add_argument("--points", action="store_true", help="print the points (B,P,S,q_len,Hq,Hkv,D), one a line, and exit")
+    p.add_argument("--points", action="store_true",
+                   help="print the points (B,P,S,q_len,Hq,Hkv,D[,tree]), one a line, as hydragen-sweep does, and exit")
     a = p.parse_args(argv)
 
-    explicit = [f for f in ("batch", "prefix", "suffix", "q_len", "q_heads", "kv_heads", "head_dim")
+    explicit = [f for f in ("batch", "prefix", "suffix", "q_len", "q_heads", "kv_heads", "head_dim", "tree")
                 if getattr(a, f) is not None]
     if a.preset and explicit:
         p.error(f"--{explicit[0].replace('_', '-')} cannot change a --preset's grid")
@@ -94,7 +110,7 @@ def parse_args(argv):
     else:
         v = {f: getattr(a, f) if getattr(a, f) is not None else d for f, d in DEFAULTS.items()}
         a.grid = harness.product(v["batch"], v["prefix"], v["suffix"], v["q_len"],
-                                 [(v["q_heads"], v["kv_heads"], v["head_dim"])])
+                                 [(v["q_heads"], v["kv_heads"], v["head_dim"])], v["tree"])
     a.methods = a.methods.split(",")
     if unknown := [m for m in a.methods if m not in METHOD_NAMES]:
         p.error(f"--methods: unknown {', '.join(unknown)} (known: {', '.join(METHOD_NAMES)})")
@@ -103,6 +119,8 @@ def parse_args(argv):
             p.error(f"need positive B, P, q_len, Hq, Hkv, D with Hkv dividing Hq (got {pt})")
         if pt.S < pt.q_len - 1:
             p.error(f"a suffix needs at least q_len - 1 tokens for the causal queries (got S={pt.S}, q_len={pt.q_len})")
+        if error := trees.tree_error(pt):
+            p.error(error)
     if a.resume and not a.csv:
         p.error("--resume needs --csv FILE (the file to resume)")
     if a.replays < 1:
@@ -125,8 +143,8 @@ def our_rows(a):
         with tempfile.NamedTemporaryFile("r", suffix=".csv") as f:
             cmd = [a.ours, "--backends", a.ours_backends, "--dtype", a.dtype, "--batch", str(pt.B), "--prefix",
                    str(pt.P), "--suffix", str(pt.S), "--q-len", str(pt.q_len), "--q-heads", str(pt.Hq), "--kv-heads",
-                   str(pt.Hkv), "--head-dim", str(pt.D), "--replays", str(a.replays), "--seed", str(a.seed),
-                   "--csv", f.name]
+                   str(pt.Hkv), "--head-dim", str(pt.D), "--tree", pt.tree, "--replays", str(a.replays),
+                   "--seed", str(a.seed), "--csv", f.name]
             r = subprocess.run(cmd, capture_output=True, text=True)
             if r.returncode != 0:
                 raise RuntimeError(f"{' '.join(cmd)}: exit {r.returncode}: {r.stderr.strip()[-300:]}")
@@ -151,9 +169,9 @@ def main(argv):
     except UsageError as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2
-    if a.points:
+    if a.points:  # hydragen-sweep's --points: the tree only where it is not the prefix + suffix one
         for pt in a.grid:
-            print(",".join(map(str, pt)))
+            print(",".join(map(str, pt if pt.tree != "prefix" else pt[:-1])))
         return 0
     earlier = None
     if a.resume and os.path.exists(a.csv):

@@ -5,6 +5,8 @@ causal mask is aligned top-left when q_len < kv_len; `aten._flash_attention_forw
 flash kernel (SDPA's flash path calls it), returns the LSE ([batch, heads, len_q], fp32, natural log)
 and aligns the causal mask bottom-right, which is DESIGN.md's rule. So q_len 1 goes through SDPA
 (torch-flash) and several queries through the op; the harness's check covers both.
+
+Both run the prefix + suffix tree only: a deeper tree is unsupported (TorchMethod.check_tree says why).
 """
 import math
 
@@ -19,6 +21,10 @@ class TorchMethod:
         if major < 8:
             self.unavailable = dict(status="unsupported", detail=f"torch's flash attention needs sm80 or newer, "
                                                                  f"this GPU is sm{major}{minor}")
+
+    def check_tree(self, pt, why):
+        if pt.tree != "prefix":
+            raise Unsupported(f"{self.name} runs the prefix + suffix tree only: {why}")
 
     def check_head_dim(self, D):
         if D % 8 or D > 256:
@@ -37,6 +43,8 @@ class TorchFlash(TorchMethod):
     name, storage = "torch-flash", "redundant"
 
     def prepare(self, x, pt):
+        self.check_tree(pt, "a tree's redundant form (every sequence a copy of its path) is not built here; the "
+                            "sweep's trees preset compares shared forms")
         self.check_head_dim(pt.D)
         torch = self.torch
         F = torch.nn.functional
@@ -64,6 +72,8 @@ class TorchHydragen(TorchMethod):
     name, storage = "torch-hydragen", "shared"
 
     def prepare(self, x, pt):
+        self.check_tree(pt, "the paper's formulation shares one prefix; a tree needs an attention and a merge per "
+                            "group (flashinfer-prefix-* composes that in FlashInfer)")
         self.check_head_dim(pt.D)
         torch = self.torch
         q, pk, pv, sk, sv = x["q"], x["pk"], x["pv"], x["sk"], x["sv"]

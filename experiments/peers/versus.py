@@ -5,14 +5,14 @@ point's rows from one), so every ratio here compares rows of one run (rows of di
 
     versus.py peers-a.csv [peers-b.csv ...] [--ours cuda-hydragen] [--peers flashinfer-] [--csv out.csv]
 
-Columns: the point, our median, the library's best form and its median, every form's median, and
-ours / best (below 1: ours is faster).
+Columns: the point (its tree included), our median, the library's best form and its median, every
+form's median, and ours / best (below 1: ours is faster).
 """
 import argparse
 import csv
 import sys
 
-POINT = ("B", "P", "S", "q_len", "Hq", "Hkv", "D")
+POINT = ("B", "P", "S", "q_len", "Hq", "Hkv", "D", "tree")  # a tree is a point of its own (copy: beside shared)
 
 
 def compare(path, ours, prefix):
@@ -22,7 +22,7 @@ def compare(path, ours, prefix):
         for row in csv.DictReader(f):
             if row["status"] != "ok":
                 continue
-            point = tuple(int(row[c]) for c in POINT)
+            point = tuple(int(row[c]) for c in POINT[:-1]) + (row["tree"],)
             entry = points.setdefault(point, [None, {}])
             if row["backend"] == ours:
                 entry[0] = float(row["median_ms"])
@@ -49,8 +49,9 @@ def main(argv):
         print("versus.py: no point has both our row and a peer's ok row", file=sys.stderr)
         return 1
     for r in lines:
-        print(f"B={r['B']:<5} P={r['P']:<6} S={r['S']:<4} q_len={r['q_len']} Hq/Hkv/D={r['Hq']}/{r['Hkv']}/{r['D']}  "
-              f"ours {r['ours_ms']:.4f} ms  {r['best']} {r['best_ms']:.4f} ms  ours/best {r['ratio']:.3f}")
+        tree = f" tree={r['tree']}" if r["tree"] != "prefix" else ""
+        print(f"B={r['B']:<5} P={r['P']:<6} S={r['S']:<4} q_len={r['q_len']} Hq/Hkv/D={r['Hq']}/{r['Hkv']}/{r['D']}"
+              f"{tree}  ours {r['ours_ms']:.4f} ms  {r['best']} {r['best_ms']:.4f} ms  ours/best {r['ratio']:.3f}")
     faster = sum(r["ratio"] < 1 for r in lines)
     print(f"{a.ours} faster than the best {a.peers}* form at {faster} of {len(lines)} points")
     if a.csv:
