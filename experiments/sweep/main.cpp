@@ -347,7 +347,7 @@ std::vector<std::vector<sweep::Point>> points_to_measure(const sweep::Grid& grid
 }
 
 int run(const Options& o) {
-  if (o.points) {  // what experiments/peers/peers.py --points prints for the same preset (peers run no trees)
+  if (o.points) {  // what experiments/peers/peers.py --points prints for the same preset
     for (const sweep::ShapePoint& s : o.grid.shapes) {
       std::printf("%d,%d,%d,%d,%d,%d,%d%s\n", s.batch, s.prefix, s.suffix, s.q_len, s.q_heads, s.kv_heads, s.head_dim,
                   s.tree_text() == "prefix" ? "" : ("," + s.tree_text()).c_str());
