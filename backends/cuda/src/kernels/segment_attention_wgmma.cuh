@@ -93,7 +93,7 @@ __device__ __forceinline__ void produce_kv_tiles(const SegmentAttentionParams& p
   for (int it = 0; it < tiles; ++it) {
     const int stage = stage_of(used + it);
     const unsigned free_parity = phase_of(used + it) ^ 1;
-    const int p0 = item.token_begin + it * Tile::kTokens;
+    const int p0 = item.token_begin + it * KT;
     mbarrier_wait(smem_address(&smem.empty_k[stage]), free_parity);
     mbarrier_arrive_expect(smem_address(&smem.full_k[stage]), Tile::kKvBytes);
     load_kv_tile_boxes<D, KT>(smem_address(smem.k[stage]), maps, item.kv_head, p0, smem_address(&smem.full_k[stage]));
@@ -127,7 +127,7 @@ __device__ __forceinline__ void load_q(const SegmentAttentionParams& p, const Wo
 template <typename T, int D, int KT>
 __device__ __forceinline__ void consume_kv_tiles(WgmmaSharedStorage<D, KT>& smem, const WorkItem& item, int used, int tiles,
                                                  int wg, const int (&limit)[2], float scale_log2,
-                                                 RowPairSoftmax<WgmmaTile<D, KT>::kTokens / 8, D / 8>& softmax,
+                                                 RowPairSoftmax<KT / 8, D / 8>& softmax,
                                                  float (&o)[D / 2]) {
   using Tile = WgmmaTile<D, KT>;
   constexpr int ROWS = Tile::kRows;
@@ -196,9 +196,9 @@ __device__ __forceinline__ void consume_kv_tiles(WgmmaSharedStorage<D, KT>& smem
 }
 
 // Tiles of an item.
-template <int D, int KT>
+template <int KT>
 __device__ __forceinline__ int item_tiles(const WorkItem& item) {
-  return (item.token_end - item.token_begin + WgmmaTile<D, KT>::kTokens - 1) / WgmmaTile<D, KT>::kTokens;
+  return (item.token_end - item.token_begin + KT - 1) / KT;
 }
 
 // Store step where each of the warp's 16 rows is its query's only partial row (RowOutput::direct): the
@@ -245,7 +245,6 @@ __device__ __forceinline__ void store_direct_rows(const SegmentAttentionParams& 
 template <typename T, int D, int KT>
 __device__ __forceinline__ void consume_item(const SegmentAttentionParams& p, const WorkItem& item, int used, int tiles,
                                              int wg, WgmmaSharedStorage<D, KT>& smem) {
-  using Tile = WgmmaTile<D, KT>;
   load_q<T, D, KT>(p, item, smem);
   // This lane's rows within the block, and the positions of the token list each sees.
   const int warp = threadIdx.x / 32 % 4, g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
@@ -260,7 +259,7 @@ __device__ __forceinline__ void consume_item(const SegmentAttentionParams& p, co
   consumer_sync(WgmmaBarrier::q_ready);
   if (wg == 1) consumer_arrive(WgmmaBarrier::turn0);  // warpgroup 0 goes first
 
-  RowPairSoftmax<Tile::kTokens / 8, D / 8> softmax;
+  RowPairSoftmax<KT / 8, D / 8> softmax;
   float o[D / 2] = {};  // O: 8-column fragments, wgmma accumulator layout
   consume_kv_tiles<T, D, KT>(smem, item, used, tiles, wg, limit, p.scale_log2, softmax, o);
 
@@ -306,7 +305,7 @@ __global__ void __launch_bounds__(WgmmaTile<D, KT>::kThreads, 1) segment_attenti
     if (threadIdx.x == Tile::kConsumerThreads) {
       for (int i = range.first, used = 0; i <= range.last; ++i) {
         const WorkItem item = p.items[i];
-        const int tiles = item_tiles<D, KT>(item);
+        const int tiles = item_tiles<KT>(item);
         produce_kv_tiles<D, KT>(p, item, used, tiles, smem);
         used += tiles;
       }
@@ -319,7 +318,7 @@ __global__ void __launch_bounds__(WgmmaTile<D, KT>::kThreads, 1) segment_attenti
     const WorkItem item = p.items[i];
     // Both warpgroups' products that read the last item's Q have landed before it is overwritten.
     if (i > range.first) consumer_sync(WgmmaBarrier::q_ready);
-    const int tiles = item_tiles<D, KT>(item);
+    const int tiles = item_tiles<KT>(item);
     consume_item<T, D, KT>(p, item, used, tiles, wg, smem);
     used += tiles;
   }
