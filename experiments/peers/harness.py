@@ -15,7 +15,7 @@ import time
 from collections import namedtuple
 
 import npy_check
-from trees import parse_tree, tree_levels
+from trees import parse_tree, tree_groups
 
 WARMUP = 3
 
@@ -104,7 +104,7 @@ def cost(pt, elem=2):
     """FLOPs and floor bytes of a point, as core/src/cost_model.cpp counts them on the sweep's tree: query qi of
     q_len attends all of its path but the last q_len - 1 - qi suffix tokens; every distinct K/V byte once (a copy:
     tree's groups once per sequence below them, as its sweep rows count them), Q, O and an fp32 LSE."""
-    groups = [g for level in tree_levels(pt) for g in level]
+    groups = tree_groups(pt)
     paths = pt.B * (pt.P + pt.S) + sum(g.tokens * len(g.seqs) for g in groups)  # tokens over all sequences' paths
     attended = pt.q_len * paths - pt.B * pt.q_len * (pt.q_len - 1) // 2
     flops = 4.0 * pt.Hq * pt.D * attended
@@ -174,7 +174,7 @@ class Harness:
 
         x = dict(q=randn(pt.B, pt.q_len, pt.Hq, pt.D), pk=randn(pt.P, pt.Hkv, pt.D), pv=randn(pt.P, pt.Hkv, pt.D),
                  sk=randn(pt.B, pt.S, pt.Hkv, pt.D), sv=randn(pt.B, pt.S, pt.Hkv, pt.D), gk=[], gv=[])
-        for g in (g for level in tree_levels(pt) for g in level):
+        for g in tree_groups(pt):
             x["gk"].append(randn(g.tokens, pt.Hkv, pt.D))
             x["gv"].append(randn(g.tokens, pt.Hkv, pt.D))
         return x
@@ -250,6 +250,11 @@ def csv_row(device, sha, dtype, method, pt, m, flops, floor_bytes, floor_ms, nom
     return ",".join(str(f) for f in fields) + "\n"
 
 
+def csv_point(row):
+    """The Point of a CSV row: its shape and its tree (a copy: tree is a point of its own beside the shared one)."""
+    return Point(*(int(row[c]) for c in Point._fields[:-1]), row["tree"])
+
+
 def resumed(lines, device, sha, backends):
     """(rows to keep, points done) of an earlier run's CSV lines (header first) for a run of `backends` on `device`
     at commit `sha`. A point is done when every one of `backends` has its row there from this device and commit;
@@ -259,7 +264,7 @@ def resumed(lines, device, sha, backends):
     check_header(lines)
     rows = list(csv.DictReader(lines))
     this_gpu = [(row["device"], row["commit"]) == (device, sha) for row in rows]  # and this commit
-    points = [Point(*(int(row[c]) for c in Point._fields[:-1]), row["tree"]) for row in rows]
+    points = [csv_point(row) for row in rows]
     here = {}  # point -> backends with a row from this device and commit
     for row, mine, pt in zip(rows, this_gpu, points):
         if mine:

@@ -57,6 +57,11 @@ def tree_levels(pt):
     return levels
 
 
+def tree_groups(pt):
+    """The groups of tree_levels(pt), level after level: the order of the inputs' gk/gv and of the sweep's segments."""
+    return [g for level in tree_levels(pt) for g in level]
+
+
 def path_groups(levels, b):
     """Sequence b's groups, outermost first, as indices into the levels' groups taken in order."""
     path, offset = [], 0
@@ -75,6 +80,6 @@ def tree_error(pt):
     if pt.B % groups:
         return f"tree {pt.tree} splits the batch into {groups} equal groups of consecutive sequences: " \
                f"B = {pt.B} is not a multiple of {groups}"
-    if any(g.tokens < 1 for level in tree_levels(pt) for g in level):
+    if any(g.tokens < 1 for g in tree_groups(pt)):
         return f"tree {pt.tree}: a group of no tokens shares nothing (every group needs a token)"
     return None

@@ -12,7 +12,7 @@ import argparse
 import csv
 import sys
 
-POINT = ("B", "P", "S", "q_len", "Hq", "Hkv", "D", "tree")  # a tree is a point of its own (copy: beside shared)
+from harness import Point, csv_point
 
 
 def compare(path, ours, prefix):
@@ -22,7 +22,7 @@ def compare(path, ours, prefix):
         for row in csv.DictReader(f):
             if row["status"] != "ok":
                 continue
-            point = tuple(int(row[c]) for c in POINT[:-1]) + (row["tree"],)
+            point = csv_point(row)
             entry = points.setdefault(point, [None, {}])
             if row["backend"] == ours:
                 entry[0] = float(row["median_ms"])
@@ -42,7 +42,7 @@ def main(argv):
     for path in a.csvs:
         for pt, mine, forms in compare(path, a.ours, a.peers):
             best = min(forms, key=forms.get)
-            lines.append(dict(zip(POINT, pt), ours_ms=mine, best=best, best_ms=forms[best],
+            lines.append(dict(zip(Point._fields, pt), ours_ms=mine, best=best, best_ms=forms[best],
                               ratio=mine / forms[best], forms=" ".join(f"{k}={v:.4g}" for k, v in sorted(forms.items())),
                               run=path))
     if not lines:
