@@ -218,10 +218,12 @@ __device__ __forceinline__ void store_direct_rows(const SegmentAttentionParams& 
   };
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
+    float o[D / 4];
+    fragment_row<D>(acc, r, inv[r], o);
+    const FragmentColumns columns{t};
 #pragma unroll
-    for (int j = 0; j < D / 8; ++j) {  // fragment j: columns 8j + 2t, + 1 (online_softmax.cuh's layout)
-      *reinterpret_cast<unsigned*>(at(first + g + 8 * r, 8 * j + 2 * t)) =
-          pack2<T>(acc[4 * j + 2 * r] * inv[r], acc[4 * j + 2 * r + 1] * inv[r]);
+    for (int v = 0; v < D / 4; v += 2) {
+      *reinterpret_cast<unsigned*>(at(first + g + 8 * r, columns(v))) = pack2<T>(o[v], o[v + 1]);
     }
   }
   __syncwarp();
