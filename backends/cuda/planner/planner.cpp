@@ -112,15 +112,11 @@ Planned plan_hydragen(const AttentionShape& shape, const SharingTree& tree, cons
   const Decision split = chosen.narrow_split.decision;
   const std::string& parts = options.at("wide_parts");
   if (parts != "auto") {
-    if (options.at("leaves") == "beside") {
-      throw std::invalid_argument("cuda-hydragen: wide_parts=" + parts + " and leaves=beside both set the wide launch's parts");
-    }
     d.build.wide_target_blocks = log(wide_parts_target(parts, static_cast<long long>(chosen.census.wide_block_tokens.size())));
   }
   const ItemLengths after = item_lengths(chosen.census, d.build);
-  // wide_parts=N keeps the leaves after: leaf_layout's beside would choose the parts itself.
   const LeafLayout layout =
-      log(leaf_layout(parts != "auto" ? "after" : options.at("leaves"), options.at("narrow_kernel"), d.wide_kernel, shape,
+      log(leaf_layout(options.at("leaves"), parts, options.at("narrow_kernel"), d.wide_kernel, shape,
                       chosen.census, after, d.rates, device));
   if (layout.beside) {
     // The wgmma launch on fewer persistent blocks: the narrow split for the leaves' SMs.

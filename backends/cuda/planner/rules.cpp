@@ -129,14 +129,20 @@ Ruled<bool> one_narrow_launch(const BlockCensus& wide_form, const BlockCensus& n
                "at most one 16-row block per SM: latency alone, and one launch saves the second and the join of two streams");
 }
 
-Ruled<LeafLayout> leaf_layout(const std::string& option, const std::string& narrow_option, ItemKernel wide_kernel,
-                              const AttentionShape& shape, const BlockCensus& census, const ItemLengths& after,
-                              const std::optional<DeviceRates>& rates, const DeviceLimits& device) {
+Ruled<LeafLayout> leaf_layout(const std::string& option, const std::string& wide_parts, const std::string& narrow_option,
+                              ItemKernel wide_kernel, const AttentionShape& shape, const BlockCensus& census,
+                              const ItemLengths& after, const std::optional<DeviceRates>& rates, const DeviceLimits& device) {
   LeafLayout best;
   Inputs in;
   const long long leaf_tokens = total_tokens(after.narrow);
-  in("leaves_option", option)("leaf_rows", shape.q_len * (shape.q_heads / shape.kv_heads))("row_blocks", census.wide_block_tokens.size())("leaf_items", after.narrow.size())(
+  in("leaves_option", option)("wide_parts", wide_parts)("leaf_rows", shape.q_len * (shape.q_heads / shape.kv_heads))("row_blocks", census.wide_block_tokens.size())("leaf_items", after.narrow.size())(
       "leaf_tokens", leaf_tokens)("sms", device.sms);
+  if (wide_parts != "auto") {
+    if (option == "beside") {
+      throw std::invalid_argument("cuda-hydragen: wide_parts=" + wide_parts + " and leaves=beside both set the wide launch's parts");
+    }
+    return ruled(best, "leaf_layout", "after", in, "wide_parts=" + wide_parts + " fixes the wide launch's parts: the leaves after");
+  }
   if (option == "after") return ruled(best, "leaf_layout", "after", in, "leaves=after");
   if (wide_kernel != ItemKernel::wgmma) return ruled(best, "leaf_layout", "after", in, "no wgmma launch");
   if (census.narrow_blocks == 0 || census.wide_block_tokens.empty()) {

@@ -93,10 +93,11 @@ struct LeafLayout {
   int wide_workers = 0;            // beside: persistent wgmma blocks
   double after_ns = 0, beside_ns = 0;  // the model's times; 0 where not predicted
 };
-// Only for a wgmma launch beside leaves under narrow_kernel=auto (another narrow kernel keeps them after, or
-// is an error with leaves=beside). `shared_kv_tokens`: the wide blocks' distinct (segment, KV head)
-// tokens, read once from DRAM.
-Ruled<LeafLayout> leaf_layout(const std::string& option, const std::string& narrow_option, ItemKernel wide,
+// Only for a wgmma launch beside leaves under narrow_kernel=auto and wide_parts=auto (another narrow kernel,
+// or parts the user fixed, keep them after, or are an error with leaves=beside, which sizes the parts
+// itself). `shared_kv_tokens`: the wide blocks' distinct (segment, KV head) tokens, read once from DRAM.
+Ruled<LeafLayout> leaf_layout(const std::string& option, const std::string& wide_parts, const std::string& narrow_option,
+                              ItemKernel wide,
                               const AttentionShape& shape, const BlockCensus& census, const ItemLengths& after,
                               const std::optional<DeviceRates>& rates, const DeviceLimits& device);
 
