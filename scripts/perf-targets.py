@@ -28,7 +28,8 @@ def table(*paths):
         with open(path, newline="") as f:
             for r in csv.DictReader(f):
                 if r["status"] == "ok":
-                    out.setdefault(tuple(int(r[c]) for c in SHAPE), {})[f'{r["backend"]}:{r["storage"]}'] = r
+                    k = tuple(int(r[c]) for c in SHAPE) + (r.get("tree") or "prefix",)
+                    out.setdefault(k, {})[f'{r["backend"]}:{r["storage"]}'] = r
     return out
 
 
@@ -46,8 +47,9 @@ def geomean(xs):
 
 
 def point(k):
+    """(B, P, S[, q_len][, Hq/Hkv/D][, tree]) of key k: SHAPE's values, then the tree ("prefix" unless said)."""
     return f"({k[0]}, {k[1]}, {k[2]}" + (f", q_len {k[3]}" if k[3] > 1 else "") + \
-        (f", {k[4]}/{k[5]}/D{k[6]}" if k[4:] != (8, 1, 128) else "") + ")"
+        (f", {k[4]}/{k[5]}/D{k[6]}" if k[4:7] != (8, 1, 128) else "") + (f", {k[7]}" if k[7] != "prefix" else "") + ")"
 
 
 def against_flashinfer(name, data):
@@ -65,7 +67,7 @@ def against_flashinfer(name, data):
 # A point's FA3 prefill "fills the GPU" with at least this many blocks of 128 stacked rows (one per SM
 # of an H100 is 132; B = 2048 at Hq = 8 makes 128).
 FILLS_BLOCKS = 128
-RATE_POINT = (4096, 16384, 0, 1, 8, 1, 128)  # issue 39: the stacked-prefix segment's rate, target 760 TFLOP/s
+RATE_POINT = (4096, 16384, 0, 1, 8, 1, 128, "prefix")  # issue 39: the stacked-prefix segment's rate, target 760 TFLOP/s
 
 
 def rows_at(tables, k):
@@ -104,7 +106,7 @@ def main():
         print(f"  {point(RATE_POINT)}: not in this folder")
     full = sorted((ms(m["flashinfer-prefix-fa3:shared"]) / ms(m["cuda-hydragen:shared"]), k)
                   for t in runs.values() for k, m in t.items()
-                  if k[2] == 0 and k[0] * k[3] * k[4] // 128 >= FILLS_BLOCKS
+                  if k[2] == 0 and k[7] == "prefix" and k[0] * k[3] * k[4] // 128 >= FILLS_BLOCKS
                   and "cuda-hydragen:shared" in m and "flashinfer-prefix-fa3:shared" in m)
     if full:
         met = sum(1 for x, _ in full if x >= 1.03)
@@ -121,14 +123,14 @@ def main():
         r = m["cuda-hydragen:shared"]
         print(f"{label} {point(k)}: {float(r['time_over_floor']):.2f}x floor ({ms(r):.4f} ms; target {target})")
 
-    floor_line("3.", (1024, 16384, 64, 1, 8, 1, 128), "1.3x")
-    m = rows_at(every, (32, 1024, 64, 1, 8, 1, 128))
+    floor_line("3.", (1024, 16384, 64, 1, 8, 1, 128, "prefix"), "1.3x")
+    m = rows_at(every, (32, 1024, 64, 1, 8, 1, 128, "prefix"))
     print("4. (32, 1024, 64): " + (f"{ms(m['cuda-hydragen:shared']) * 1e3:.1f} us (target 12)" if m else "not in this folder"))
 
     print("5. models preset, cuda-hydragen time over floor (target 1.6x for GQA g = 4)")
     for label, heads in (("Hq=Hkv=40", (40, 40, 128)), ("GQA g=4", (32, 8, 128)), ("D=64", (32, 32, 64))):
         cells = [f"({k[0]}, {k[1]}) {float(m['cuda-hydragen:shared']['time_over_floor']):.2f}x"
-                 for k, m in sorted(data["models"].items()) if k[4:] == heads and "cuda-hydragen:shared" in m]
+                 for k, m in sorted(data["models"].items()) if k[4:7] == heads and "cuda-hydragen:shared" in m]
         print(f"  {label}: {', '.join(cells) if cells else 'not in this folder'}")
 
     if a.before:
