@@ -20,6 +20,8 @@ __device__ __forceinline__ void mbarrier_arrive_expect(unsigned bar, unsigned by
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
 }
 // Waits until the phase with parity `parity` has completed (a fresh barrier counts parity 1 as done).
+// Polls (no suspend-time hint): sleeping until the phase completes measured no faster (kernel-notes:
+// polling-waits).
 __device__ __forceinline__ void mbarrier_wait(unsigned bar, unsigned parity) {
   asm volatile(
       "{\n.reg .pred done;\nWAIT:\n"
