@@ -97,9 +97,8 @@ struct LeafLayout {
 // or parts the user fixed, keep them after, or are an error with leaves=beside, which sizes the parts
 // itself). `shared_kv_tokens`: the wide blocks' distinct (segment, KV head) tokens, read once from DRAM.
 Ruled<LeafLayout> leaf_layout(const std::string& option, const std::string& wide_parts, const std::string& narrow_option,
-                              ItemKernel wide,
-                              const AttentionShape& shape, const BlockCensus& census, const ItemLengths& after,
-                              const std::optional<DeviceRates>& rates, const DeviceLimits& device);
+                              ItemKernel wide, const AttentionShape& shape, const BlockCensus& census,
+                              const ItemLengths& after, const std::optional<DeviceRates>& rates, const DeviceLimits& device);
 
 // ---- the launches of the built schedule ----
 
