@@ -2,7 +2,8 @@
 """Issue 39's performance targets from one results folder: hydragen-sweep's grid.csv, paper-fig4.csv,
 mha.csv, models.csv, spec.csv, experiments/peers' peers-PRESET.csv of the same presets where present, and
 the same-run comparisons of `peers.py --ours` (vs-flashinfer-*.csv, preferred where both hold a point).
-One line per target with the measured numbers, "not in this folder" for what it lacks; --before DIR
+One line per target with the measured numbers, "not in this folder" for what it lacks (the decoder step
+from hydragen-decode's decode-*.csv); --before DIR
 adds the "nothing slower than the committed results by more than 2%" check against another folder's
 sweep CSVs (same file names).
 
@@ -70,6 +71,22 @@ FILLS_BLOCKS = 128
 RATE_POINT = (4096, 16384, 0, 1, 8, 1, 128, "prefix")  # issue 39: the stacked-prefix segment's rate, target 760 TFLOP/s
 
 
+DECODE_POINT = ("codellama-13b", 8, 1024)  # issue 39: the decoder step's target, model, TP and B
+
+
+def decode_steps(folder):
+    """[(P, step / (no-attention step + attention floor), step ms, tokens)] at DECODE_POINT from the folder's
+    hydragen-decode CSVs (decode-*.csv), a hydragen row beside the no-attention row of the same run."""
+    rows = [r for path in sorted(glob.glob(os.path.join(folder, "decode-*.csv"))) for r in csv.DictReader(open(path, newline=""))
+            if r["status"] == "ok" and (r["model"], int(r["tp"]), int(r["B"])) == DECODE_POINT]
+    def key(r):  # a run's point
+        return r["device"], r["commit"], r["layers"], r["gen_tokens"], int(r["P"])
+
+    none = {key(r): float(r["step_ms"]) for r in rows if r["mode"] == "no-attention"}
+    return sorted((int(r["P"]), float(r["step_ms"]) / (none[key(r)] + float(r["attention_floor_ms"])), float(r["step_ms"]),
+                   int(r["gen_tokens"])) for r in rows if r["mode"] == "hydragen" and key(r) in none)
+
+
 def rows_at(tables, k):
     """Every table's rows at point k, the first table holding an ours row first ({} where none has one)."""
     for t in tables:
@@ -133,8 +150,14 @@ def main():
                  for k, m in sorted(data["models"].items()) if k[4:7] == heads and "cuda-hydragen:shared" in m]
         print(f"  {label}: {', '.join(cells) if cells else 'not in this folder'}")
 
+    print(f"6. the decoder's step over no-attention's + the attention floor, {DECODE_POINT[0]}'s TP-{DECODE_POINT[1]} shard "
+          f"at B = {DECODE_POINT[2]} (target 1.15)")
+    steps = decode_steps(a.dir)
+    print("  " + (", ".join(f"P = {P} {ratio:.3f} ({ms_:.2f} ms, {tokens} tokens)" for P, ratio, ms_, tokens in steps)
+                  if steps else "not in this folder"))
+
     if a.before:
-        print(f"6. against {a.before} (new / old median; > 1.02 is slower by more than 2%)")
+        print(f"7. against {a.before} (new / old median; > 1.02 is slower by more than 2%)")
         for p in presets:
             old = table(os.path.join(a.before, f"{p}.csv"))
             for method in ("cuda-hydragen:shared", "cuda-flash:shared"):

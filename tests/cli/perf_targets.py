@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """scripts/perf-targets.py reads issue 39's targets from a results folder: the stacked-prefix rate and
-FA3's time over ours from a same-run file, and says "not in this folder" for what the folder lacks
+FA3's time over ours from a same-run file, the decoder's step from hydragen-decode's CSV, a tree point
+apart from the prefix point of the same shape, and says "not in this folder" for what the folder lacks
 instead of failing. Usage: perf_targets.py SCRIPT"""
 import csv
 import os
@@ -14,9 +15,9 @@ import harness  # noqa: E402  (the sweep's CSV columns, one definition; needs no
 HEADER = harness.CSV_HEADER.strip().split(",")
 
 
-def row(backend, B, P, ms, tflops):
+def row(backend, B, P, ms, tflops, tree="prefix"):
     values = dict(device="GPU", commit="c", backend=backend, storage="shared", dtype="bf16", B=B, P=P, S=0, q_len=1,
-                  Hq=8, Hkv=1, D=128, tree="prefix", median_ms=ms, min_ms=ms, max_ms=ms, tflops=tflops, gbps=1,
+                  Hq=8, Hkv=1, D=128, tree=tree, median_ms=ms, min_ms=ms, max_ms=ms, tflops=tflops, gbps=1,
                   floor_ms=ms / 2, time_over_floor=2.0, nominal_share=0.5, status="ok", detail="", decisions="")
     return [values[c] for c in HEADER]
 
@@ -30,13 +31,33 @@ def main(script):
             w.writerows([row("cuda-hydragen", 4096, 16384, 0.40, 700), row("flashinfer-prefix-fa3", 4096, 16384, 0.44, 640),
                          row("cuda-hydragen", 2048, 1024, 0.020, 500), row("flashinfer-prefix-fa3", 2048, 1024, 0.021, 480),
                          row("cuda-hydragen", 32, 1024, 0.010, 10), row("flashinfer-prefix-fa3", 32, 1024, 0.030, 3)])
+        with open(os.path.join(d, "vs-flashinfer-trees.csv"), "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(HEADER)
+            # The tree point of the first's shape, FlashInfer ahead there: a point of its own.
+            w.writerows([row("cuda-hydragen", 4096, 16384, 0.50, 560, "16x1024"),
+                         row("flashinfer-prefix-fa3", 4096, 16384, 0.45, 620, "16x1024")])
+        with open(os.path.join(d, "decode-13b.csv"), "w", newline="") as f:
+            w = csv.DictWriter(f, ["device", "commit", "model", "layers", "tp", "mode", "B", "P", "gen_tokens", "step_ms",
+                                   "attention_floor_ms", "status"])
+            w.writeheader()
+            run = dict(device="GPU", commit="c", model="codellama-13b", layers=40, tp=8, B=1024, P=1024, gen_tokens=128,
+                       status="ok")
+            w.writerows([dict(run, mode="hydragen", step_ms=12.0, attention_floor_ms=2.0),
+                         dict(run, mode="no-attention", step_ms=6.0, attention_floor_ms=0.0),
+                         dict(run, mode="hydragen", P=2048, step_ms=9.0, attention_floor_ms=2.0)])  # no baseline: left out
         out = subprocess.run([sys.executable, script, d], capture_output=True, text=True)
     expected = ["(4096, 16384, 0): 700 TFLOP/s (target 760), 2.000x its attainable floor, 0.50 of the nominal peaks; "
                 "FA3 640 TFLOP/s in the same rows",
                 "FA3's time over ours at 2 such points: 1.050 (2048, 1024, 0) to 1.100 (4096, 16384, 0); 1.03x or better at 2",
                 "3. (1024, 16384, 64): not in this folder", "4. (32, 1024, 64): not in this folder",
-                "ahead of FlashInfer's better form at 3 of 3 points"]
+                "ahead of FlashInfer's better form at 3 of 3 points",
+                "vs-flashinfer-trees.csv (one run): ahead of FlashInfer's better form at 0 of 1 points",
+                "behind at (4096, 16384, 0, 16x1024) 0.900",
+                "P = 1024 1.500 (12.00 ms, 128 tokens)"]
     missing = [e for e in expected if e not in out.stdout]
+    if "P = 2048" in out.stdout:
+        missing.append("no line for P = 2048, which has no no-attention row")
     if out.returncode != 0 or missing:
         print(f"perf-targets.py exited {out.returncode}; missing lines: {missing}\n{out.stdout}{out.stderr}")
         return 1
