@@ -44,6 +44,11 @@ struct WgmmaSharedStorage {
   unsigned long long full_k[Tile::kStages], full_v[Tile::kStages];
   unsigned long long empty_k[Tile::kStages], empty_v[Tile::kStages];
 
+  // Where Q's element (row, col) lies: column blocks of 64, each row's 128 bytes swizzled.
+  __device__ unsigned char* q_at(int row, int col) {
+    return q + col / 64 * Tile::kRows * Tile::kRowBytes + swizzle128(row, col % 64);
+  }
+
   // Dynamic shared memory is only 16-byte aligned: the launch asks for 1 KB more.
   static constexpr int kLaunchBytes = static_cast<int>(sizeof(WgmmaSharedStorage)) + 1024;
 };
@@ -114,7 +119,7 @@ __device__ __forceinline__ void load_q(const SegmentAttentionParams& p, const Wo
     const int r = c / CHUNKS, col = c % CHUNKS * 8;
     const bool real = r < item.num_rows;
     const T* src = real ? q + static_cast<long long>(p.row_query[item.first_row + r]) * D + col : q;
-    cp_async_16(smem.q + col / 64 * Tile::kRows * Tile::kRowBytes + swizzle128(r, col % 64), src, real ? 16 : 0);
+    cp_async_16(smem.q_at(r, col), src, real ? 16 : 0);
   }
   cp_async_commit();
 }
@@ -209,13 +214,9 @@ template <typename T, int D, int KT>
 __device__ __forceinline__ void store_direct_rows(const SegmentAttentionParams& p, const float (&acc)[D / 2],
                                                   const float (&inv)[2], const float (&lse)[2], const RowOutput& out0,
                                                   const RowOutput& out1, int wg, WgmmaSharedStorage<D, KT>& smem) {
-  using Tile = WgmmaTile<D, KT>;
   constexpr int CHUNKS = D / 8, ROWS_AT_ONCE = 32 / CHUNKS;  // 16-byte chunks of a row; rows per warp store
   const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int first = wg * 64 + threadIdx.x / 32 % 4 * 16;  // the warp's first row in the block
-  auto at = [&](int row, int col) {  // Q's layout: [D / 64][kRows][128 B], 128-byte swizzled
-    return smem.q + col / 64 * Tile::kRows * Tile::kRowBytes + swizzle128(row, col % 64);
-  };
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     float o[D / 4];
@@ -223,7 +224,7 @@ __device__ __forceinline__ void store_direct_rows(const SegmentAttentionParams& 
     const FragmentColumns columns{t};
 #pragma unroll
     for (int v = 0; v < D / 4; v += 2) {
-      *reinterpret_cast<unsigned*>(at(first + g + 8 * r, columns(v))) = pack2<T>(o[v], o[v + 1]);
+      *reinterpret_cast<unsigned*>(smem.q_at(first + g + 8 * r, columns(v))) = pack2<T>(o[v], o[v + 1]);
     }
   }
   __syncwarp();
@@ -234,7 +235,7 @@ __device__ __forceinline__ void store_direct_rows(const SegmentAttentionParams& 
     const int holder = 4 * (row % 8);  // the lanes of row g hold it as their row g (below 8) or g + 8
     const int q0 = __shfl_sync(0xffffffffu, query[0], holder), q1 = __shfl_sync(0xffffffffu, query[1], holder);
     const int q = row < 8 ? q0 : q1;
-    const uint4 chunk = *reinterpret_cast<const uint4*>(at(first + row, 8 * c));
+    const uint4 chunk = *reinterpret_cast<const uint4*>(smem.q_at(first + row, 8 * c));
     if (q >= 0) *reinterpret_cast<uint4*>(static_cast<T*>(p.merge.o) + static_cast<long long>(q) * D + 8 * c) = chunk;
   }
   if (t == 0) {
