@@ -77,8 +77,11 @@ DECODE_POINT = ("codellama-13b", 8, 1024)  # issue 39: the decoder step's target
 def decode_steps(folder):
     """[(P, step / (no-attention step + attention floor), step ms, tokens)] at DECODE_POINT from the folder's
     hydragen-decode CSVs (decode-*.csv), a hydragen row beside the no-attention row of the same run."""
-    rows = [r for path in sorted(glob.glob(os.path.join(folder, "decode-*.csv"))) for r in csv.DictReader(open(path, newline=""))
-            if r["status"] == "ok" and (r["model"], int(r["tp"]), int(r["B"])) == DECODE_POINT]
+    rows = []
+    for path in sorted(glob.glob(os.path.join(folder, "decode-*.csv"))):
+        with open(path, newline="") as f:
+            rows += [r for r in csv.DictReader(f) if r["status"] == "ok" and (r["model"], int(r["tp"]), int(r["B"])) == DECODE_POINT]
+
     def key(r):  # a run's point
         return r["device"], r["commit"], r["layers"], r["gen_tokens"], int(r["P"])
 
