@@ -1129,7 +1129,8 @@ TEST(HydragenPlan, LetsTheLeavesFoldTheMergeWhereEachQueryHasOneLeafRowAndFewWid
   for (const Row& c : {Row{1024, 16384, 64, 1, 8, 1, false, true, "2 prefix parts and the leaf"},
                        Row{512, 4096, 64, 1, 8, 1, false, true, "4 prefix parts and the leaf"},
                        Row{256, 8192, 64, 1, 32, 8, false, true, "GQA: 2 prefix parts and the leaf"},
-                       Row{64, 2048, 64, 1, 32, 8, false, false, "8 prefix parts"},
+                       Row{64, 2048, 64, 1, 32, 8, false, true, "GQA: half a wave, 4 prefix parts and the leaf"},
+                       Row{64, 8192, 64, 1, 8, 1, false, false, "16 prefix parts"},
                        Row{256, 16384, 64, 2, 8, 1, false, false, "4 prefix parts for each of a lane's two rows"},
                        Row{528, 16384, 512, 1, 8, 1, false, false, "4 prefix parts, but the leaves split in two"},
                        Row{1024, 16384, 64, 1, 8, 1, true, false, "a sequence without a leaf row"},
@@ -1221,6 +1222,38 @@ TEST(ListSchedule, EndsWithTheLongestItemAndCountsTheRoomTheShortOnesLeave) {
 }
 
 // ---- the device's numbers and cuda-hydragen-cublas's chunks ---------------------------------------
+
+// cuda-hydragen's wgmma launch on an H100 (rule wide_target_blocks): a wave of blocks, one per SM,
+// unless a wave would cut short parts: then half a wave, the parts twice as long. Short: at most 512
+// tokens where leaves of more than one row and 16 tokens or more follow (they stream on the SMs the
+// half wave leaves), the shortest split-KV cuts (256) where none do.
+TEST(HydragenPlan, RunsHalfAWaveOfWgmmaBlocksWhereAWaveWouldCutShortParts) {
+  struct Row {
+    int batch, prefix, suffix, q_heads, kv_heads;
+    std::size_t wide_items;
+    const char* why;
+  };
+  for (const Row& c : {Row{256, 2048, 64, 8, 1, 64, "a wave: 16 row blocks x 8 parts of 256 tokens"},
+                       Row{512, 1024, 64, 8, 1, 64, "a wave: 32 x 4 parts of 256"},
+                       Row{256, 4096, 64, 8, 1, 64, "a wave: 16 x 8 parts of 512"},
+                       Row{64, 2048, 64, 32, 8, 64, "GQA, a wave: 16 x 8 parts of 256"},
+                       Row{256, 2048, 0, 8, 1, 64, "no leaves, a wave: 16 x 8 parts of 256"},
+                       Row{256, 8192, 64, 8, 1, 128, "a wave's parts of 1024 tokens: a wave"},
+                       Row{256, 4096, 0, 8, 1, 128, "no leaves, a wave's parts of 512: a wave"},
+                       Row{256, 4096, 1, 8, 1, 128, "leaves of a token, as none: a wave's parts of 512, a wave"},
+                       Row{64, 2048, 64, 32, 32, 128, "leaves of one row, as none: a wave's parts of 512, a wave"},
+                       Row{64, 1024, 64, 32, 32, 64, "leaves of one row, as none: a wave's parts of 256, half"},
+                       Row{32, 4096, 0, 8, 1, 32, "a wave cuts 2 x 16 parts, under half a wave already"}}) {
+    const SharingTree tree = SharingTree::prefix_suffix(c.prefix, std::vector<int>(c.batch, c.suffix));
+    const AttentionShape shape = make_shape(c.batch, 1, c.q_heads, c.kv_heads, 128, DType::bf16);
+    SCOPED_TRACE(shape.describe() + ", prefix " + std::to_string(c.prefix) + ", suffix " + std::to_string(c.suffix) + ": " + c.why);
+    const Planned p = plan_hydragen(shape, tree, hydragen("leaves=after"), kH100);
+    EXPECT_EQ(p.schedule.wide_items.size(), c.wide_items);
+    EXPECT_EQ(decision_of(p, "wide_target_blocks").reason.rfind(c.wide_items == 64 ? "half a wave" : "one wave", 0), 0u)
+        << decision_of(p, "wide_target_blocks").reason;
+    EXPECT_TRUE(check_schedule(Kind::segment, shape, tree, cuts_of(p), p.schedule));
+  }
+}
 
 TEST(PlanDecisions, BuildChoicesComeFromTheSmCountOfTheDevice) {
   const SharingTree tree = SharingTree::prefix_suffix(16384, std::vector<int>(1024, 64));

@@ -78,7 +78,7 @@ Planned plan_flash(const AttentionShape& shape, const SharingTree& tree, const P
   d.wide_kernel = log(wide_kernel(shape.dtype, false, true, device));
   const std::vector<Group> groups = path_groups(tree);
   d.build.max_rows = max_rows(d.wide_kernel);
-  d.build.wide_target_blocks = log(wide_target_blocks(d.wide_kernel, device));
+  d.build.wide_target_blocks = log(wide_target_blocks(d.wide_kernel, nullptr, device));
   Cut c = cut(shape, groups, d.build.max_rows, resident_blocks(ItemKernel::token_warps, device), device);
   d.build.narrow_parts = log(std::move(c.narrow_split));
   p.schedule = build(shape, groups, c.census, d.build);
@@ -95,14 +95,13 @@ Planned plan_hydragen(const AttentionShape& shape, const SharingTree& tree, cons
   d.wide_kernel = log(wide_kernel(shape.dtype, options.at("wide_kernel") == "mma64", false, device));
   d.inline_paths = log(inline_paths(options.at("inline"), narrow_paths(shape, tree), shape.kv_heads, device));
   const std::vector<Group> groups = segment_groups(shape, tree, d.inline_paths);
-  d.build.wide_target_blocks = log(wide_target_blocks(d.wide_kernel, device));
   const int slots = resident_blocks(ItemKernel::token_warps, device);
   const std::string& form = options.at("form");
   bool narrow_form = form == "narrow";
   Cut chosen = cut(shape, groups, narrow_form ? kNarrowRows : max_rows(d.wide_kernel), slots, device);
   if (form == "auto") {
     Cut narrow = cut(shape, groups, kNarrowRows, slots, device);
-    BuildChoices c{kNarrowRows, narrow.narrow_split.choice, d.build.wide_target_blocks, 0, 0};
+    BuildChoices c{kNarrowRows, narrow.narrow_split.choice, 0, 0, 0};  // no wide blocks
     const long long items = static_cast<long long>(item_lengths(narrow.census, c).narrow.size());
     narrow_form = log(one_narrow_launch(chosen.census, narrow.census, items, device));
     if (narrow_form) chosen = std::move(narrow);
@@ -111,9 +110,9 @@ Planned plan_hydragen(const AttentionShape& shape, const SharingTree& tree, cons
   d.build.narrow_parts = chosen.narrow_split.choice;
   const Decision split = chosen.narrow_split.decision;
   const std::string& parts = options.at("wide_parts");
-  if (parts != "auto") {
-    d.build.wide_target_blocks = log(wide_parts_target(parts, static_cast<long long>(chosen.census.wide_block_tokens.size())));
-  }
+  d.build.wide_target_blocks =
+      log(parts == "auto" ? wide_target_blocks(d.wide_kernel, &chosen.census, device)
+                          : wide_parts_target(parts, static_cast<long long>(chosen.census.wide_block_tokens.size())));
   const ItemLengths after = item_lengths(chosen.census, d.build);
   const LeafLayout layout =
       log(leaf_layout(options.at("leaves"), parts, options.at("narrow_kernel"), d.wide_kernel, shape,
@@ -142,7 +141,7 @@ Planned plan_hydragen_cublas(const AttentionShape& shape, const SharingTree& tre
   for (Group& grp : groups) grp.gemm = grp.seqs.size() > 1;  // every shared segment as cuBLAS products
   d.build.max_rows = max_rows(d.wide_kernel);
   d.build.max_chunk_scores = kMaxChunkScores;
-  d.build.wide_target_blocks = log(wide_target_blocks(d.wide_kernel, device));
+  d.build.wide_target_blocks = log(wide_target_blocks(d.wide_kernel, nullptr, device));
   Cut c = cut(shape, groups, d.build.max_rows, resident_blocks(ItemKernel::token_warps, device), device);
   d.build.narrow_parts = log(std::move(c.narrow_split));
   p.schedule = build(shape, groups, c.census, d.build);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <sstream>
 #include <stdexcept>
 
@@ -79,14 +80,35 @@ Ruled<bool> inline_paths(const std::string& option, long long narrow_paths, int 
                                          "run shorter");
 }
 
-Ruled<long long> wide_target_blocks(ItemKernel wide, const DeviceLimits& device) {
+Ruled<long long> wide_target_blocks(ItemKernel wide, const BlockCensus* census, const DeviceLimits& device) {
   const int waves = wide == ItemKernel::wgmma ? kWgmmaWaves : kMmaWaves;
   const long long target = static_cast<long long>(waves) * blocks_per_sm(wide) * device.sms;
   Inputs in;
   in("kernel", kernel_name(wide))("blocks_per_sm", blocks_per_sm(wide))("sms", device.sms);
-  return ruled(target, "wide_target_blocks", std::to_string(target), in,
-               wide == ItemKernel::wgmma ? "one wave of wgmma blocks: each split adds a partial per row and a pipeline fill"
-                                         : "three waves of the latency-bound mma.sync blocks");
+  auto out = [&](long long blocks, const std::string& why) { return ruled(blocks, "wide_target_blocks", std::to_string(blocks), in, why); };
+  if (wide != ItemKernel::wgmma) return out(target, "three waves of the latency-bound mma.sync blocks");
+  const char* one_wave = "one wave of wgmma blocks: each split adds a partial per row and a pipeline fill";
+  if (census == nullptr || census->wide_block_tokens.empty()) return out(target, one_wave);
+  long long blocks = 0, longest = 0;  // what a wave cuts
+  for (long long tokens : census->wide_block_tokens) {
+    const long long parts = wide_split_count(tokens, target, census->wide_tokens);
+    blocks += parts;
+    longest = std::max(longest, (tokens + parts - 1) / parts);
+  }
+  // Leaves count where they have tokens to stream beside the wgmma blocks (fig6's leaves of one token
+  // ran 1.07x slower on half a wave) and more than one row each: one-row leaves (MHA decoding) over a
+  // wave's parts of 512 tokens ran 0.91x-1.02x, the decoder's step 1.01x (perf-notes v30).
+  long long leaf_rows = 0;
+  for (const RowBlock& b : census->blocks) leaf_rows += b.narrow() ? b.count : 0;
+  const long long leaf_blocks = census->narrow_blocks;
+  const long long leaf_tokens = std::accumulate(census->narrow_tokens.begin(), census->narrow_tokens.end(), 0LL);
+  const bool leaves = leaf_blocks > 0 && leaf_tokens >= kHalfWaveLeafTokens * leaf_blocks && leaf_rows > leaf_blocks;
+  in("wave_blocks", blocks)("wave_longest_part", longest)("leaf_blocks", leaf_blocks)("leaf_rows", leaf_rows)("leaf_tokens", leaf_tokens);
+  if (2 * blocks <= target || longest > (leaves ? kHalfWaveLeafPartTokens : kMinSplitTokens)) return out(target, one_wave);
+  return out(target / 2, leaves ? "half a wave: a wave would cut parts of at most " + std::to_string(kHalfWaveLeafPartTokens) +
+                                      " tokens; the leaves stream on the other half meanwhile, and few parts let them fold the merge"
+                                : std::string("half a wave: a wave would cut the shortest parts, whose fixed costs and partials cost more "
+                                              "than the SMs they fill"));
 }
 
 Ruled<long long> wide_parts_target(const std::string& option, long long row_blocks) {

@@ -25,6 +25,11 @@ struct Ruled {
 
 // ---- thresholds, named (docs/planner-rules.md: each rule's entry says where they were measured) ----
 inline constexpr int kWgmmaWaves = 1;          // wide_target_blocks: a wave of wgmma blocks (one per SM)
+// ... half a wave where a wave would cut parts of at most this many tokens with leaves after the launch
+// of more than one row averaging at least kHalfWaveLeafTokens (without such leaves: of kMinSplitTokens,
+// the shortest cut)
+inline constexpr long long kHalfWaveLeafPartTokens = 512;
+inline constexpr long long kHalfWaveLeafTokens = 16;
 inline constexpr int kMmaWaves = 3;            // ... three of the latency-bound mma.sync blocks
 inline constexpr int kNarrowMaxWaves = 4;      // narrow_split: parts added up to this many waves
 inline constexpr int kInlinePathsShare = 4;    // inline_paths: paths x KV heads at least SMs / this
@@ -66,8 +71,11 @@ Ruled<ItemKernel> wide_kernel(DType dtype, bool mma_only, bool flat_paths, const
 // reader's path: where such paths x KV heads reach a quarter of the SMs. `option`: auto or never.
 Ruled<bool> inline_paths(const std::string& option, long long narrow_paths, int kv_heads, const DeviceLimits& device);
 
-// The wide launch's target: a wave of wgmma blocks, three of mma.sync ones.
-Ruled<long long> wide_target_blocks(ItemKernel wide, const DeviceLimits& device);
+// The wide launch's target: a wave of wgmma blocks, three of mma.sync ones. Given the census of
+// cuda-hydragen's blocks (null where the launch's items are not yet cut), half a wave of wgmma blocks
+// where a wave would cut parts of at most kHalfWaveLeafPartTokens with leaves after the launch (of
+// more than one row, averaging kHalfWaveLeafTokens or more), or the shortest parts (kMinSplitTokens) without.
+Ruled<long long> wide_target_blocks(ItemKernel wide, const BlockCensus* census, const DeviceLimits& device);
 // wide_parts=N (N a number): N parts per wide row block, whatever the waves (`row_blocks`: the wide ones).
 Ruled<long long> wide_parts_target(const std::string& option, long long row_blocks);
 
