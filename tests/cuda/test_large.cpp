@@ -1,7 +1,7 @@
 // Paper-scale problems against the fp64 reference, on every element of O and LSE (DESIGN.md
 // section 5's rules at the sizes of section 6): the headline point B = 1024, P = 16384, S = 64 (bf16,
-// Hq = 8, Hkv = 1, D = 128), two large MHA cases (one with enough leaves for persistent workers) and
-// a large causal q_len = 4 case with ragged suffixes.
+// Hq = 8, Hkv = 1, D = 128), two large MHA cases (one with enough leaves for persistent workers), a
+// large causal q_len = 4 case with ragged suffixes, and two on half a wave of wgmma blocks.
 // Each case's problem and reference are computed once and shared by its backends: cuda-naive,
 // cuda-flash with shared and with redundant storage (1024 copies of a 16448-token path: 8.6 GB on
 // the GPU), cuda-hydragen (also with narrow_kernel=token_warps, the narrow kernel its auto rule leaves out for
@@ -59,6 +59,10 @@ const std::vector<LargeCase>& large_cases() {
       {"split_B2_P8192_S64_mqa_hq8_d128", 1, 8, 1, 128, 8192, std::vector<int>(2, 64), 2},
       // A prefix longer than one GEMM chunk holds (kMaxChunkTokens): cuda-hydragen-cublas merges three.
       {"long_prefix_B2_P40000_S64_mqa_hq8_d128", 1, 8, 1, 128, 40000, std::vector<int>(2, 64), 40000},
+      // A wave of wgmma blocks would cut 256-token parts here: cuda-hydragen runs half a wave, four
+      // parts a row block, and the leaves fold the merge (rule wide_target_blocks), at g = 8 and g = 4.
+      {"half_wave_B256_P2048_S64_mqa_hq8_d128", 1, 8, 1, 128, 2048, std::vector<int>(256, 64), 2048},
+      {"half_wave_B64_P2048_S64_gqa4_d128", 1, 32, 8, 128, 2048, std::vector<int>(64, 64), 64},
   };
   return cases;
 }
