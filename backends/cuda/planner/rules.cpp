@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
 #include <sstream>
 #include <stdexcept>
 
@@ -43,6 +42,21 @@ std::string number_text(double x) {
 }
 
 std::string ns_text(double ns) { return number_text(ns / 1000) + " us"; }
+
+// The wide blocks and the longest part that a target of `target_blocks` cuts the census's wide blocks
+// into (each its share by tokens, wide_split_count).
+struct WideCut {
+  long long blocks = 0, longest = 0;
+};
+WideCut wide_cut(const BlockCensus& census, long long target_blocks) {
+  WideCut cut;
+  for (long long tokens : census.wide_block_tokens) {
+    const long long parts = wide_split_count(tokens, target_blocks, census.wide_tokens);
+    cut.blocks += parts;
+    cut.longest = std::max(cut.longest, (tokens + parts - 1) / parts);
+  }
+  return cut;
+}
 
 }  // namespace
 
@@ -89,22 +103,18 @@ Ruled<long long> wide_target_blocks(ItemKernel wide, const BlockCensus* census, 
   if (wide != ItemKernel::wgmma) return out(target, "three waves of the latency-bound mma.sync blocks");
   const char* one_wave = "one wave of wgmma blocks: each split adds a partial per row and a pipeline fill";
   if (census == nullptr || census->wide_block_tokens.empty()) return out(target, one_wave);
-  long long blocks = 0, longest = 0;  // what a wave cuts
-  for (long long tokens : census->wide_block_tokens) {
-    const long long parts = wide_split_count(tokens, target, census->wide_tokens);
-    blocks += parts;
-    longest = std::max(longest, (tokens + parts - 1) / parts);
-  }
+  const WideCut wave = wide_cut(*census, target);
   // Leaves count where they have tokens to stream beside the wgmma blocks (fig6's leaves of one token
   // ran 1.07x slower on half a wave) and more than one row each: one-row leaves (MHA decoding) over a
   // wave's parts of 512 tokens ran 0.91x-1.02x, the decoder's step 1.01x (perf-notes v30).
   long long leaf_rows = 0;
   for (const RowBlock& b : census->blocks) leaf_rows += b.narrow() ? b.count : 0;
   const long long leaf_blocks = census->narrow_blocks;
-  const long long leaf_tokens = std::accumulate(census->narrow_tokens.begin(), census->narrow_tokens.end(), 0LL);
+  const long long leaf_tokens = total_tokens(census->narrow_tokens);
   const bool leaves = leaf_blocks > 0 && leaf_tokens >= kHalfWaveLeafTokens * leaf_blocks && leaf_rows > leaf_blocks;
-  in("wave_blocks", blocks)("wave_longest_part", longest)("leaf_blocks", leaf_blocks)("leaf_rows", leaf_rows)("leaf_tokens", leaf_tokens);
-  if (2 * blocks <= target || longest > (leaves ? kHalfWaveLeafPartTokens : kMinSplitTokens)) return out(target, one_wave);
+  in("wave_blocks", wave.blocks)("wave_longest_part", wave.longest)("leaf_blocks", leaf_blocks)("leaf_rows", leaf_rows)(
+      "leaf_tokens", leaf_tokens);
+  if (2 * wave.blocks <= target || wave.longest > (leaves ? kHalfWaveLeafPartTokens : kMinSplitTokens)) return out(target, one_wave);
   return out(target / 2, leaves ? "half a wave: a wave would cut parts of at most " + std::to_string(kHalfWaveLeafPartTokens) +
                                       " tokens; the leaves stream on the other half meanwhile, and few parts let them fold the merge"
                                 : std::string("half a wave: a wave would cut the shortest parts, whose fixed costs and partials cost more "
@@ -209,13 +219,9 @@ Ruled<LeafLayout> leaf_layout(const std::string& option, const std::string& wide
   // blocks' L2 reads); the whole bounded by both launches' DRAM reads.
   int best_parts = 0;
   for (int parts = 1; parts <= kMaxSplits && row_blocks * parts <= kMaxPartsPerWorker * device.sms; ++parts) {
-    long long n = 0, longest = 0;  // the parts the schedule cuts for a target of row_blocks x parts
-    for (long long tokens : census.wide_block_tokens) {
-      const long long splits = wide_split_count(tokens, row_blocks * parts, census.wide_tokens);
-      n += splits;
-      longest = std::max(longest, (tokens + splits - 1) / splits);
-    }
-    const double part_ns = wgmma_ns(longest);
+    const WideCut cut = wide_cut(census, row_blocks * parts);  // what the schedule cuts for that target
+    const long long n = cut.blocks;
+    const double part_ns = wgmma_ns(cut.longest);
     for (long long m = std::max<long long>(1, (n + device.sms - 2) / (device.sms - 1)); m <= kMaxPartsPerWorker; ++m) {
       const long long workers = (n + m - 1) / m;
       const double prefix_ns = static_cast<double>(m) * part_ns + static_cast<double>(m - 1) * r.part_switch_ns;
