@@ -77,17 +77,18 @@ DECODE_POINT = ("codellama-13b", 8, 1024)  # issue 39: the decoder step's target
 def decode_steps(folder):
     """[(P, step / (no-attention step + attention floor), step ms, tokens)] at DECODE_POINT from the folder's
     hydragen-decode CSVs (decode-*.csv), a hydragen row beside the no-attention row of the same run."""
-    rows = []
+    rows = []  # (file, row): a run is one file's rows, whatever other files of the same build hold
     for path in sorted(glob.glob(os.path.join(folder, "decode-*.csv"))):
         with open(path, newline="") as f:
-            rows += [r for r in csv.DictReader(f) if r["status"] == "ok" and (r["model"], int(r["tp"]), int(r["B"])) == DECODE_POINT]
+            rows += [(path, r) for r in csv.DictReader(f)
+                     if r["status"] == "ok" and (r["model"], int(r["tp"]), int(r["B"])) == DECODE_POINT]
 
-    def key(r):  # a run's point
-        return r["device"], r["commit"], r["layers"], r["gen_tokens"], int(r["P"])
+    def key(path, r):  # a run's point
+        return path, r["device"], r["commit"], r["layers"], r["gen_tokens"], int(r["P"])
 
-    none = {key(r): float(r["step_ms"]) for r in rows if r["mode"] == "no-attention"}
-    return sorted((int(r["P"]), float(r["step_ms"]) / (none[key(r)] + float(r["attention_floor_ms"])), float(r["step_ms"]),
-                   int(r["gen_tokens"])) for r in rows if r["mode"] == "hydragen" and key(r) in none)
+    none = {key(path, r): float(r["step_ms"]) for path, r in rows if r["mode"] == "no-attention"}
+    return sorted((int(r["P"]), float(r["step_ms"]) / (none[key(path, r)] + float(r["attention_floor_ms"])), float(r["step_ms"]),
+                   int(r["gen_tokens"])) for path, r in rows if r["mode"] == "hydragen" and key(path, r) in none)
 
 
 def rows_at(tables, k):
