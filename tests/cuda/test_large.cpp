@@ -1,7 +1,8 @@
 // Paper-scale problems against the fp64 reference, on every element of O and LSE (DESIGN.md
 // section 5's rules at the sizes of section 6): the headline point B = 1024, P = 16384, S = 64 (bf16,
 // Hq = 8, Hkv = 1, D = 128), two large MHA cases (one with enough leaves for persistent workers), a
-// large causal q_len = 4 case with ragged suffixes, and two on half a wave of wgmma blocks.
+// large causal q_len = 4 case with ragged suffixes, two on half a wave of wgmma blocks and one on a
+// part per row block.
 // Each case's problem and reference are computed once and shared by its backends: cuda-naive,
 // cuda-flash with shared and with redundant storage (1024 copies of a 16448-token path: 8.6 GB on
 // the GPU), cuda-hydragen (also with narrow_kernel=token_warps, the narrow kernel its auto rule leaves out for
@@ -63,6 +64,10 @@ const std::vector<LargeCase>& large_cases() {
       // parts a row block, and the leaves fold the merge (rule wide_target_blocks), at g = 8 and g = 4.
       {"half_wave_B256_P2048_S64_mqa_hq8_d128", 1, 8, 1, 128, 2048, std::vector<int>(256, 64), 2048},
       {"half_wave_B64_P2048_S64_gqa4_d128", 1, 32, 8, 128, 2048, std::vector<int>(64, 64), 64},
+      // CodeLlama-13b's TP-8 shard decoding (5 heads, MHA): its one-row leaves stream longer than a
+      // 1024-token part computes, so the wgmma launch is one part per row block, 40 blocks, with the
+      // leaves beside it on a second stream, then the merge (rule wide_target_blocks).
+      {"one_part_B1024_P1024_S3to67_mha_h5_d128", 1, 5, 5, 128, 1024, ragged_suffixes(1024), 1024},
   };
   return cases;
 }

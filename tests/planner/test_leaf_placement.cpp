@@ -45,7 +45,7 @@ Placed placement_at(const Point& p, const std::string& leaves, const TreeSpec& l
   const std::vector<Group> groups = segment_groups(shape, tree, placed.plan.decisions.inline_paths);
   const BlockCensus c = census(shape, groups, kWgmmaRows);
   const BuildChoices after{kWgmmaRows, narrow_split(c, resident_blocks(ItemKernel::token_warps, device), device).choice,
-                           wide_target_blocks(ItemKernel::wgmma, &c, device).choice, 0, 0};
+                           wide_target_blocks(ItemKernel::wgmma, &c, shape, device_and_rates(device).choice, device).choice, 0, 0};
   placed.layout =
       leaf_layout(leaves, "auto", "auto", ItemKernel::wgmma, shape, c, item_lengths(c, after), device_and_rates(device).choice, device).choice;
   EXPECT_EQ(placed.layout.beside, placed.plan.decisions.leaf_sms > 0) << "the rule again decides as the plan did";

@@ -1241,8 +1241,6 @@ TEST(HydragenPlan, RunsHalfAWaveOfWgmmaBlocksWhereAWaveWouldCutShortParts) {
                        Row{256, 8192, 64, 8, 1, 128, "a wave's parts of 1024 tokens: a wave"},
                        Row{256, 4096, 0, 8, 1, 128, "no leaves, a wave's parts of 512: a wave"},
                        Row{256, 4096, 1, 8, 1, 128, "leaves of a token, as none: a wave's parts of 512, a wave"},
-                       Row{64, 2048, 64, 32, 32, 128, "leaves of one row, as none: a wave's parts of 512, a wave"},
-                       Row{64, 1024, 64, 32, 32, 64, "leaves of one row, as none: a wave's parts of 256, half"},
                        Row{32, 4096, 0, 8, 1, 32, "a wave cuts 2 x 16 parts, under half a wave already"}}) {
     const SharingTree tree = SharingTree::prefix_suffix(c.prefix, std::vector<int>(c.batch, c.suffix));
     const AttentionShape shape = make_shape(c.batch, 1, c.q_heads, c.kv_heads, 128, DType::bf16);
@@ -1251,6 +1249,37 @@ TEST(HydragenPlan, RunsHalfAWaveOfWgmmaBlocksWhereAWaveWouldCutShortParts) {
     EXPECT_EQ(p.schedule.wide_items.size(), c.wide_items);
     EXPECT_EQ(decision_of(p, "wide_target_blocks").reason.rfind(c.wide_items == 64 ? "half a wave" : "one wave", 0), 0u)
         << decision_of(p, "wide_target_blocks").reason;
+    EXPECT_TRUE(check_schedule(Kind::segment, shape, tree, cuts_of(p), p.schedule));
+  }
+}
+
+// Leaves of one row each (MHA decoding) stream their K/V while the wgmma launch computes: where a
+// wave would hold every SM and the stream at the DRAM rate lasts at least a part's compute, the launch
+// takes the fewest parts per row block (1, 2, 4, ...) that do, within half the SMs, and the leaves run
+// on the other SMs beside it.
+// On the H100's rates (4700 FLOP/ns a wgmma SM, 2600 B/ns of DRAM), a 1024-token part computes 14.3 us.
+TEST(HydragenPlan, SplitsTheWgmmaLaunchNoFinerThanOneRowLeavesStreamBesideIt) {
+  struct Row {
+    int batch, prefix, suffix, heads;
+    DeviceLimits device;
+    std::size_t wide_items;
+    const char* reason;  // how the rule's reason begins
+  };
+  const DeviceLimits unrated{132, true, true, "a 132-SM device without rates"};
+  for (const Row& c :
+       {Row{1024, 1024, 16, 5, kH100, 40, "1 part per row block"},  // the decoder: 40 row blocks, leaves 16.1 us against 14.3
+        Row{1024, 4096, 64, 5, kH100, 40, "1 part per row block"},  // leaves 64.5 us against 57.1
+        Row{1024, 4096, 16, 5, kH100, 120, "one wave"},             // 16.1 us against 57.1, and 80 blocks are more than half
+        Row{64, 2048, 64, 32, kH100, 64, "2 parts per row block"},  // 32 row blocks: leaves 25.8 us against 28.6, then 14.3
+        Row{256, 8192, 64, 32, kH100, 128, "one wave"},             // 64 row blocks: 103 us against 114, and 128 blocks are more than half
+        Row{64, 1024, 64, 32, kH100, 64, "half a wave"},            // a wave's parts of 256 tokens: half a wave holds half the SMs already
+        Row{1024, 1024, 64, 5, unrated, 120, "one wave"}}) {        // no rates: no stream to weigh
+    const SharingTree tree = SharingTree::prefix_suffix(c.prefix, std::vector<int>(c.batch, c.suffix));
+    const AttentionShape shape = make_shape(c.batch, 1, c.heads, c.heads, 128, DType::bf16);
+    SCOPED_TRACE(shape.describe() + ", prefix " + std::to_string(c.prefix) + ", suffix " + std::to_string(c.suffix) + " on " + c.device.name);
+    const Planned p = plan_hydragen(shape, tree, hydragen("leaves=after"), c.device);
+    EXPECT_EQ(p.schedule.wide_items.size(), c.wide_items);
+    EXPECT_EQ(decision_of(p, "wide_target_blocks").reason.rfind(c.reason, 0), 0u) << decision_of(p, "wide_target_blocks").reason;
     EXPECT_TRUE(check_schedule(Kind::segment, shape, tree, cuts_of(p), p.schedule));
   }
 }

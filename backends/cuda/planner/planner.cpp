@@ -78,7 +78,7 @@ Planned plan_flash(const AttentionShape& shape, const SharingTree& tree, const P
   d.wide_kernel = log(wide_kernel(shape.dtype, false, true, device));
   const std::vector<Group> groups = path_groups(tree);
   d.build.max_rows = max_rows(d.wide_kernel);
-  d.build.wide_target_blocks = log(wide_target_blocks(d.wide_kernel, nullptr, device));
+  d.build.wide_target_blocks = log(wide_target_blocks(d.wide_kernel, nullptr, shape, d.rates, device));
   Cut c = cut(shape, groups, d.build.max_rows, resident_blocks(ItemKernel::token_warps, device), device);
   d.build.narrow_parts = log(std::move(c.narrow_split));
   p.schedule = build(shape, groups, c.census, d.build);
@@ -111,7 +111,7 @@ Planned plan_hydragen(const AttentionShape& shape, const SharingTree& tree, cons
   const Decision split = chosen.narrow_split.decision;
   const std::string& parts = options.at("wide_parts");
   d.build.wide_target_blocks =
-      log(parts == "auto" ? wide_target_blocks(d.wide_kernel, &chosen.census, device)
+      log(parts == "auto" ? wide_target_blocks(d.wide_kernel, &chosen.census, shape, d.rates, device)
                           : wide_parts_target(parts, static_cast<long long>(chosen.census.wide_block_tokens.size())));
   const ItemLengths after = item_lengths(chosen.census, d.build);
   const LeafLayout layout =
@@ -141,7 +141,7 @@ Planned plan_hydragen_cublas(const AttentionShape& shape, const SharingTree& tre
   for (Group& grp : groups) grp.gemm = grp.seqs.size() > 1;  // every shared segment as cuBLAS products
   d.build.max_rows = max_rows(d.wide_kernel);
   d.build.max_chunk_scores = kMaxChunkScores;
-  d.build.wide_target_blocks = log(wide_target_blocks(d.wide_kernel, nullptr, device));
+  d.build.wide_target_blocks = log(wide_target_blocks(d.wide_kernel, nullptr, shape, d.rates, device));
   Cut c = cut(shape, groups, d.build.max_rows, resident_blocks(ItemKernel::token_warps, device), device);
   d.build.narrow_parts = log(std::move(c.narrow_split));
   p.schedule = build(shape, groups, c.census, d.build);

@@ -94,7 +94,8 @@ Ruled<bool> inline_paths(const std::string& option, long long narrow_paths, int 
                                          "run shorter");
 }
 
-Ruled<long long> wide_target_blocks(ItemKernel wide, const BlockCensus* census, const DeviceLimits& device) {
+Ruled<long long> wide_target_blocks(ItemKernel wide, const BlockCensus* census, const AttentionShape& shape,
+                                    const std::optional<DeviceRates>& rates, const DeviceLimits& device) {
   const int waves = wide == ItemKernel::wgmma ? kWgmmaWaves : kMmaWaves;
   const long long target = static_cast<long long>(waves) * blocks_per_sm(wide) * device.sms;
   Inputs in;
@@ -114,11 +115,33 @@ Ruled<long long> wide_target_blocks(ItemKernel wide, const BlockCensus* census, 
   const bool leaves = leaf_blocks > 0 && leaf_tokens >= kHalfWaveLeafTokens * leaf_blocks && leaf_rows > leaf_blocks;
   in("wave_blocks", wave.blocks)("wave_longest_part", wave.longest)("leaf_blocks", leaf_blocks)("leaf_rows", leaf_rows)(
       "leaf_tokens", leaf_tokens);
-  if (2 * wave.blocks <= target || wave.longest > (leaves ? kHalfWaveLeafPartTokens : kMinSplitTokens)) return out(target, one_wave);
-  return out(target / 2, leaves ? "half a wave: a wave would cut parts of at most " + std::to_string(kHalfWaveLeafPartTokens) +
-                                      " tokens; the leaves stream on the other half meanwhile, and few parts let them fold the merge"
-                                : std::string("half a wave: a wave would cut the shortest parts, whose fixed costs and partials cost more "
-                                              "than the SMs they fill"));
+  const bool short_parts = 2 * wave.blocks > target && wave.longest <= (leaves ? kHalfWaveLeafPartTokens : kMinSplitTokens);
+  if (short_parts) {
+    return out(target / 2, leaves ? "half a wave: a wave would cut parts of at most " + std::to_string(kHalfWaveLeafPartTokens) +
+                                        " tokens; the leaves stream on the other half meanwhile, and few parts let them fold the merge"
+                                  : std::string("half a wave: a wave would cut the shortest parts, whose fixed costs and partials cost "
+                                                "more than the SMs they fill"));
+  }
+  // Where a wave would hold every SM, one-row leaves that stream longer than a part computes: the
+  // fewest parts per row block that keep the launch within half the SMs and a part's compute within
+  // the leaves' stream at the DRAM rate. The leaves then run beside it on the other SMs (a second
+  // stream, then the merge) instead of after the wave (perf-notes v31).
+  if (rates && leaf_blocks > 0 && leaf_rows == leaf_blocks) {
+    const long long row_blocks = static_cast<long long>(census->wide_block_tokens.size());
+    const long long longest = *std::max_element(census->wide_block_tokens.begin(), census->wide_block_tokens.end());
+    const double row_block_ns = static_cast<double>(longest) * 4.0 * kWgmmaRows * shape.head_dim / rates->wgmma_sm_flops_per_ns;
+    const double stream_ns =
+        static_cast<double>(leaf_tokens) * 2.0 * shape.head_dim * static_cast<double>(dtype_size(shape.dtype)) / rates->leaf_dram_bytes_per_ns;
+    in("row_blocks", row_blocks)("row_block", ns_text(row_block_ns))("leaf_stream", ns_text(stream_ns));
+    for (long long parts = 1; 2 * row_blocks * parts <= target && parts < wave.blocks / row_blocks; parts *= 2) {
+      if (stream_ns * static_cast<double>(parts) >= row_block_ns) {
+        return out(row_blocks * parts, std::to_string(parts) + (parts == 1 ? " part" : " parts") +
+                                           " per row block: one-row leaves stream longer than a part computes; they run beside it "
+                                           "on the other SMs");
+      }
+    }
+  }
+  return out(target, one_wave);
 }
 
 Ruled<long long> wide_parts_target(const std::string& option, long long row_blocks) {

@@ -75,7 +75,11 @@ Ruled<bool> inline_paths(const std::string& option, long long narrow_paths, int 
 // cuda-hydragen's blocks (null where the launch's items are not yet cut), half a wave of wgmma blocks
 // where a wave would cut parts of at most kHalfWaveLeafPartTokens with leaves after the launch (of
 // more than one row, averaging kHalfWaveLeafTokens or more), or the shortest parts (kMinSplitTokens) without.
-Ruled<long long> wide_target_blocks(ItemKernel wide, const BlockCensus* census, const DeviceLimits& device);
+// Where a wave would hold every SM instead, the device has rates and the leaves have one row each: the
+// fewest parts per row block (1, 2, 4, ...) that keep the launch within half the SMs and a part's
+// compute no longer than the leaves' stream at the DRAM rate.
+Ruled<long long> wide_target_blocks(ItemKernel wide, const BlockCensus* census, const AttentionShape& shape,
+                                    const std::optional<DeviceRates>& rates, const DeviceLimits& device);
 // wide_parts=N (N a number): N parts per wide row block, whatever the waves (`row_blocks`: the wide ones).
 Ruled<long long> wide_parts_target(const std::string& option, long long row_blocks);
 
