@@ -1086,18 +1086,20 @@ TEST(SegmentSchedule, StartsEveryPartOfASharedSegmentBeforeTheLeaves) {
 
 // cuda-hydragen on an H100 (132 SMs, wgmma blocks), form=auto: one launch of narrow blocks only
 // where it puts at most one block on each SM and the wide form would need a second launch for the
-// leaves (rule form).
+// leaves joined to it, not one whose leaves fold its merge (rule form).
 TEST(HydragenPlan, RunsOneNarrowLaunchWhereItPutsAtMostOneBlockOnEachSm) {
   struct Row {
     int batch, prefix, suffix;
     bool one_launch;
   };
-  // (32, 1024, S): 16 prefix blocks of 16 rows x 4 parts + 32 or 64 leaf items, at most 128 blocks.
+  // (32, 1024, S): 16 prefix blocks of 16 rows x 4 parts + 32 or 64 leaf items, at most 128 blocks;
+  // at S = 64 and 256 the wide form's leaves fold (two launches, no join), at 512 they do not.
+  // (16, 2048, 64): 80 narrow items; the wide form's 8 parts a row block are too many to fold.
   // (32, 2048, 64) and (64, 1024, 64): 128 prefix blocks + 32 or 64 leaves, more than the SMs.
   // (32, 1024, 0): no leaves, so the wide form is a single launch already.
-  for (const Row& c : {Row{32, 1024, 64, true}, Row{32, 1024, 256, true}, Row{32, 1024, 512, true},
-                       Row{32, 2048, 64, false}, Row{64, 1024, 64, false}, Row{32, 4096, 256, false},
-                       Row{1024, 16384, 64, false}, Row{32, 1024, 0, false}}) {
+  for (const Row& c : {Row{32, 1024, 64, false}, Row{32, 1024, 256, false}, Row{32, 1024, 512, true},
+                       Row{16, 2048, 64, true}, Row{32, 2048, 64, false}, Row{64, 1024, 64, false},
+                       Row{32, 4096, 256, false}, Row{1024, 16384, 64, false}, Row{32, 1024, 0, false}}) {
     const SharingTree tree = SharingTree::prefix_suffix(c.prefix, std::vector<int>(c.batch, c.suffix));
     const AttentionShape shape = make_shape(c.batch, 1, 8, 1, 128, DType::bf16);
     SCOPED_TRACE(shape.describe() + ", prefix " + std::to_string(c.prefix) + ", suffix " + std::to_string(c.suffix));

@@ -86,6 +86,36 @@ Planned plan_flash(const AttentionShape& shape, const SharingTree& tree, const P
   return p;
 }
 
+// The rest of a cuda-hydragen plan once its rows are cut (`chosen`: wide blocks beside leaves, or 16-row
+// blocks alone): the wide launch's target, where the leaves run, the schedule and its launches.
+void plan_cut(const AttentionShape& shape, const std::vector<Group>& groups, Cut chosen, const PlanOptions& options,
+              Planned& p) {
+  PlanDecisions& d = p.decisions;
+  Log log(d);
+  d.build.max_rows = chosen.census.max_rows;
+  d.build.narrow_parts = chosen.narrow_split.choice;
+  const Decision split = chosen.narrow_split.decision;
+  const std::string& parts = options.at("wide_parts");
+  d.build.wide_target_blocks =
+      log(parts == "auto" ? wide_target_blocks(d.wide_kernel, &chosen.census, shape, d.rates, d.device)
+                          : wide_parts_target(parts, static_cast<long long>(chosen.census.wide_block_tokens.size())));
+  const ItemLengths after = item_lengths(chosen.census, d.build);
+  const LeafLayout layout =
+      log(leaf_layout(options.at("leaves"), parts, options.at("narrow_kernel"), d.wide_kernel, shape,
+                      chosen.census, after, d.rates, d.device));
+  if (layout.beside) {
+    // The wgmma launch on fewer persistent blocks: the narrow split for the leaves' SMs.
+    d.build.wide_target_blocks = layout.wide_target_blocks;
+    d.build.wide_workers = layout.wide_workers;
+    d.leaf_sms = layout.leaf_sms;
+    d.build.narrow_parts = log(narrow_split(chosen.census, (d.device.sms - layout.wide_workers) * kMmaBlocksPerSm, d.device));
+  } else {
+    d.log.push_back(split);
+  }
+  p.schedule = build(shape, groups, chosen.census, d.build);
+  decide_launches(shape, p.schedule, options.at("narrow_kernel"), options.at("wide_tile"), d);
+}
+
 Planned plan_hydragen(const AttentionShape& shape, const SharingTree& tree, const PlanOptions& options,
                       const DeviceLimits& device) {
   validate_problem(shape, tree);
@@ -97,37 +127,25 @@ Planned plan_hydragen(const AttentionShape& shape, const SharingTree& tree, cons
   const std::vector<Group> groups = segment_groups(shape, tree, d.inline_paths);
   const int slots = resident_blocks(ItemKernel::token_warps, device);
   const std::string& form = options.at("form");
-  bool narrow_form = form == "narrow";
-  Cut chosen = cut(shape, groups, narrow_form ? kNarrowRows : max_rows(d.wide_kernel), slots, device);
-  if (form == "auto") {
-    Cut narrow = cut(shape, groups, kNarrowRows, slots, device);
-    BuildChoices c{kNarrowRows, narrow.narrow_split.choice, 0, 0, 0};  // no wide blocks
-    const long long items = static_cast<long long>(item_lengths(narrow.census, c).narrow.size());
-    narrow_form = log(one_narrow_launch(chosen.census, narrow.census, items, device));
-    if (narrow_form) chosen = std::move(narrow);
+  if (form != "auto") {
+    plan_cut(shape, groups, cut(shape, groups, form == "narrow" ? kNarrowRows : max_rows(d.wide_kernel), slots, device), options, p);
+    return p;
   }
-  d.build.max_rows = chosen.census.max_rows;
-  d.build.narrow_parts = chosen.narrow_split.choice;
-  const Decision split = chosen.narrow_split.decision;
-  const std::string& parts = options.at("wide_parts");
-  d.build.wide_target_blocks =
-      log(parts == "auto" ? wide_target_blocks(d.wide_kernel, &chosen.census, shape, d.rates, device)
-                          : wide_parts_target(parts, static_cast<long long>(chosen.census.wide_block_tokens.size())));
-  const ItemLengths after = item_lengths(chosen.census, d.build);
-  const LeafLayout layout =
-      log(leaf_layout(options.at("leaves"), parts, options.at("narrow_kernel"), d.wide_kernel, shape,
-                      chosen.census, after, d.rates, device));
-  if (layout.beside) {
-    // The wgmma launch on fewer persistent blocks: the narrow split for the leaves' SMs.
-    d.build.wide_target_blocks = layout.wide_target_blocks;
-    d.build.wide_workers = layout.wide_workers;
-    d.leaf_sms = layout.leaf_sms;
-    d.build.narrow_parts = log(narrow_split(chosen.census, (device.sms - layout.wide_workers) * kMmaBlocksPerSm, device));
-  } else {
-    d.log.push_back(split);
+  // Auto: the wide form planned whole (rule form weighs its launches), then either it or the 16-row form.
+  Planned wide = p;
+  Cut wide_cut = cut(shape, groups, max_rows(d.wide_kernel), slots, device);
+  const BlockCensus wide_census = wide_cut.census;
+  plan_cut(shape, groups, std::move(wide_cut), options, wide);
+  Cut narrow = cut(shape, groups, kNarrowRows, slots, device);
+  BuildChoices c{kNarrowRows, narrow.narrow_split.choice, 0, 0, 0};  // no wide blocks
+  const long long items = static_cast<long long>(item_lengths(narrow.census, c).narrow.size());
+  Ruled<bool> narrow_form = one_narrow_launch(wide_census, wide.decisions.recipe, narrow.census, items, device);
+  if (!narrow_form.choice) {  // the wide form, its log with rule form where the forms part
+    wide.decisions.log.insert(wide.decisions.log.begin() + static_cast<std::ptrdiff_t>(d.log.size()), std::move(narrow_form.decision));
+    return wide;
   }
-  p.schedule = build(shape, groups, chosen.census, d.build);
-  decide_launches(shape, p.schedule, options.at("narrow_kernel"), options.at("wide_tile"), d);
+  log(std::move(narrow_form));
+  plan_cut(shape, groups, std::move(narrow), options, p);
   return p;
 }
 

@@ -169,16 +169,20 @@ Ruled<long long> narrow_split(const BlockCensus& census, int narrow_slots, const
                                     : "blocks sharing K/V through L2 aim for a wave of resident blocks, then fill the last wave");
 }
 
-Ruled<bool> one_narrow_launch(const BlockCensus& wide_form, const BlockCensus& narrow_form, long long narrow_form_items,
-                              const DeviceLimits& device) {
+Ruled<bool> one_narrow_launch(const BlockCensus& wide_form, LaunchRecipe wide_recipe, const BlockCensus& narrow_form,
+                              long long narrow_form_items, const DeviceLimits& device) {
   Inputs in;
-  in("wide_form_launches", (wide_form.narrow_blocks > 0) + !wide_form.wide_block_tokens.empty())(
+  in("wide_form_launches", (wide_form.narrow_blocks > 0) + !wide_form.wide_block_tokens.empty())("wide_form_recipe", recipe_name(wide_recipe))(
       "narrow_form_blocks", narrow_form.narrow_blocks)("narrow_form_items", narrow_form_items)("sms", device.sms);
   if (wide_form.narrow_blocks == 0 || wide_form.wide_block_tokens.empty()) {
     return ruled(false, "form", "wide", in, "the wide form is one launch already");
   }
   if (narrow_form.narrow_blocks > device.sms || narrow_form_items > device.sms) {
     return ruled(false, "form", "wide", in, "16-row blocks would take more than one per SM");
+  }
+  if (wide_recipe == LaunchRecipe::folded_leaves) {
+    return ruled(false, "form", "wide", in,
+                 "the wide form's leaves fold its merge: two launches in a chain, no join, the prefix read once per 128 rows");
   }
   return ruled(true, "form", "narrow (one launch of 16-row blocks)", in,
                "at most one 16-row block per SM: latency alone, and one launch saves the second and the join of two streams");

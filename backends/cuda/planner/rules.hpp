@@ -89,10 +89,10 @@ Ruled<long long> wide_parts_target(const std::string& option, long long row_bloc
 Ruled<long long> narrow_split(const BlockCensus& census, int narrow_slots, const DeviceLimits& device);
 
 // cuda-hydragen's form=auto: one launch of 16-row blocks where that puts at most one block on each
-// SM and the wide form takes two launches; otherwise the wide form. `narrow_form_items`: the items
-// the 16-row form would make.
-Ruled<bool> one_narrow_launch(const BlockCensus& wide_form, const BlockCensus& narrow_form, long long narrow_form_items,
-                              const DeviceLimits& device);
+// SM and the wide form (planned whole: `wide_recipe`) takes two launches joined, not folded; otherwise
+// the wide form. `narrow_form_items`: the items the 16-row form would make.
+Ruled<bool> one_narrow_launch(const BlockCensus& wide_form, LaunchRecipe wide_recipe, const BlockCensus& narrow_form,
+                              long long narrow_form_items, const DeviceLimits& device);
 
 // Where the leaves run beside a wgmma launch of the shared segments: after it (on the SMs it leaves,
 // then every SM it frees), or beside it (the row blocks cut into parts on fewer persistent wgmma
