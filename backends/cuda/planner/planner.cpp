@@ -138,8 +138,7 @@ Planned plan_hydragen(const AttentionShape& shape, const SharingTree& tree, cons
   plan_cut(shape, groups, std::move(wide_cut), options, wide);
   Cut narrow = cut(shape, groups, kNarrowRows, slots, device);
   BuildChoices c{kNarrowRows, narrow.narrow_split.choice, 0, 0, 0};  // no wide blocks
-  const long long items = static_cast<long long>(item_lengths(narrow.census, c).narrow.size());
-  Ruled<bool> narrow_form = one_narrow_launch(wide_census, wide.decisions.recipe, narrow.census, items, device);
+  Ruled<bool> narrow_form = one_narrow_launch(wide_census, wide.decisions.recipe, narrow.census, item_lengths(narrow.census, c).narrow, device);
   if (!narrow_form.choice) {  // the wide form, its log with rule form where the forms part
     wide.decisions.log.insert(wide.decisions.log.begin() + static_cast<std::ptrdiff_t>(d.log.size()), std::move(narrow_form.decision));
     return wide;

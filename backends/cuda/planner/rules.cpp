@@ -170,22 +170,26 @@ Ruled<long long> narrow_split(const BlockCensus& census, int narrow_slots, const
 }
 
 Ruled<bool> one_narrow_launch(const BlockCensus& wide_form, LaunchRecipe wide_recipe, const BlockCensus& narrow_form,
-                              long long narrow_form_items, const DeviceLimits& device) {
+                              const std::vector<long long>& narrow_form_items, const DeviceLimits& device) {
+  const long long items = static_cast<long long>(narrow_form_items.size());
+  const long long longest = items == 0 ? 0 : *std::max_element(narrow_form_items.begin(), narrow_form_items.end());
   Inputs in;
   in("wide_form_launches", (wide_form.narrow_blocks > 0) + !wide_form.wide_block_tokens.empty())("wide_form_recipe", recipe_name(wide_recipe))(
-      "narrow_form_blocks", narrow_form.narrow_blocks)("narrow_form_items", narrow_form_items)("sms", device.sms);
-  if (wide_form.narrow_blocks == 0 || wide_form.wide_block_tokens.empty()) {
-    return ruled(false, "form", "wide", in, "the wide form is one launch already");
-  }
-  if (narrow_form.narrow_blocks > device.sms || narrow_form_items > device.sms) {
-    return ruled(false, "form", "wide", in, "16-row blocks would take more than one per SM");
-  }
+      "narrow_form_blocks", narrow_form.narrow_blocks)("narrow_form_items", items)("narrow_form_longest_item", longest)("sms", device.sms);
+  auto wide = [&](const std::string& why) { return ruled(false, "form", "wide", in, why); };
+  if (wide_form.narrow_blocks == 0 || wide_form.wide_block_tokens.empty()) return wide("the wide form is one launch already");
   if (wide_recipe == LaunchRecipe::folded_leaves) {
-    return ruled(false, "form", "wide", in,
-                 "the wide form's leaves fold its merge: two launches in a chain, no join, the prefix read once per 128 rows");
+    return wide("the wide form's leaves fold its merge: two launches in a chain, no join, the prefix read once per 128 rows");
+  }
+  const bool one_wave = items <= device.sms && longest <= kNarrowFormItemTokens;
+  const bool short_second_wave = items <= 2LL * device.sms && longest <= kNarrowFormTwoWaveItemTokens;
+  if (!one_wave && !short_second_wave) {
+    return wide("16-row items would be more than one per SM or longer than " + std::to_string(kNarrowFormItemTokens) +
+                " tokens (more than two per SM, or longer than " + std::to_string(kNarrowFormTwoWaveItemTokens) + ", for a second wave)");
   }
   return ruled(true, "form", "narrow (one launch of 16-row blocks)", in,
-               "at most one 16-row block per SM: latency alone, and one launch saves the second and the join of two streams");
+               one_wave ? "at most one short 16-row item per SM: latency alone, and one launch saves the second and the join of two streams"
+                        : "a second wave of 16-row items this short still costs less than the wide form's second launch and its join");
 }
 
 Ruled<LeafLayout> leaf_layout(const std::string& option, const std::string& wide_parts, const std::string& narrow_option,

@@ -31,6 +31,9 @@ inline constexpr int kWgmmaWaves = 1;          // wide_target_blocks: a wave of 
 inline constexpr long long kHalfWaveLeafPartTokens = 512;
 inline constexpr long long kHalfWaveLeafTokens = 16;
 inline constexpr int kMmaWaves = 3;            // ... three of the latency-bound mma.sync blocks
+// form: the 16-row form's longest item where its items are at most one per SM, and at most two
+inline constexpr long long kNarrowFormItemTokens = 512;
+inline constexpr long long kNarrowFormTwoWaveItemTokens = 256;
 inline constexpr int kNarrowMaxWaves = 4;      // narrow_split: parts added up to this many waves
 inline constexpr int kInlinePathsShare = 4;    // inline_paths: paths x KV heads at least SMs / this
 inline constexpr int kPersistentItemsPerSlot = 8;  // persistent_workers: items per resident worker, at least
@@ -88,11 +91,12 @@ Ruled<long long> wide_parts_target(const std::string& option, long long row_bloc
 // full, up to four waves.
 Ruled<long long> narrow_split(const BlockCensus& census, int narrow_slots, const DeviceLimits& device);
 
-// cuda-hydragen's form=auto: one launch of 16-row blocks where that puts at most one block on each
-// SM and the wide form (planned whole: `wide_recipe`) takes two launches joined, not folded; otherwise
-// the wide form. `narrow_form_items`: the items the 16-row form would make.
+// cuda-hydragen's form=auto: one launch of 16-row blocks where the wide form (planned whole:
+// `wide_recipe`) takes two launches joined, not folded, and the 16-row form's items (their tokens:
+// `narrow_form_items`) are at most one per SM and kNarrowFormItemTokens long, or at most two per SM and
+// kNarrowFormTwoWaveItemTokens long; otherwise the wide form.
 Ruled<bool> one_narrow_launch(const BlockCensus& wide_form, LaunchRecipe wide_recipe, const BlockCensus& narrow_form,
-                              long long narrow_form_items, const DeviceLimits& device);
+                              const std::vector<long long>& narrow_form_items, const DeviceLimits& device);
 
 // Where the leaves run beside a wgmma launch of the shared segments: after it (on the SMs it leaves,
 // then every SM it frees), or beside it (the row blocks cut into parts on fewer persistent wgmma
