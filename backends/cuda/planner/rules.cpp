@@ -58,6 +58,13 @@ WideCut wide_cut(const BlockCensus& census, long long target_blocks) {
   return cut;
 }
 
+// The cost models' two rates: a wgmma block's compute over `tokens` (S and P V of its 128 rows at the
+// device's steady per-SM rate), and the bytes of one token's K and V.
+double wgmma_ns(long long tokens, const AttentionShape& shape, const DeviceRates& rates) {
+  return static_cast<double>(tokens) * 4.0 * kWgmmaRows * shape.head_dim / rates.wgmma_sm_flops_per_ns;
+}
+double kv_token_bytes(const AttentionShape& shape) { return 2.0 * shape.head_dim * static_cast<double>(dtype_size(shape.dtype)); }
+
 }  // namespace
 
 Ruled<std::optional<DeviceRates>> device_and_rates(const DeviceLimits& device) {
@@ -129,9 +136,8 @@ Ruled<long long> wide_target_blocks(ItemKernel wide, const BlockCensus* census, 
   if (rates && leaf_blocks > 0 && leaf_rows == leaf_blocks) {
     const long long row_blocks = static_cast<long long>(census->wide_block_tokens.size());
     const long long longest = *std::max_element(census->wide_block_tokens.begin(), census->wide_block_tokens.end());
-    const double row_block_ns = static_cast<double>(longest) * 4.0 * kWgmmaRows * shape.head_dim / rates->wgmma_sm_flops_per_ns;
-    const double stream_ns =
-        static_cast<double>(leaf_tokens) * 2.0 * shape.head_dim * static_cast<double>(dtype_size(shape.dtype)) / rates->leaf_dram_bytes_per_ns;
+    const double row_block_ns = wgmma_ns(longest, shape, *rates);
+    const double stream_ns = static_cast<double>(leaf_tokens) * kv_token_bytes(shape) / rates->leaf_dram_bytes_per_ns;
     in("row_blocks", row_blocks)("row_block", ns_text(row_block_ns))("leaf_stream", ns_text(stream_ns));
     for (long long parts = 1; 2 * row_blocks * parts <= target && parts < wave.blocks / row_blocks; parts *= 2) {
       if (stream_ns * static_cast<double>(parts) >= row_block_ns) {
@@ -226,8 +232,7 @@ Ruled<LeafLayout> leaf_layout(const std::string& option, const std::string& wide
                  "no rates for '" + device.name + "' in device-rates.csv: the cost model abstains (leaves after)");
   }
   const DeviceRates& r = *rates;
-  auto wgmma_ns = [&](long long tokens) { return static_cast<double>(tokens) * 4.0 * kWgmmaRows * shape.head_dim / r.wgmma_sm_flops_per_ns; };
-  const double token_bytes = 2.0 * shape.head_dim * static_cast<double>(dtype_size(shape.dtype));  // K and V
+  const double token_bytes = kv_token_bytes(shape);
   const double leaf_bytes = static_cast<double>(leaf_tokens) * token_bytes;
   const double shared_bytes = static_cast<double>(census.wide_distinct_tokens) * token_bytes;  // once from DRAM, shared through L2
   const double leaf_items = static_cast<double>(after.narrow.size());
@@ -241,8 +246,8 @@ Ruled<LeafLayout> leaf_layout(const std::string& option, const std::string& wide
   // DRAM reads.
   const double dram = r.leaf_dram_bytes_per_ns;
   const ListSchedule launch = list_schedule(after.wide, device.sms);
-  const double wide = std::max(wgmma_ns(launch.end_tokens), shared_bytes / dram);
-  const double rest = std::max(0.0, leaf_bytes - wgmma_ns(launch.idle_sm_tokens) * r.leaf_sm_bytes_per_ns);
+  const double wide = std::max(wgmma_ns(launch.end_tokens, shape, r), shared_bytes / dram);
+  const double rest = std::max(0.0, leaf_bytes - wgmma_ns(launch.idle_sm_tokens, shape, r) * r.leaf_sm_bytes_per_ns);
   best.after_ns = std::max(wide + rest / std::min(device.sms * r.leaf_sm_bytes_per_ns, dram), (shared_bytes + leaf_bytes) / dram) +
                   r.fixed_ns;
   // Beside: p parts per row block, dealt m to each of W persistent wgmma blocks; the leaves on as
@@ -252,7 +257,7 @@ Ruled<LeafLayout> leaf_layout(const std::string& option, const std::string& wide
   for (int parts = 1; parts <= kMaxSplits && row_blocks * parts <= kMaxPartsPerWorker * device.sms; ++parts) {
     const WideCut cut = wide_cut(census, row_blocks * parts);  // what the schedule cuts for that target
     const long long n = cut.blocks;
-    const double part_ns = wgmma_ns(cut.longest);
+    const double part_ns = wgmma_ns(cut.longest, shape, r);
     for (long long m = std::max<long long>(1, (n + device.sms - 2) / (device.sms - 1)); m <= kMaxPartsPerWorker; ++m) {
       const long long workers = (n + m - 1) / m;
       const double prefix_ns = static_cast<double>(m) * part_ns + static_cast<double>(m - 1) * r.part_switch_ns;
