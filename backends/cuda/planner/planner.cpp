@@ -133,12 +133,10 @@ Planned plan_hydragen(const AttentionShape& shape, const SharingTree& tree, cons
   }
   // Auto: the wide form planned whole (rule form weighs its launches), then either it or the 16-row form.
   Planned wide = p;
-  Cut wide_cut = cut(shape, groups, max_rows(d.wide_kernel), slots, device);
-  const BlockCensus wide_census = wide_cut.census;
-  plan_cut(shape, groups, std::move(wide_cut), options, wide);
+  plan_cut(shape, groups, cut(shape, groups, max_rows(d.wide_kernel), slots, device), options, wide);
   Cut narrow = cut(shape, groups, kNarrowRows, slots, device);
   BuildChoices c{kNarrowRows, narrow.narrow_split.choice, 0, 0, 0};  // no wide blocks
-  Ruled<bool> narrow_form = one_narrow_launch(wide_census, wide.decisions.recipe, narrow.census, item_lengths(narrow.census, c).narrow, device);
+  Ruled<bool> narrow_form = one_narrow_launch(wide.decisions.recipe, narrow.census, item_lengths(narrow.census, c).narrow, device);
   if (!narrow_form.choice) {  // the wide form, its log with rule form where the forms part
     wide.decisions.log.insert(wide.decisions.log.begin() + static_cast<std::ptrdiff_t>(d.log.size()), std::move(narrow_form.decision));
     return wide;

@@ -175,15 +175,16 @@ Ruled<long long> narrow_split(const BlockCensus& census, int narrow_slots, const
                                     : "blocks sharing K/V through L2 aim for a wave of resident blocks, then fill the last wave");
 }
 
-Ruled<bool> one_narrow_launch(const BlockCensus& wide_form, LaunchRecipe wide_recipe, const BlockCensus& narrow_form,
-                              const std::vector<long long>& narrow_form_items, const DeviceLimits& device) {
+Ruled<bool> one_narrow_launch(LaunchRecipe wide_recipe, const BlockCensus& narrow_form, const std::vector<long long>& narrow_form_items,
+                              const DeviceLimits& device) {
   const long long items = static_cast<long long>(narrow_form_items.size());
   const long long longest = items == 0 ? 0 : *std::max_element(narrow_form_items.begin(), narrow_form_items.end());
   Inputs in;
-  in("wide_form_launches", (wide_form.narrow_blocks > 0) + !wide_form.wide_block_tokens.empty())("wide_form_recipe", recipe_name(wide_recipe))(
+  const bool wide_one_launch = wide_recipe == LaunchRecipe::one_launch;  // one kind of items: wide blocks alone, or leaves alone
+  in("wide_form_launches", wide_one_launch ? 1 : 2)("wide_form_recipe", recipe_name(wide_recipe))(
       "narrow_form_blocks", narrow_form.narrow_blocks)("narrow_form_items", items)("narrow_form_longest_item", longest)("sms", device.sms);
   auto wide = [&](const std::string& why) { return ruled(false, "form", "wide", in, why); };
-  if (wide_form.narrow_blocks == 0 || wide_form.wide_block_tokens.empty()) return wide("the wide form is one launch already");
+  if (wide_one_launch) return wide("the wide form is one launch already");
   if (wide_recipe == LaunchRecipe::folded_leaves) {
     return wide("the wide form's leaves fold its merge: two launches in a chain, no join, the prefix read once per 128 rows");
   }

@@ -95,8 +95,8 @@ Ruled<long long> narrow_split(const BlockCensus& census, int narrow_slots, const
 // `wide_recipe`) takes two launches joined, not folded, and the 16-row form's items (their tokens:
 // `narrow_form_items`) are at most one per SM and kNarrowFormItemTokens long, or at most two per SM and
 // kNarrowFormTwoWaveItemTokens long; otherwise the wide form.
-Ruled<bool> one_narrow_launch(const BlockCensus& wide_form, LaunchRecipe wide_recipe, const BlockCensus& narrow_form,
-                              const std::vector<long long>& narrow_form_items, const DeviceLimits& device);
+Ruled<bool> one_narrow_launch(LaunchRecipe wide_recipe, const BlockCensus& narrow_form, const std::vector<long long>& narrow_form_items,
+                              const DeviceLimits& device);
 
 // Where the leaves run beside a wgmma launch of the shared segments: after it (on the SMs it leaves,
 // then every SM it frees), or beside it (the row blocks cut into parts on fewer persistent wgmma
