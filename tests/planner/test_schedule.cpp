@@ -1227,6 +1227,20 @@ TEST(ListSchedule, EndsWithTheLongestItemAndCountsTheRoomTheShortOnesLeave) {
 
 // ---- the device's numbers and cuda-hydragen-cublas's chunks ---------------------------------------
 
+// cuda-hydragen's wgmma launch at a prefix/suffix point with the leaves after it (rule wide_target_blocks):
+// its wide items, and how the rule's reason begins.
+void expect_wide_target(int batch, int prefix, int suffix, int q_heads, int kv_heads, const DeviceLimits& device,
+                        std::size_t wide_items, const std::string& reason, const std::string& why) {
+  const SharingTree tree = SharingTree::prefix_suffix(prefix, std::vector<int>(batch, suffix));
+  const AttentionShape shape = make_shape(batch, 1, q_heads, kv_heads, 128, DType::bf16);
+  SCOPED_TRACE(shape.describe() + ", prefix " + std::to_string(prefix) + ", suffix " + std::to_string(suffix) + " on " + device.name +
+               ": " + why);
+  const Planned p = plan_hydragen(shape, tree, hydragen("leaves=after"), device);
+  EXPECT_EQ(p.schedule.wide_items.size(), wide_items);
+  EXPECT_EQ(decision_of(p, "wide_target_blocks").reason.rfind(reason, 0), 0u) << decision_of(p, "wide_target_blocks").reason;
+  EXPECT_TRUE(check_schedule(Kind::segment, shape, tree, cuts_of(p), p.schedule));
+}
+
 // cuda-hydragen's wgmma launch on an H100 (rule wide_target_blocks): a wave of blocks, one per SM,
 // unless a wave would cut short parts: then half a wave, the parts twice as long. Short: at most 512
 // tokens where leaves of more than one row and 16 tokens or more follow (they stream on the SMs the
@@ -1246,14 +1260,8 @@ TEST(HydragenPlan, RunsHalfAWaveOfWgmmaBlocksWhereAWaveWouldCutShortParts) {
                        Row{256, 4096, 0, 8, 1, 128, "no leaves, a wave's parts of 512: a wave"},
                        Row{256, 4096, 1, 8, 1, 128, "leaves of a token, as none: a wave's parts of 512, a wave"},
                        Row{32, 4096, 0, 8, 1, 32, "a wave cuts 2 x 16 parts, under half a wave already"}}) {
-    const SharingTree tree = SharingTree::prefix_suffix(c.prefix, std::vector<int>(c.batch, c.suffix));
-    const AttentionShape shape = make_shape(c.batch, 1, c.q_heads, c.kv_heads, 128, DType::bf16);
-    SCOPED_TRACE(shape.describe() + ", prefix " + std::to_string(c.prefix) + ", suffix " + std::to_string(c.suffix) + ": " + c.why);
-    const Planned p = plan_hydragen(shape, tree, hydragen("leaves=after"), kH100);
-    EXPECT_EQ(p.schedule.wide_items.size(), c.wide_items);
-    EXPECT_EQ(decision_of(p, "wide_target_blocks").reason.rfind(c.wide_items == 64 ? "half a wave" : "one wave", 0), 0u)
-        << decision_of(p, "wide_target_blocks").reason;
-    EXPECT_TRUE(check_schedule(Kind::segment, shape, tree, cuts_of(p), p.schedule));
+    expect_wide_target(c.batch, c.prefix, c.suffix, c.q_heads, c.kv_heads, kH100, c.wide_items,
+                       c.wide_items == 64 ? "half a wave" : "one wave", c.why);
   }
 }
 
@@ -1268,23 +1276,18 @@ TEST(HydragenPlan, SplitsTheWgmmaLaunchNoFinerThanOneRowLeavesStreamBesideIt) {
     DeviceLimits device;
     std::size_t wide_items;
     const char* reason;  // how the rule's reason begins
+    const char* why;
   };
   const DeviceLimits unrated{132, true, true, "a 132-SM device without rates"};
   for (const Row& c :
-       {Row{1024, 1024, 16, 5, kH100, 40, "1 part per row block"},  // the decoder: 40 row blocks, leaves 16.1 us against 14.3
-        Row{1024, 4096, 64, 5, kH100, 40, "1 part per row block"},  // leaves 64.5 us against 57.1
-        Row{1024, 4096, 16, 5, kH100, 120, "one wave"},             // 16.1 us against 57.1, and 80 blocks are more than half
-        Row{64, 2048, 64, 32, kH100, 64, "2 parts per row block"},  // 32 row blocks: leaves 25.8 us against 28.6, then 14.3
-        Row{256, 8192, 64, 32, kH100, 128, "one wave"},             // 64 row blocks: 103 us against 114, and 128 blocks are more than half
-        Row{64, 1024, 64, 32, kH100, 64, "half a wave"},            // a wave's parts of 256 tokens: half a wave holds half the SMs already
-        Row{1024, 1024, 64, 5, unrated, 120, "one wave"}}) {        // no rates: no stream to weigh
-    const SharingTree tree = SharingTree::prefix_suffix(c.prefix, std::vector<int>(c.batch, c.suffix));
-    const AttentionShape shape = make_shape(c.batch, 1, c.heads, c.heads, 128, DType::bf16);
-    SCOPED_TRACE(shape.describe() + ", prefix " + std::to_string(c.prefix) + ", suffix " + std::to_string(c.suffix) + " on " + c.device.name);
-    const Planned p = plan_hydragen(shape, tree, hydragen("leaves=after"), c.device);
-    EXPECT_EQ(p.schedule.wide_items.size(), c.wide_items);
-    EXPECT_EQ(decision_of(p, "wide_target_blocks").reason.rfind(c.reason, 0), 0u) << decision_of(p, "wide_target_blocks").reason;
-    EXPECT_TRUE(check_schedule(Kind::segment, shape, tree, cuts_of(p), p.schedule));
+       {Row{1024, 1024, 16, 5, kH100, 40, "1 part per row block", "the decoder: 40 row blocks, leaves 16.1 us against 14.3"},
+        Row{1024, 4096, 64, 5, kH100, 40, "1 part per row block", "leaves 64.5 us against 57.1"},
+        Row{1024, 4096, 16, 5, kH100, 120, "one wave", "16.1 us against 57.1, and 80 blocks are more than half"},
+        Row{64, 2048, 64, 32, kH100, 64, "2 parts per row block", "32 row blocks: leaves 25.8 us against 28.6, then 14.3"},
+        Row{256, 8192, 64, 32, kH100, 128, "one wave", "64 row blocks: 103 us against 114, and 128 blocks are more than half"},
+        Row{64, 1024, 64, 32, kH100, 64, "half a wave", "a wave's parts of 256 tokens: half a wave holds half the SMs already"},
+        Row{1024, 1024, 64, 5, unrated, 120, "one wave", "no rates: no stream to weigh"}}) {
+    expect_wide_target(c.batch, c.prefix, c.suffix, c.heads, c.heads, c.device, c.wide_items, c.reason, c.why);
   }
 }
 
