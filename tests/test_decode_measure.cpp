@@ -149,9 +149,11 @@ TEST(MeasurePoint, ASmallPointRunsAndItsRowHasTheColumnsThePlotsRead) {
   EXPECT_GE(row.answer_ms, row.step_ms * 8);
   EXPECT_GT(row.build_ms, 0);
   EXPECT_GT(row.prefill_ms, 0);
+  EXPECT_GT(row.attention_ms, 0);
+  EXPECT_LT(row.attention_ms, row.step_ms) << "the steps' attention alone is part of the steps";
   const std::vector<std::string> header = split(decode_csv_header().substr(0, decode_csv_header().size() - 1));
   for (const char* column : {"device", "commit", "model", "tp", "gpus", "mode", "backend", "B", "P", "gen_tokens",
-                             "tokens_per_s", "step_ms", "attention_floor_ms", "spread", "status"}) {
+                             "tokens_per_s", "step_ms", "attention_floor_ms", "attention_ms", "spread", "status"}) {
     EXPECT_THAT(header, ::testing::Contains(column));
   }
   const std::string line = decode_csv_row("host fp32", "abc", row);

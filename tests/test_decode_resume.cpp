@@ -68,7 +68,7 @@ TEST(DecodeResume, EmptyTextHasNoHeaderAndAHeaderAloneNoPoints) {
 TEST(DecodeResume, RefusesWhatTheDecoderDidNotWriteNamingTheLine) {
   const std::string good = decode_csv_row("host fp32", "abc1234", row_of(Mode::paged, 2, "cpu-flat", ""));
   EXPECT_THAT(invalid_argument_of("device,commit\n"), HasSubstr("line 1: not hydragen-decode's CSV header"));
-  EXPECT_EQ(invalid_argument_of(decode_csv_header() + good + "a,b\n"), "line 3: 2 fields, the header has 29");
+  EXPECT_EQ(invalid_argument_of(decode_csv_header() + good + "a,b\n"), "line 3: 2 fields, the header has 30");
   EXPECT_EQ(invalid_argument_of(decode_csv_header() + good.substr(0, good.size() - 1)),
             "line 2: no line break at its end (a row cut off mid-write)");
 }

@@ -153,6 +153,29 @@ TEST(Decoder, PreparedBucketsServeTheRunWithoutPlanningAndGiveTheSameTokens) {
   EXPECT_THAT([&] { d.prepare(1, 0, 3); }, ThrowsMessage<std::invalid_argument>(HasSubstr("q_len <= first")));
 }
 
+// What hydragen-decode's attention_ms times: the steps' attention alone on the buckets generate()
+// replays, which appends scratch to the leaves only: after reset() the same tokens follow.
+TEST(Decoder, AttentionAloneRunsTheStepsOnTheirBucketsAndLeavesThePromptAsItWas) {
+  const Batch setup;
+  Decoder d(*setup.runtime, shard(setup.model, 1), *setup.weights, setup.options(Mode::hydragen, 16));
+  const std::vector<int> want = decode(setup, d);
+  const int plans = d.plans_made();
+  d.reset();
+  d.step(setup.questions, kQuestion);
+  d.attend_alone(kGen - 1);
+  EXPECT_EQ(d.suffix_length(), kQuestion + kGen - 1);
+  EXPECT_EQ(d.plans_made(), plans) << "the steps' own buckets";
+  EXPECT_THAT([&] { d.attend_alone(2); }, ThrowsMessage<std::invalid_argument>(HasSubstr("exceed the capacity")));
+  d.reset();
+  std::vector<int> got = d.step(setup.questions, kQuestion);
+  const std::vector<int> rest = d.generate(got, kGen - 1);
+  got.insert(got.end(), rest.begin(), rest.end());
+  EXPECT_EQ(got, want);
+  Decoder none(*setup.runtime, shard(setup.model, 1), *setup.weights, setup.options(Mode::no_attention));
+  none.prefill(setup.prompt);
+  EXPECT_THAT([&] { none.attend_alone(1); }, ThrowsMessage<std::invalid_argument>(HasSubstr("no attention")));
+}
+
 TEST(Decoder, NoAttentionRunsTheProjectionsAlone) {
   const Batch setup;
   Decoder d(*setup.runtime, shard(setup.model, 1), *setup.weights, setup.options(Mode::no_attention));

@@ -243,6 +243,7 @@ struct Decoder::Bucket {
   std::vector<CacheWrite> cache;        // per layer
   std::vector<AttentionInputs> inputs;  // per layer
   std::unique_ptr<StepGraph> graph;     // the step, captured after its first run
+  std::unique_ptr<StepGraph> attention_graph;  // its attention alone (attend_alone)
 };
 
 Decoder::Decoder(Runtime& runtime, const ModelShard& shard, const WeightSource& weights, const DecoderOptions& options)
@@ -346,22 +347,15 @@ void Decoder::enqueue_step(const Bucket& k, int position_offset) {
   const std::int64_t t = static_cast<std::int64_t>(k.seqs) * q_len, hq_d = static_cast<std::int64_t>(g.q_heads) * g.head_dim;
   const auto eps = static_cast<float>(m.rms_eps);
   const Matrix x = matrix(x_, rt_, t, g.hidden), h = matrix(h_, rt_, t, g.hidden), qkv = matrix(qkv_, rt_, t, g.qkv_cols());
-  const Matrix q = matrix(q_, rt_, t, hq_d), o = matrix(o_, rt_, t, hq_d);
+  const Matrix o = matrix(o_, rt_, t, hq_d);
   const Matrix gate_up = matrix(gate_up_, rt_, t, 2LL * g.ffn), act = matrix(act_, rt_, t, g.ffn);
-  const AttentionOutputs out{{o_.data(), rt_.dtype(), static_cast<std::size_t>(t * hq_d)},
-                             {lse_.data(), lse_dtype(rt_.dtype()), static_cast<std::size_t>(t * g.q_heads)}};
   if (options_.mode != Mode::no_attention) rt_.advance(k.leaf_length, k.seqs, q_len);
   rt_.embed(static_cast<const int*>(tokens_.data()), matrix(weights_->embed, rt_, m.vocab, g.hidden), x);
   for (std::size_t i = 0; i < weights_->layers.size(); ++i) {
     const ShardWeights::Layer& l = weights_->layers[i];
     rt_.rms_norm(x, l.attn_norm.data(), eps, h);
     rt_.linear(h, matrix(l.wqkv, rt_, g.qkv_cols(), g.hidden), qkv, false);
-    if (options_.mode != Mode::no_attention) {
-      CacheWrite cache = k.cache[i];
-      cache.position_offset = position_offset;
-      rt_.rope_append(qkv, g.q_heads, g.kv_heads, g.head_dim, m.rope_theta, cache, q);
-      k.plan->run(k.inputs[i], out, rt_.stream());
-    }
+    if (options_.mode != Mode::no_attention) enqueue_attention(k, i, position_offset);
     row_parallel(o, matrix(l.wo, rt_, g.hidden, hq_d), x);
     rt_.rms_norm(x, l.mlp_norm.data(), eps, h);
     rt_.linear(h, matrix(l.gate_up, rt_, 2LL * g.ffn, g.hidden), gate_up, false);
@@ -382,6 +376,24 @@ void Decoder::enqueue_step(const Bucket& k, int position_offset) {
   } else {
     rt_.argmax(logits, valid, static_cast<int*>(tokens_.data()));
   }
+}
+
+void Decoder::enqueue_attention(const Bucket& k, std::size_t layer, int position_offset) {
+  const Geometry g = geometry(shard_, options_);
+  const std::int64_t t = static_cast<std::int64_t>(k.seqs) * k.q_len;
+  CacheWrite cache = k.cache[layer];
+  cache.position_offset = position_offset;
+  rt_.rope_append(matrix(qkv_, rt_, t, g.qkv_cols()), g.q_heads, g.kv_heads, g.head_dim, shard_.model.rope_theta, cache,
+                  matrix(q_, rt_, t, static_cast<std::int64_t>(g.q_heads) * g.head_dim));
+  k.plan->run(k.inputs[layer], attention_outputs(t), rt_.stream());
+}
+
+int Decoder::decode_position_offset() const { return options_.mode == Mode::flash ? 0 : options_.prompt_len; }
+
+AttentionOutputs Decoder::attention_outputs(std::int64_t tokens) const {
+  const Geometry g = geometry(shard_, options_);
+  return {{o_.data(), rt_.dtype(), static_cast<std::size_t>(tokens * g.q_heads * g.head_dim)},
+          {lse_.data(), lse_dtype(rt_.dtype()), static_cast<std::size_t>(tokens * g.q_heads)}};
 }
 
 void Decoder::row_parallel(const Matrix& a, const Matrix& w, const Matrix& x) {
@@ -583,15 +595,12 @@ StepGraph* Decoder::bind(Bucket& k, bool capture) {
   const auto t0 = std::chrono::steady_clock::now();
   if (!k.bound && k.plan != nullptr) {
     // Attention alone, on whatever the caches hold now: its outputs are scratch until the next step.
-    const Geometry g = geometry(shard_, options_);
-    const std::int64_t t = static_cast<std::int64_t>(k.seqs) * k.q_len;
-    const AttentionOutputs out{{o_.data(), rt_.dtype(), static_cast<std::size_t>(t * g.q_heads * g.head_dim)},
-                               {lse_.data(), lse_dtype(rt_.dtype()), static_cast<std::size_t>(t * g.q_heads)}};
+    const AttentionOutputs out = attention_outputs(static_cast<std::int64_t>(k.seqs) * k.q_len);
     for (const AttentionInputs& in : k.inputs) k.plan->run(in, out, rt_.stream());
   }
   k.bound = true;
   if (capture && k.graph == nullptr) {
-    const int offset = options_.mode == Mode::flash ? 0 : options_.prompt_len;
+    const int offset = decode_position_offset();
     const Bucket* bucket = &k;
     k.graph = rt_.capture([this, bucket, offset] { enqueue_step(*bucket, offset); });
   }
@@ -626,7 +635,7 @@ std::vector<int> Decoder::step(const std::vector<int>& tokens, int q_len) {
               std::to_string(options_.suffix_capacity));
   upload_tokens(tokens);
   Bucket& k = bucket_for(q_len, suffix_len_ + q_len);
-  enqueue_step(k, options_.mode == Mode::flash ? 0 : options_.prompt_len);
+  enqueue_step(k, decode_position_offset());
   k.bound = true;
   suffix_len_ += q_len;
   logits_rows_ = options_.batch;
@@ -653,6 +662,29 @@ std::vector<int> Decoder::generate(const std::vector<int>& first, int steps) {
   logits_rows_ = options_.batch;
   generate_host_seconds_ = seconds_since(t0);
   return download_tokens(history.data(), steps * options_.batch);
+}
+
+void Decoder::attend_alone(int steps) {
+  require(backend_ != nullptr, "mode no-attention runs no attention to time alone");
+  require(prefilled_, "prefill the prompt before running the steps' attention");
+  require(steps >= 0 && suffix_len_ + steps <= options_.suffix_capacity,
+          std::to_string(steps) + " steps after " + std::to_string(suffix_len_) + " suffix tokens exceed the capacity " +
+              std::to_string(options_.suffix_capacity));
+  const int offset = decode_position_offset();
+  for (int i = 0; i < steps; ++i) {
+    Bucket& k = bucket_for(1, suffix_len_ + 1);
+    bind(k, false);
+    if (k.attention_graph == nullptr) {
+      const Bucket* bucket = &k;
+      k.attention_graph = rt_.capture([this, bucket, offset] {
+        rt_.advance(bucket->leaf_length, bucket->seqs, 1);
+        for (std::size_t l = 0; l < layers_.size(); ++l) enqueue_attention(*bucket, l, offset);
+      });
+    }
+    k.attention_graph->replay();
+    ++suffix_len_;
+  }
+  rt_.synchronize();
 }
 
 std::vector<float> Decoder::last_logits() const {

@@ -103,6 +103,12 @@ class Decoder {
   // after the prompt; for q_len 1 (generate()'s steps) also binds them to every layer's cache and
   // captures the steps.
   void prepare(int q_len, int first, int last);
+  // The attention of generate()'s next `steps` steps alone: each step's leaf advance and every
+  // layer's cache append and attention, one graph per bucket, as generate() replays them, and no
+  // other operation; waits. What it appends is scratch (whatever the activations hold): reset()
+  // before the next generate(). What the step costs beside the rest of the model is step time minus
+  // mode no-attention's; this is what the same kernels cost without it.
+  void attend_alone(int steps);
 
   // The last step's logits [B, vocab rows of this shard], fp32 on the host (tests).
   std::vector<float> last_logits() const;
@@ -121,6 +127,10 @@ class Decoder {
   struct Layer;
   struct Bucket;
   void enqueue_step(const Bucket& k, int position_offset);
+  // One layer's attention in a step: its K and V rotated into the cache, then the plan's run.
+  void enqueue_attention(const Bucket& k, std::size_t layer, int position_offset);
+  int decode_position_offset() const;  // of generate()'s steps' leaves: 0 (flash) or the prompt's length
+  AttentionOutputs attention_outputs(std::int64_t tokens) const;  // O and LSE of a step of `tokens`
   // x += a w^T summed over the ranks (a row-parallel projection: O, down); a w^T alone without comm.
   void row_parallel(const Matrix& a, const Matrix& w, const Matrix& x);
   // The bucket of a step of q_len tokens after which each leaf holds `needed` suffix tokens, made on

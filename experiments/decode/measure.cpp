@@ -50,7 +50,7 @@ TreeSpec decode_groups(const DecodePoint& point) {
 
 std::string decode_csv_header() {
   return "device,commit,model,layers,tp,gpus,mode,backend,B,P,question_len,groups,gen_tokens,tokens_per_s,step_ms,"
-         "allreduce_ms,allreduce_derived_ms,allreduce_busbw_gbps,attention_floor_ms,spread,answer_ms,groups_prefill_ms,host_ms_per_step,replan_ms,build_ms,prefill_ms,"
+         "allreduce_ms,allreduce_derived_ms,allreduce_busbw_gbps,attention_floor_ms,attention_ms,spread,answer_ms,groups_prefill_ms,host_ms_per_step,replan_ms,build_ms,prefill_ms,"
          "memory_gb,status,note\n";
 }
 
@@ -58,8 +58,8 @@ std::string decode_csv_row(const std::string& device, const std::string& commit,
   const DecodePoint& p = r.point;
   const int layers = p.layers > 0 ? p.layers : model_config(p.model).layers;
   char numbers[512];
-  std::snprintf(numbers, sizeof numbers, "%.1f,%.4f,%.4f,%.4f,%.1f,%.4f,%.4f,%.3f,%.3f,%.4f,%.2f,%.1f,%.1f,%.3f", r.tokens_per_s,
-                r.step_ms, r.allreduce_ms, r.allreduce_derived_ms, r.allreduce_busbw_gbps, r.attention_floor_ms, r.spread, r.answer_ms, r.groups_prefill_ms, r.host_ms_per_step,
+  std::snprintf(numbers, sizeof numbers, "%.1f,%.4f,%.4f,%.4f,%.1f,%.4f,%.4f,%.4f,%.3f,%.3f,%.4f,%.2f,%.1f,%.1f,%.3f", r.tokens_per_s,
+                r.step_ms, r.allreduce_ms, r.allreduce_derived_ms, r.allreduce_busbw_gbps, r.attention_floor_ms, r.attention_ms, r.spread, r.answer_ms, r.groups_prefill_ms, r.host_ms_per_step,
                 r.replan_ms, r.build_ms, r.prefill_ms,
                 r.memory_gb);
   return csv_field(device) + "," + csv_field(commit) + "," + p.model + "," + std::to_string(layers) + "," +
@@ -205,6 +205,18 @@ DecodeRow measure_point(Runtime& runtime, const DecodePoint& point, const Measur
     row.spread = (*std::max_element(decode_s.begin(), decode_s.end()) - *std::min_element(decode_s.begin(), decode_s.end())) / decode;
     row.answer_ms = median(answer_s) * 1e3;
     row.host_ms_per_step = median(host_s) / point.gen_tokens * 1e3;
+    if (point.mode != Mode::no_attention) {  // the same steps' attention alone, after its own warm-up
+      std::vector<double> attention_s;
+      for (int run = 0; run < config.warmup + config.runs; ++run) {
+        decoder.reset();
+        if (point.question_len > 0) decoder.step(questions, point.question_len);
+        runtime.synchronize();
+        const auto t0 = std::chrono::steady_clock::now();
+        decoder.attend_alone(point.gen_tokens);
+        if (run >= config.warmup) attention_s.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      }
+      row.attention_ms = median(attention_s) / point.gen_tokens * 1e3;
+    }
     if (recording != nullptr) {  // one decode step again, eager, its collectives recorded, then replayed alone
       decoder.reset();
       std::vector<int> next(static_cast<std::size_t>(point.batch), first);

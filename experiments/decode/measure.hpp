@@ -38,6 +38,10 @@ struct DecodeRow {
   double answer_ms = 0;          // median time of the questions' step and the decode (Fig. 5)
   double groups_prefill_ms = 0;  // the groups' prefill (Fig. 6: the problems' descriptions), once
   double attention_floor_ms = 0; // per step: the layers' attention calls at their roofline floor
+  // Per step: the same steps' attention alone (Decoder::attend_alone: the leaf advance and every layer's
+  // cache append and attention, no other operation), median of the runs; 0 in mode no-attention.
+  // step_ms minus no-attention's step_ms, less this, is what running beside the rest of the model costs.
+  double attention_ms = 0;
   double host_ms_per_step = 0;   // host time of generate()'s loop per step, waits for queue space included
   double replan_ms = 0;          // host time making, binding and capturing every bucket's plan, before the runs
   // Making the shard: its weights made or read, converted and uploaded (or, held by the WeightCache
