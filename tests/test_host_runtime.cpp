@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "decode/host_runtime.hpp"
+#include "decode/rotary.hpp"
 #include "decode/runtime_checks.hpp"
 #include "hydragen/dtype.hpp"
 #include "runtime_staging.hpp"
@@ -124,7 +125,9 @@ TEST_F(HostRuntime, RopeAppendRotatesByTheFormulaAndFillsTheCacheSlots) {
     v_ptrs.push_back(v.emplace_back(rt->zeros(capacity * kv_row)).data());
   }
   const std::vector<int> leaf_length = {3, 5};
-  rt->rope_append(qkv.m, hq, hkv, d, theta, {k_ptrs.data(), v_ptrs.data(), leaf_length.data(), q_len, offset}, q.m);
+  const std::vector<float> table = rotary_table(theta, d, offset + capacity);
+  const Rotary rotary{table.data(), offset + capacity, d};
+  rt->rope_append(qkv.m, hq, hkv, rotary, {k_ptrs.data(), v_ptrs.data(), leaf_length.data(), q_len, offset}, q.m);
 
   const std::vector<float> got_q = rt->download(q.m);
   std::vector<std::vector<float>> got_k, got_v;
@@ -164,8 +167,11 @@ TEST_F(HostRuntime, RopeAppendRotatesByTheFormulaAndFillsTheCacheSlots) {
   }
 
   const std::vector<int> too_short = {3, 2};
-  EXPECT_THAT([&] { rt->rope_append(qkv.m, hq, hkv, d, theta, {k_ptrs.data(), v_ptrs.data(), too_short.data(), q_len, 0}, q.m); },
+  EXPECT_THAT([&] { rt->rope_append(qkv.m, hq, hkv, rotary, {k_ptrs.data(), v_ptrs.data(), too_short.data(), q_len, 0}, q.m); },
               ThrowsMessage<std::invalid_argument>(HasSubstr("rope_append: sequence 1's leaf holds 2 tokens, fewer than q_len 3")));
+  const Rotary short_table{table.data(), offset + 4, d};  // sequence 1's last token is at position offset + 4
+  EXPECT_THAT([&] { rt->rope_append(qkv.m, hq, hkv, short_table, {k_ptrs.data(), v_ptrs.data(), leaf_length.data(), q_len, offset}, q.m); },
+              ThrowsMessage<std::invalid_argument>(HasSubstr("sequence 1's tokens reach position 104, outside the rotary table's [0, 104)")));
 }
 
 TEST_F(HostRuntime, SwigluMatchesAnFp64Loop) {
@@ -248,10 +254,13 @@ TEST_F(HostRuntime, RefusesOperandsThatDoNotAgreeNamingTheOperationAndOperand) {
   void* leaf = c.m.data;
   const int length = 1;
   const CacheWrite cache{&leaf, &leaf, &length, 1, 0};
-  EXPECT_THAT([&] { rt->rope_append(c.m, 1, 1, 2, 1e4, cache, a.m); },
+  const std::vector<float> turns = rotary_table(1e4, 2, 4);
+  EXPECT_THAT([&] { rt->rope_append(c.m, 1, 1, {turns.data(), 4, 2}, cache, a.m); },
               ThrowsMessage<std::invalid_argument>(HasSubstr("rope_append: qkv is 2x3, expected 2x6")));
-  EXPECT_THAT([&] { rt->rope_append(c.m, 1, 1, 1, 1e4, cache, a.m); },
-              ThrowsMessage<std::invalid_argument>(HasSubstr("rope_append: head_dim 1 is odd")));
+  EXPECT_THAT([&] { rt->rope_append(c.m, 1, 1, {turns.data(), 4, 1}, cache, a.m); },
+              ThrowsMessage<std::invalid_argument>(HasSubstr("rope_append: rotary.head_dim 1 is odd")));
+  EXPECT_THAT([&] { rt->rope_append(c.m, 1, 1, {nullptr, 4, 2}, cache, a.m); },
+              ThrowsMessage<std::invalid_argument>(HasSubstr("rope_append: rotary.table is null")));
   EXPECT_THAT([&] { rt->zeros(-1); }, ThrowsMessage<std::invalid_argument>(HasSubstr("zeros: count -1 is negative")));
 }
 

@@ -92,7 +92,8 @@ struct RopeParams {
   int q_heads, kv_heads, head_dim, q_len;
   int position_offset;      // position of a leaf's first token
   const int* seq_offset;    // [B] added per sequence (its group's tokens), or null
-  double theta;
+  const float* rotary;      // [rotary_positions][2][D / 2]: each position's cosines, then its sines
+  int rotary_positions;
 };
 
 // Elements i and i + D/2 of one head rotated by the angle (c = cos, s = sin), in fp32.
@@ -106,26 +107,25 @@ __device__ __forceinline__ void rotate_pair(const T* __restrict__ x, float c, fl
 
 constexpr int kRopeThreads = 128;
 
-// One block per token: its angles first, in fp64 as the host runtime's, into shared memory; then
-// every head's pairs rotated and V copied, the block's threads striding over the token's elements
-// through restrict pointers, so that a thread's loads need not wait for its earlier stores. (A
-// thread per (token, pair) looping over the heads, its stores possibly aliasing its next loads,
-// took 14.5 us for 1024 tokens of 15 heads under ncu: each head one memory round trip after another.)
+// One block per token: every head's pairs turned by the rotary table's row for its position, V
+// copied, the block's threads striding over the token's elements through restrict pointers, so that
+// a thread's loads need not wait for its earlier stores. (A thread per (token, pair) looping over the
+// heads, its stores possibly aliasing its next loads, took 14.5 us for 1024 tokens of 15 heads under
+// ncu: each head one memory round trip after another. Angles computed here in fp64 took 10.8 us:
+// perf-notes v32.)
 template <typename T>
 __global__ void __launch_bounds__(kRopeThreads) rope_append_kernel(const RopeParams<T> p) {
-  extern __shared__ float angles[];  // [2][D / 2]: the cosines, then the sines
   const int half = p.head_dim / 2;
   const std::int64_t t = blockIdx.x;
   const int seq = static_cast<int>(t / p.q_len);
   const int index = p.leaf_length[seq] - p.q_len + static_cast<int>(t % p.q_len);  // in the leaf
   const int position = index + p.position_offset + (p.seq_offset != nullptr ? p.seq_offset[seq] : 0);
-  for (int i = threadIdx.x; i < half; i += kRopeThreads) {
-    double sin_angle, cos_angle;
-    sincos(static_cast<double>(position) * pow(p.theta, -2.0 * i / p.head_dim), &sin_angle, &cos_angle);
-    angles[i] = static_cast<float>(cos_angle);
-    angles[half + i] = static_cast<float>(sin_angle);
-  }
-  __syncthreads();
+  // A position outside the table (the decoder sizes it for every position it makes): NaN, never a
+  // wrong turn. NaN + x is NaN, 0 + x is x exactly.
+  const bool known = position >= 0 && position < p.rotary_positions;
+  const float poison = known ? 0.0f : __int_as_float(0x7fc00000);
+  const float* __restrict__ cosines = p.rotary + static_cast<std::int64_t>(known ? position : 0) * p.head_dim;  // [D / 2]
+  const float* __restrict__ sines = cosines + half;                                                           // [D / 2]
   // A leaf shorter than its step (the host runtime refuses it): Q rotated, no cache write.
   const bool append = index >= 0;
   const std::int64_t d = p.head_dim, kv_row = p.kv_heads * d;  // kv_row: one token of a leaf's K or V
@@ -138,7 +138,7 @@ __global__ void __launch_bounds__(kRopeThreads) rope_append_kernel(const RopePar
   for (int u = threadIdx.x; u < rotated; u += kRopeThreads) {
     const int h = u / half, i = u - h * half;
     T* out = h < p.q_heads ? q + h * d : k + (h - p.q_heads) * d;
-    rotate_pair(x + h * d, angles[i], angles[half + i], i, half, out);
+    rotate_pair(x + h * d, cosines[i] + poison, sines[i] + poison, i, half, out);
   }
   if (!append) return;
   const T* __restrict__ x_v = x + (p.q_heads + p.kv_heads) * d;
@@ -310,9 +310,9 @@ class CudaRuntime final : public Runtime {
                               CUBLAS_GEMM_DEFAULT));
   }
 
-  void rope_append(const Matrix& qkv, int q_heads, int kv_heads, int head_dim, double theta, const CacheWrite& cache,
+  void rope_append(const Matrix& qkv, int q_heads, int kv_heads, const Rotary& rotary, const CacheWrite& cache,
                    const Matrix& q) override {
-    check_rope_append(dtype(), qkv, q_heads, kv_heads, head_dim, cache, q);
+    check_rope_append(dtype(), qkv, q_heads, kv_heads, rotary, cache, q);
     if (qkv.rows == 0) return;
     const RopeParams<Element> p{rows_of<const Element>(qkv),
                                 rows_of<Element>(q),
@@ -322,12 +322,13 @@ class CudaRuntime final : public Runtime {
                                 qkv.rows,
                                 q_heads,
                                 kv_heads,
-                                head_dim,
+                                rotary.head_dim,
                                 cache.q_len,
                                 cache.position_offset,
                                 cache.seq_offset,
-                                theta};
-    rope_append_kernel<<<static_cast<unsigned>(qkv.rows), kRopeThreads, head_dim * sizeof(float), stream_.get()>>>(p);
+                                rotary.table,
+                                rotary.positions};
+    rope_append_kernel<<<static_cast<unsigned>(qkv.rows), kRopeThreads, 0, stream_.get()>>>(p);
     cuda::check_launch("rope_append_kernel");
   }
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 
+#include "decode/rotary.hpp"
 #include "hydragen/backends.hpp"
 
 namespace hydragen::decode {
@@ -80,6 +81,12 @@ Geometry geometry(const ModelShard& shard, const DecoderOptions& o) {
   g.max_tokens = std::max<std::int64_t>({o.prompt_len, g.longest_group, static_cast<std::int64_t>(o.batch) * o.max_q_len});
   g.leaf_stride = o.suffix_capacity + (o.mode == Mode::flash ? o.prompt_len : 0) + (o.copy_groups ? g.longest_group : 0);
   return g;
+}
+
+// Positions the rotary table covers: a token's position is its index in the prompt, a group or a
+// leaf (below the leaf's stride) plus at most the prompt and the longest group before it.
+int rotary_positions(const DecoderOptions& o, const Geometry& g) {
+  return static_cast<int>(o.prompt_len + g.longest_group + g.leaf_stride);
 }
 
 // Each sequence's group (-1: none): the options' seq_group, or equal runs of consecutive sequences.
@@ -214,7 +221,8 @@ MemoryEstimate estimate_memory(const ModelShard& shard, const DecoderOptions& o,
     const std::size_t bindings = static_cast<std::size_t>(g.layers) * static_cast<std::size_t>(tree.num_segments()) * 2 * (8 + 128);
     const auto buckets = static_cast<std::size_t>((o.suffix_capacity + o.bucket - 1) / o.bucket + 1);
     e.attention = buckets * (b.workspace_bytes(decode, tree, choice.options) + bindings) +
-                  b.workspace_bytes(prefill, SharingTree::flat({o.prompt_len}), choice.options);
+                  b.workspace_bytes(prefill, SharingTree::flat({o.prompt_len}), choice.options) +
+                  static_cast<std::size_t>(rotary_positions(o, g)) * static_cast<std::size_t>(g.head_dim) * sizeof(float);
     if (g.longest_group > 0) {  // a group's prefill, one at a time
       const AttentionShape group = make_shape(1, g.longest_group, g.q_heads, g.kv_heads, g.head_dim, runtime.dtype());
       e.attention += b.workspace_bytes(group, SharingTree::prefix_suffix(o.prompt_len, {g.longest_group}), choice.options);
@@ -286,6 +294,10 @@ Decoder::Decoder(Runtime& runtime, const ModelShard& shard, std::shared_ptr<cons
     }
   }
   if (options_.mode == Mode::no_attention) return;
+  const std::vector<float> turns = rotary_table(shard_.model.rope_theta, g.head_dim, rotary_positions(options_, g));
+  rotary_table_ = Buffer(rt_.memory(), turns.size() * sizeof(float));
+  rt_.memory().copy_from_host(rotary_table_.data(), turns.data(), rotary_table_.bytes());
+  rotary_ = {static_cast<const float*>(rotary_table_.data()), rotary_positions(options_, g), g.head_dim};
   const std::size_t elem = dtype_size(rt_.dtype());
   for (Layer& l : layers_) {
     // Zero-filled: the tail of a leaf past its length is read by the kernels and must be finite.
@@ -383,7 +395,7 @@ void Decoder::enqueue_attention(const Bucket& k, std::size_t layer, int position
   const std::int64_t t = static_cast<std::int64_t>(k.seqs) * k.q_len;
   CacheWrite cache = k.cache[layer];
   cache.position_offset = position_offset;
-  rt_.rope_append(matrix(qkv_, rt_, t, g.qkv_cols()), g.q_heads, g.kv_heads, g.head_dim, shard_.model.rope_theta, cache,
+  rt_.rope_append(matrix(qkv_, rt_, t, g.qkv_cols()), g.q_heads, g.kv_heads, rotary_, cache,
                   matrix(q_, rt_, t, static_cast<std::int64_t>(g.q_heads) * g.head_dim));
   k.plan->run(k.inputs[layer], attention_outputs(t), rt_.stream());
 }

@@ -156,6 +156,8 @@ class Decoder {
   Buffer prompt_length_;   // [1] int: the prompt's length, the prefill's leaf length
   Buffer group_length_;    // [G] int: tokens prefilled into each group's segment
   Buffer seq_offset_;      // [B] int: the tokens of each sequence's group (shared groups), its positions' offset
+  Buffer rotary_table_;    // [positions][2][D / 2] fp32: rope_append's turns (rotary.hpp)
+  Rotary rotary_;          // over rotary_table_: every position the decoder makes (none in mode no-attention)
   std::vector<int> seq_group_;  // [B] each sequence's group or -1 (DecoderOptions::seq_group, filled in)
   // Every bucket made, kept: freeing a plan's memory (cudaFree) mid-run would wait for every queued
   // step, leaving the GPU idle while the next plan is made.

@@ -22,20 +22,9 @@ using MatrixMap = Eigen::Map<RowMajor, 0, Eigen::OuterStride<>>;
 MatrixMap map(const Matrix& m) { return {static_cast<float*>(m.data), m.rows, m.cols, Eigen::OuterStride<>(m.ld)}; }
 float* row(const Matrix& m, std::int64_t r) { return static_cast<float*>(m.data) + r * m.ld; }  // [cols]
 
-// cos and sin of position * theta^(-2i/D) for i < D/2, the angles in fp64, rounded to fp32 as the
-// CUDA kernel rounds them.
-void rotary_angles(double position, double theta, int head_dim, std::vector<float>& cosines, std::vector<float>& sines) {
-  for (int i = 0; i < head_dim / 2; ++i) {
-    const double angle = position * std::pow(theta, -2.0 * i / head_dim);
-    cosines[i] = static_cast<float>(std::cos(angle));
-    sines[i] = static_cast<float>(std::sin(angle));
-  }
-}
-
 // One head's D values rotated: element i with i + D/2 (rotate-half), in fp32.
-void rotate(const float* x, const std::vector<float>& cosines, const std::vector<float>& sines, float* out) {  // x, out: [D]
-  const std::size_t half = cosines.size();
-  for (std::size_t i = 0; i < half; ++i) {
+void rotate(const float* x, const float* cosines, const float* sines, int half, float* out) {  // x, out: [D]; cosines, sines: [D / 2]
+  for (int i = 0; i < half; ++i) {
     const float a = x[i], b = x[i + half];
     out[i] = a * cosines[i] - b * sines[i];
     out[i + half] = b * cosines[i] + a * sines[i];
@@ -131,29 +120,38 @@ class HostRuntime final : public Runtime {
     }
   }
 
-  void rope_append(const Matrix& qkv, int q_heads, int kv_heads, int head_dim, double theta, const CacheWrite& cache,
+  void rope_append(const Matrix& qkv, int q_heads, int kv_heads, const Rotary& rotary, const CacheWrite& cache,
                    const Matrix& q) override {
-    check_rope_append(dtype(), qkv, q_heads, kv_heads, head_dim, cache, q);
+    check_rope_append(dtype(), qkv, q_heads, kv_heads, rotary, cache, q);
     const int q_len = cache.q_len;
+    auto position_of = [&](std::int64_t s, std::int64_t index) {
+      return index + cache.position_offset + (cache.seq_offset != nullptr ? cache.seq_offset[s] : 0);
+    };
     for (std::int64_t s = 0; s < qkv.rows / q_len; ++s) {
       if (cache.leaf_length[s] < q_len) {
         throw std::invalid_argument("rope_append: sequence " + std::to_string(s) + "'s leaf holds " +
                                     std::to_string(cache.leaf_length[s]) + " tokens, fewer than q_len " +
                                     std::to_string(q_len));
       }
+      const std::int64_t last = position_of(s, cache.leaf_length[s] - 1);
+      if (last >= rotary.positions || position_of(s, cache.leaf_length[s] - q_len) < 0) {
+        throw std::invalid_argument("rope_append: sequence " + std::to_string(s) + "'s tokens reach position " +
+                                    std::to_string(last) + ", outside the rotary table's [0, " +
+                                    std::to_string(rotary.positions) + ")");
+      }
     }
-    const std::int64_t d = head_dim, kv_row = kv_heads * d;  // kv_row: one token of a leaf's K or V
+    const int half = rotary.head_dim / 2;
+    const std::int64_t d = rotary.head_dim, kv_row = kv_heads * d;  // kv_row: one token of a leaf's K or V
 #pragma omp parallel for
     for (std::int64_t t = 0; t < qkv.rows; ++t) {
       const std::int64_t s = t / q_len, index = cache.leaf_length[s] - q_len + t % q_len;
-      std::vector<float> cosines(static_cast<std::size_t>(head_dim / 2)), sines(cosines.size());
-      const std::int64_t position = index + cache.position_offset + (cache.seq_offset != nullptr ? cache.seq_offset[s] : 0);
-      rotary_angles(static_cast<double>(position), theta, head_dim, cosines, sines);
-      const float* x = row(qkv, t);                                              // [(Hq + 2 Hkv) D]
-      float* k = static_cast<float*>(cache.k_leaf[s]) + index * kv_row;          // [Hkv, D]
-      float* v = static_cast<float*>(cache.v_leaf[s]) + index * kv_row;          // [Hkv, D]
-      for (int h = 0; h < q_heads; ++h) rotate(x + h * d, cosines, sines, row(q, t) + h * d);
-      for (int h = 0; h < kv_heads; ++h) rotate(x + (q_heads + h) * d, cosines, sines, k + h * d);
+      const float* cosines = rotary.table + position_of(s, index) * d;  // [D / 2]
+      const float* sines = cosines + half;                             // [D / 2]
+      const float* x = row(qkv, t);                                     // [(Hq + 2 Hkv) D]
+      float* k = static_cast<float*>(cache.k_leaf[s]) + index * kv_row; // [Hkv, D]
+      float* v = static_cast<float*>(cache.v_leaf[s]) + index * kv_row; // [Hkv, D]
+      for (int h = 0; h < q_heads; ++h) rotate(x + h * d, cosines, sines, half, row(q, t) + h * d);
+      for (int h = 0; h < kv_heads; ++h) rotate(x + (q_heads + h) * d, cosines, sines, half, k + h * d);
       std::copy_n(x + q_heads * d + kv_row, kv_row, v);
     }
   }

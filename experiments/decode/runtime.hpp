@@ -45,6 +45,13 @@ struct CacheWrite {
   const int* seq_offset = nullptr;   // [B] in runtime memory, added per sequence; or null
 };
 
+// The rotary embedding's turns for positions [0, positions) (rotary_table(), rotary.hpp): element i
+// of a head and element i + D/2 turned by position * theta^(-2i/D).
+struct Rotary {
+  const float* table = nullptr;  // [positions][2][D / 2] fp32 in runtime memory: each position's cosines, then sines
+  int positions = 0, head_dim = 0;
+};
+
 // A recorded step that can be run again (a CUDA graph; on the host, the step itself).
 class StepGraph {
  public:
@@ -72,11 +79,13 @@ class Runtime {
   virtual void rms_norm(const Matrix& x, const void* w, float eps, const Matrix& out) = 0;
   // c = a w^T, or c += a w^T when accumulate (the residual add), fp32 accumulation: a [T, K], w [N, K], c [T, N].
   virtual void linear(const Matrix& a, const Matrix& w, const Matrix& c, bool accumulate) = 0;
-  // The rotary embedding (Hugging Face's rotate-half pairing: element i with i + D/2, frequency
-  // theta^(-2i/D), angles in fp64) of the Q and K parts of qkv [T, (Hq + 2 Hkv) D] (Q heads, then K,
-  // then V): q [T, Hq D] gets the rotated queries, the cache the rotated keys and the values.
-  virtual void rope_append(const Matrix& qkv, int q_heads, int kv_heads, int head_dim, double theta,
-                           const CacheWrite& cache, const Matrix& q) = 0;
+  // The rotary embedding (Hugging Face's rotate-half pairing: element i with i + D/2, by the table's
+  // turn for the token's position; D = rotary.head_dim) of the Q and K parts of qkv [T, (Hq + 2 Hkv) D]
+  // (Q heads, then K, then V): q [T, Hq D] gets the rotated queries, the cache the rotated keys and
+  // the values. A position past the table: the host runtime throws; the CUDA one writes NaN for that
+  // token's Q and K (it cannot read the positions without waiting).
+  virtual void rope_append(const Matrix& qkv, int q_heads, int kv_heads, const Rotary& rotary, const CacheWrite& cache,
+                           const Matrix& q) = 0;
   // out = silu(gate) * up, in fp32: gate_up [T, 2F] (gate columns, then up), out [T, F].
   virtual void swiglu(const Matrix& gate_up, const Matrix& out) = 0;
   // tokens[t] = the column of row t's largest value among its first `valid` (the lowest on ties):

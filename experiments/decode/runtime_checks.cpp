@@ -87,13 +87,16 @@ void check_linear(DType dtype, const Matrix& a, const Matrix& w, const Matrix& c
   check_shape("linear", "c", c, dtype, a.rows, w.rows, "a's rows x w's rows");
 }
 
-void check_rope_append(DType dtype, const Matrix& qkv, int q_heads, int kv_heads, int head_dim,
+void check_rope_append(DType dtype, const Matrix& qkv, int q_heads, int kv_heads, const Rotary& rotary,
                        const CacheWrite& cache, const Matrix& q) {
   const char* op = "rope_append";
   check_positive(op, "q_heads", q_heads);
   check_positive(op, "kv_heads", kv_heads);
-  check_positive(op, "head_dim", head_dim);
-  if (head_dim % 2 != 0) refuse(op, "head_dim " + std::to_string(head_dim) + " is odd (rotate-half pairs)");
+  const int head_dim = rotary.head_dim;
+  check_positive(op, "rotary.head_dim", head_dim);
+  if (head_dim % 2 != 0) refuse(op, "rotary.head_dim " + std::to_string(head_dim) + " is odd (rotate-half pairs)");
+  check_positive(op, "rotary.positions", rotary.positions);
+  check_pointer(op, "rotary.table", rotary.table, true);
   check_positive(op, "cache.q_len", cache.q_len);
   const std::int64_t d = head_dim;
   check_shape(op, "qkv", qkv, dtype, qkv.rows, (q_heads + 2LL * kv_heads) * d, "tokens x (q_heads + 2 kv_heads) head_dim");

@@ -26,7 +26,7 @@ void check_download(DType dtype, const Matrix& m);
 void check_embed(DType dtype, const int* tokens, const Matrix& table, const Matrix& x);
 void check_rms_norm(DType dtype, const Matrix& x, const void* w, const Matrix& out);
 void check_linear(DType dtype, const Matrix& a, const Matrix& w, const Matrix& c);
-void check_rope_append(DType dtype, const Matrix& qkv, int q_heads, int kv_heads, int head_dim,
+void check_rope_append(DType dtype, const Matrix& qkv, int q_heads, int kv_heads, const Rotary& rotary,
                        const CacheWrite& cache, const Matrix& q);
 void check_swiglu(DType dtype, const Matrix& gate_up, const Matrix& out);
 // out: the tokens or keys written (out_name says which); first_token: the shard's column 0's token.

@@ -27,6 +27,7 @@
 
 #include "decode/cuda_runtime.hpp"
 #include "decode/host_runtime.hpp"
+#include "decode/rotary.hpp"
 #include "device_fixture.hpp"
 #include "hydragen/cuda/device.hpp"
 #include "hydragen/dtype.hpp"
@@ -53,6 +54,17 @@ std::vector<int> download_ints(const Runtime& rt, const void* src, std::size_t c
   std::vector<int> values(count);
   rt.memory().copy_to_host(values.data(), src, count * sizeof(int));
   return values;
+}
+
+// A rotary table in a runtime's memory, and the Rotary over it.
+struct StagedRotary {
+  Buffer table;
+  Rotary rotary;
+};
+StagedRotary upload_rotary(const Runtime& rt, double theta, int head_dim, int positions) {
+  StagedRotary r{upload_raw(rt, rotary_table(theta, head_dim, positions)), {}};
+  r.rotary = {static_cast<const float*>(r.table.data()), positions, head_dim};
+  return r;
 }
 
 // |cuda - host| <= 2u |host| + slack(i) for every element (see the tolerances above).
@@ -155,9 +167,10 @@ TEST_F(DecodeRuntime, LinearWithKOf512MatchesTheHost) {
 }
 
 // B = 3 sequences of q_len 2 entering leaves of capacity 8 that then hold 2, 7 and 4 tokens, after a
-// prefix of 100000 tokens (large angles: fp64 matters), D = 128 as the models have.
+// prefix of 20000 tokens (large angles), D = 128 as the models have, both runtimes turning by one
+// rotary table; and a position past the table, which the CUDA kernel marks NaN.
 TEST_F(DecodeRuntime, RopeAppendMatchesTheHost) {
-  const int b = 3, q_len = 2, hq = 4, hkv = 2, d = 128, capacity = 8, offset = 100000;
+  const int b = 3, q_len = 2, hq = 4, hkv = 2, d = 128, capacity = 8, offset = 20000;
   const double theta = 1e6;
   const std::int64_t t = b * q_len, width = (hq + 2 * hkv) * d, kv_row = hkv * d;
   const std::vector<float> qkv_values = random_values(t * width, 7, 4);
@@ -178,10 +191,21 @@ TEST_F(DecodeRuntime, RopeAppendMatchesTheHost) {
     const Buffer groups = upload_raw(*rt, seq_offset);
     const CacheWrite cache{static_cast<void* const*>(kp.data()), static_cast<void* const*>(vp.data()),
                            static_cast<const int*>(ll.data()), q_len, offset, static_cast<const int*>(groups.data())};
-    rt->rope_append(qkv.m, hq, hkv, d, theta, cache, q.m);
+    const StagedRotary turns = upload_rotary(*rt, theta, d, offset + 300 + capacity);
+    rt->rope_append(qkv.m, hq, hkv, turns.rotary, cache, q.m);
     q_got.push_back(rt->download(q.m));
     k_got.push_back(rt->download({k.data(), rt->dtype(), b * capacity, kv_row, kv_row}));
     v_got.push_back(rt->download({v.data(), rt->dtype(), b * capacity, kv_row, kv_row}));
+    if (rt != cuda.get()) continue;
+    // Sequence 0's tokens are at positions offset and offset + 1: a table of offset + 1 positions
+    // turns the first; the second's Q and K are NaN.
+    const StagedRotary short_turns = upload_rotary(*rt, theta, d, offset + 1);
+    rt->rope_append(qkv.m, hq, hkv, short_turns.rotary, cache, q.m);
+    const std::vector<float> marked = rt->download(q.m);
+    for (int j = 0; j < hq * d; ++j) {
+      ASSERT_EQ(marked[j], q_got.back()[j]) << "token 0, inside the table";
+      ASSERT_TRUE(std::isnan(marked[hq * d + j])) << "token 1, past the table: element " << j;
+    }
   }
   // The rotation's two products: at most twice the largest input.
   const double slack = std::ldexp(2 * 4.0, -20);
@@ -240,6 +264,7 @@ TEST_F(DecodeRuntime, AdvanceAndCopyInStreamOrder) {
 class MiniStep {
  public:
   static constexpr int kSeqs = 4, kVocab = 64, kHidden = 128, kQHeads = 2, kKvHeads = 1, kHeadDim = 64, kCapacity = 8;
+  static constexpr int kPositionOffset = 5;
   static constexpr std::int64_t kQkv = (kQHeads + 2 * kKvHeads) * kHeadDim, kKvRow = kKvHeads * kHeadDim;
 
   explicit MiniStep(Runtime& rt)
@@ -266,6 +291,7 @@ class MiniStep {
     }
     k_ptrs_ = upload_raw(rt, k_ptrs);
     v_ptrs_ = upload_raw(rt, v_ptrs);
+    rotary_ = upload_rotary(rt, 1e4, kHeadDim, kPositionOffset + kCapacity);
     reset();
   }
 
@@ -286,8 +312,9 @@ class MiniStep {
     rt_.embed(tokens, table_.m, x_.m);
     rt_.rms_norm(x_.m, norm_.data(), 1e-5f, h_.m);
     rt_.linear(h_.m, wqkv_.m, qkv_.m, false);
-    const CacheWrite cache{static_cast<void* const*>(k_ptrs_.data()), static_cast<void* const*>(v_ptrs_.data()), lengths, 1, 5};
-    rt_.rope_append(qkv_.m, kQHeads, kKvHeads, kHeadDim, 1e4, cache, q_.m);
+    const CacheWrite cache{static_cast<void* const*>(k_ptrs_.data()), static_cast<void* const*>(v_ptrs_.data()), lengths, 1,
+                           kPositionOffset};
+    rt_.rope_append(qkv_.m, kQHeads, kKvHeads, rotary_.rotary, cache, q_.m);
     rt_.linear(q_.m, wo_.m, x_.m, true);
     rt_.linear(x_.m, lm_head_.m, logits_.m, false);
     rt_.argmax(logits_.m, kVocab - 3, tokens);
@@ -312,6 +339,7 @@ class MiniStep {
   Buffer norm_;
   Staged wqkv_, wo_, lm_head_, x_, h_, qkv_, q_, logits_;
   Buffer k_, v_, tokens_, leaf_length_, k_ptrs_, v_ptrs_;
+  StagedRotary rotary_;
 };
 
 TEST_F(DecodeRuntime, AGraphReplayedTwiceEqualsTwoEagerStepsBitForBit) {
