@@ -1291,6 +1291,21 @@ TEST(HydragenPlan, SplitsTheWgmmaLaunchNoFinerThanOneRowLeavesStreamBesideIt) {
   }
 }
 
+// leaves=chained: where the leaves would run on a side stream beside the wgmma launch, they run as its
+// dependent launch instead (its blocks placed first), waiting for it only at their end; where they fold,
+// they are its dependent launch already; without programmatic launches, the side stream.
+TEST(HydragenPlan, ChainedLeavesAreTheWgmmaLaunchsDependentLaunch) {
+  const SharingTree decoder = SharingTree::prefix_suffix(1024, std::vector<int>(1024, 64));
+  const AttentionShape mha5 = make_shape(1024, 1, 5, 5, 128, DType::bf16);
+  EXPECT_EQ(plan_hydragen(mha5, decoder, hydragen(), kH100).decisions.recipe, LaunchRecipe::side_by_side);
+  EXPECT_EQ(plan_hydragen(mha5, decoder, hydragen("leaves=chained"), kH100).decisions.recipe, LaunchRecipe::chained_leaves);
+  const DeviceLimits no_pdl{132, true, false, "NVIDIA H100 80GB HBM3"};
+  EXPECT_EQ(plan_hydragen(mha5, decoder, hydragen("leaves=chained"), no_pdl).decisions.recipe, LaunchRecipe::side_by_side);
+  const SharingTree folds = SharingTree::prefix_suffix(2048, std::vector<int>(256, 64));
+  EXPECT_EQ(plan_hydragen(make_shape(256, 1, 8, 1, 128, DType::bf16), folds, hydragen("leaves=chained"), kH100).decisions.recipe,
+            LaunchRecipe::folded_leaves);
+}
+
 TEST(PlanDecisions, BuildChoicesComeFromTheSmCountOfTheDevice) {
   const SharingTree tree = SharingTree::prefix_suffix(16384, std::vector<int>(1024, 64));
   const AttentionShape shape = make_shape(1024, 1, 8, 1, 128, DType::bf16);

@@ -9,6 +9,7 @@ const char* recipe_name(LaunchRecipe recipe) {
     case LaunchRecipe::folded_leaves: return "folded_leaves";
     case LaunchRecipe::leaves_beside: return "leaves_beside";
     case LaunchRecipe::gemm_side_by_side: return "gemm_side_by_side";
+    case LaunchRecipe::chained_leaves: return "chained_leaves";
   }
   return "?";
 }

@@ -24,6 +24,8 @@ enum class LaunchRecipe {
   folded_leaves,      // the wide items, then the narrow ones as their dependent launch doing the merge; no merge kernel
   leaves_beside,      // the narrow items first on SMs of their own, persistent wgmma blocks on the rest, the merge after
   gemm_side_by_side,  // cuBLAS products of the shared segments beside the narrow items, the merge after both
+  chained_leaves,     // the wide items, then the narrow ones as their dependent launch (the wide blocks placed
+                      // first), which waits for the wide launch only at its end; the merge after both
 };
 const char* recipe_name(LaunchRecipe recipe);
 
@@ -44,6 +46,7 @@ struct LaunchChoices {
   bool overlap_merge = false;                // the merge starts as the one attention launch before it ends
   int merge_warps = 1;                       // warps per query of the merge kernel
   int wide_tile_tokens = kWgmmaTileTokens[0];  // the wgmma kernel's K/V tile (rule wide_tile)
+  bool chain_leaves = false;                 // leaves=chained: the leaves as the wide launch's dependent launch
 };
 
 struct PlanDecisions {

@@ -113,6 +113,9 @@ void plan_cut(const AttentionShape& shape, const std::vector<Group>& groups, Cut
     d.log.push_back(split);
   }
   p.schedule = build(shape, groups, chosen.census, d.build);
+  // leaves=chained: a dependent launch needs the device's programmatic launches; the wgmma blocks, a
+  // whole SM each, are what a side stream's leaves could crowd out.
+  d.launches.chain_leaves = options.at("leaves") == "chained" && d.wide_kernel == ItemKernel::wgmma && d.device.dependent_launch;
   decide_launches(shape, p.schedule, options.at("narrow_kernel"), options.at("wide_tile"), d);
 }
 

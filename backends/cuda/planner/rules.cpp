@@ -213,7 +213,7 @@ Ruled<LeafLayout> leaf_layout(const std::string& option, const std::string& wide
     }
     return ruled(best, "leaf_layout", "after", in, "wide_parts=" + wide_parts + " fixes the wide launch's parts: the leaves after");
   }
-  if (option == "after") return ruled(best, "leaf_layout", "after", in, "leaves=after");
+  if (option == "after" || option == "chained") return ruled(best, "leaf_layout", "after", in, "leaves=" + option);
   if (wide_kernel != ItemKernel::wgmma) return ruled(best, "leaf_layout", "after", in, "no wgmma launch");
   if (census.narrow_blocks == 0 || census.wide_block_tokens.empty()) {
     return ruled(best, "leaf_layout", "after", in, "one kind of items: nothing runs beside");
@@ -419,7 +419,7 @@ Ruled<LaunchRecipe> launch_recipe(const Schedule& s, const LaunchChoices& launch
   const bool narrow = !s.narrow_items.empty(), wide = !s.wide_items.empty(), gemm = !s.gemm_chunks.empty();
   Inputs in;
   in("narrow_items", s.narrow_items.size())("wide_items", s.wide_items.size())("gemm_chunks", s.gemm_chunks.size())(
-      "fold", yes_no(launches.fold))("leaf_sms", leaf_sms);
+      "fold", yes_no(launches.fold))("leaf_sms", leaf_sms)("chain_leaves", yes_no(launches.chain_leaves));
   LaunchRecipe r = LaunchRecipe::one_launch;
   if (gemm) {
     r = LaunchRecipe::gemm_side_by_side;
@@ -428,7 +428,7 @@ Ruled<LaunchRecipe> launch_recipe(const Schedule& s, const LaunchChoices& launch
   } else if (launches.fold) {
     r = LaunchRecipe::folded_leaves;
   } else if (narrow && wide) {
-    r = LaunchRecipe::side_by_side;
+    r = launches.chain_leaves ? LaunchRecipe::chained_leaves : LaunchRecipe::side_by_side;
   }
   return ruled(r, "launch_recipe", recipe_name(r), in, "from the items and the choices above");
 }

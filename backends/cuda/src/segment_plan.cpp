@@ -74,6 +74,7 @@ class SegmentPlan final : public CudaPlan {
       case LaunchRecipe::folded_leaves: folded_leaves(l); break;
       case LaunchRecipe::leaves_beside: leaves_beside(l); break;
       case LaunchRecipe::gemm_side_by_side: gemm_side_by_side(l, in); break;
+      case LaunchRecipe::chained_leaves: chained_leaves(l); break;
     }
   }
 
@@ -114,6 +115,7 @@ class SegmentPlan final : public CudaPlan {
     l.narrow.items = narrow_.data();
     l.narrow.num_items = static_cast<int>(narrow_.size());
     l.narrow.merge.fold_wide_rows = decisions_.launches.fold;
+    l.narrow.merge.wait_wide_at_end = decisions_.recipe == LaunchRecipe::chained_leaves;
     l.wide.items = wide_.data();
     l.wide.num_items = static_cast<int>(wide_.size());
     l.wide.worker_items = wide_worker_items_.size() > 0 ? wide_worker_items_.data() : nullptr;
@@ -165,6 +167,13 @@ class SegmentPlan final : public CudaPlan {
   void folded_leaves(const Launches& l) const {
     launch_wide(l);
     launch_narrow(l, l.stream, true);
+  }
+  // LaunchRecipe::chained_leaves: the leaves as the wide launch's dependent launch, so that the wgmma
+  // blocks are resident before any leaf block takes an SM; the leaves wait for it only at their end.
+  void chained_leaves(const Launches& l) const {
+    launch_wide(l);
+    launch_narrow(l, l.stream, true);
+    merge(l);
   }
   // LaunchRecipe::leaves_beside: the leaves launched first, so that their whole-SM blocks are resident
   // before the persistent wgmma blocks take the other SMs.

@@ -346,6 +346,9 @@ __global__ void __launch_bounds__(MmaBlockShape<ROW_WARPS, TOKEN_WARPS, GROUPS>:
     if (index == range.last) break;
     slot ^= 1;
   }
+  // A dependent launch without the fold (LaunchRecipe::chained_leaves): the merge after this launch in
+  // stream order reads the wide launch's rows, so this launch does not end before that one.
+  if (p.merge.wait_wide_at_end) wait_for_primary();
 }
 
 }  // namespace hydragen::cuda
