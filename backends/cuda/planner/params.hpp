@@ -37,10 +37,10 @@ struct MergeParams {
   // programmatic dependent, and writes O and LSE, so that no merge kernel runs (the schedule's
   // narrow_rows_fold says when it can, the plan whether it pays).
   bool fold_wide_rows = false;
-  // Whether this launch (narrow items, the wide launch's programmatic dependent without the fold:
-  // LaunchRecipe::chained_leaves) waits for the wide launch before it ends, so that the merge after it
-  // in stream order reads the wide rows complete.
-  bool wait_wide_at_end = false;
+  // LaunchRecipe::chained_leaves (narrow items as the wide launch's programmatic dependent, no fold):
+  // [1] the workers that have finished, zero between runs; the last to finish waits for the wide
+  // launch, so that this launch ends after it and the merge after both reads its rows. Null otherwise.
+  unsigned* chain_count = nullptr;
 };
 
 // Segment attention (cuda-flash, cuda-hydragen): every item attends its rows to a token range and

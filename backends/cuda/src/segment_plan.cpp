@@ -37,7 +37,8 @@ class SegmentPlan final : public CudaPlan {
         merge_offsets_(upload(planned.schedule.merge_offsets)),
         merge_rows_(upload(planned.schedule.merge_rows)),
         partial_o_(static_cast<std::size_t>(planned.schedule.num_rows()) * shape.head_dim),
-        partial_lse_(static_cast<std::size_t>(planned.schedule.num_rows())) {
+        partial_lse_(static_cast<std::size_t>(planned.schedule.num_rows())),
+        chain_count_(upload(std::vector<unsigned>{0})) {
     const Schedule& s = planned.schedule;
     if (!s.gemm_chunks.empty()) gemm_ = std::make_unique<GemmAttention>(shape, s);
     if (decisions_.wide_kernel == ItemKernel::wgmma) {
@@ -58,7 +59,7 @@ class SegmentPlan final : public CudaPlan {
     std::size_t bytes = CudaPlan::device_bytes(tree) + (s.narrow_items.size() + s.wide_items.size()) * sizeof(WorkItem) +
                         (s.wide_worker_items.size() + s.item_segments.size() + 3 * rows + s.merge_offsets.size() +
                          s.merge_rows.size()) * sizeof(int) +
-                        rows * (static_cast<std::size_t>(shape.head_dim) + 1) * sizeof(float);
+                        rows * (static_cast<std::size_t>(shape.head_dim) + 1) * sizeof(float) + sizeof(unsigned);
     if (!s.gemm_chunks.empty()) bytes += GemmAttention::device_bytes(shape, s);
     if (planned.decisions.wide_kernel == ItemKernel::wgmma) {
       bytes += 2 * static_cast<std::size_t>(tree.num_segments()) * sizeof(CUtensorMap);
@@ -115,7 +116,7 @@ class SegmentPlan final : public CudaPlan {
     l.narrow.items = narrow_.data();
     l.narrow.num_items = static_cast<int>(narrow_.size());
     l.narrow.merge.fold_wide_rows = decisions_.launches.fold;
-    l.narrow.merge.wait_wide_at_end = decisions_.recipe == LaunchRecipe::chained_leaves;
+    if (decisions_.recipe == LaunchRecipe::chained_leaves) l.narrow.merge.chain_count = chain_count_.data();
     l.wide.items = wide_.data();
     l.wide.num_items = static_cast<int>(wide_.size());
     l.wide.worker_items = wide_worker_items_.size() > 0 ? wide_worker_items_.data() : nullptr;
@@ -212,6 +213,7 @@ class SegmentPlan final : public CudaPlan {
   DeviceArray<int> item_segments_, row_query_, row_limit_, row_leaf_, merge_offsets_, merge_rows_;
   DeviceArray<float> partial_o_;    // [rows, D]
   DeviceArray<float> partial_lse_;  // [rows]
+  DeviceArray<unsigned> chain_count_;  // [1] MergeParams::chain_count, zero between runs
   std::unique_ptr<GemmAttention> gemm_;  // cuda-hydragen-cublas's shared segments; null otherwise
   std::vector<int> map_segments_;    // segments read by wgmma items
   OwnedStream side_;                // runs the narrow items beside the wide ones

@@ -21,4 +21,16 @@ __device__ __forceinline__ void wait_for_primary() {
 #endif
 }
 
+// The end of one of `workers` workers of a dependent launch that must not end before its primary
+// (LaunchRecipe::chained_leaves): the last to arrive at `count` ([1], zero before the launch) waits
+// for the primary and leaves the count at zero for the next run; the others leave their SMs at once.
+// Waiting in every worker held each leaf block's SM until the wide launch ended (perf-notes v32).
+// One thread of each worker calls it, after the worker's last store.
+__device__ __forceinline__ void end_after_primary(unsigned* count, int workers) {
+  if (atomicAdd(count, 1u) == static_cast<unsigned>(workers - 1)) {
+    *count = 0;
+    wait_for_primary();
+  }
+}
+
 }  // namespace hydragen::cuda

@@ -272,7 +272,13 @@ __global__ void __launch_bounds__(MmaBlockShape<ROW_WARPS, TOKEN_WARPS, GROUPS>:
   };
 
   const ItemRange range = worker_items(p, blockIdx.x * GROUPS + group, gridDim.x * GROUPS);
-  if (range.first > range.last) return;  // a spare warp of the last block
+  auto end_worker = [&] {
+    if (p.merge.chain_count != nullptr && thread == 0) end_after_primary(p.merge.chain_count, gridDim.x * GROUPS);
+  };
+  if (range.first > range.last) {  // a spare warp of the last block
+    end_worker();
+    return;
+  }
   {
     const WorkItem a = p.items[range.first], b = p.items[range.last];
     prefetch_item_tables<THREADS>(p, range, a, b, thread);
@@ -346,9 +352,7 @@ __global__ void __launch_bounds__(MmaBlockShape<ROW_WARPS, TOKEN_WARPS, GROUPS>:
     if (index == range.last) break;
     slot ^= 1;
   }
-  // A dependent launch without the fold (LaunchRecipe::chained_leaves): the merge after this launch in
-  // stream order reads the wide launch's rows, so this launch does not end before that one.
-  if (p.merge.wait_wide_at_end) wait_for_primary();
+  end_worker();
 }
 
 }  // namespace hydragen::cuda
