@@ -59,10 +59,11 @@ std::string decided(const Planned& p) {
   char line[320];
   std::snprintf(line, sizeof line,
                 "wide=%s tile=%d narrow=%s leaf_sms=%d workers=%d/%d items=%zu/%zu runs=%zu chunks=%zu rows=%d fold=%d merge=%d "
-                "overlap=%d partials=%d schedule=%016llx",
+                "overlap=%d partials=%d recipe=%s schedule=%016llx",
                 kernel_name(d.wide_kernel), l.wide_tile_tokens, kernel_name(d.narrow_kernel), d.leaf_sms, l.wide_workers, l.narrow_workers,
                 s.wide_items.size(), s.narrow_items.size(), s.wide_worker_items.size(), s.gemm_chunks.size(), s.num_rows(), l.fold,
-                l.run_merge, l.run_merge && l.overlap_merge, s.max_partials(), static_cast<unsigned long long>(schedule_hash(s)));
+                l.run_merge, l.run_merge && l.overlap_merge, s.max_partials(), recipe_name(d.recipe),
+                static_cast<unsigned long long>(schedule_hash(s)));
   return line;
 }
 
