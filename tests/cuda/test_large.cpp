@@ -6,7 +6,7 @@
 // Each case's problem and reference are computed once and shared by its backends: cuda-naive,
 // cuda-flash with shared and with redundant storage (1024 copies of a 16448-token path: 8.6 GB on
 // the GPU), cuda-hydragen (also with narrow_kernel=token_warps, the narrow kernel its auto rule leaves out for
-// many short leaves, and with leaves=chained), and cuda-hydragen-cublas (whose prefix at B = 1024 takes two GEMM chunks).
+// many short leaves, and with leaf_launch=stream), and cuda-hydragen-cublas (whose prefix at B = 1024 takes two GEMM chunks).
 // GPU only: without one every test skips with the reason.
 #include <gtest/gtest.h>
 
@@ -114,9 +114,9 @@ std::vector<LargeParam> large_params() {
     params.push_back({c, "cuda-flash", Storage::redundant});
     params.push_back({c, "cuda-hydragen", Storage::shared});
     params.push_back({c, "cuda-hydragen", Storage::shared, PlanOptions::parse("narrow_kernel=token_warps")});
-    // The leaves as the wgmma launch's dependent launch where they would run on a side stream (the one-part
-    // case's plan), the last leaf worker waiting for it.
-    params.push_back({c, "cuda-hydragen", Storage::shared, PlanOptions::parse("leaves=chained")});
+    // Auto chains the leaves after a wgmma launch (rule chain_leaves: the one-part case's plan); the side
+    // stream they ran on before stays an option.
+    params.push_back({c, "cuda-hydragen", Storage::shared, PlanOptions::parse("leaf_launch=stream")});
     params.push_back({c, "cuda-hydragen-cublas", Storage::shared});
   }
   return params;

@@ -1291,19 +1291,20 @@ TEST(HydragenPlan, SplitsTheWgmmaLaunchNoFinerThanOneRowLeavesStreamBesideIt) {
   }
 }
 
-// leaves=chained: where the leaves would run on a side stream beside the wgmma launch, they run as its
-// dependent launch instead (its blocks placed first), waiting for it only at their end; where they fold,
-// they are its dependent launch already; without programmatic launches, the side stream.
-TEST(HydragenPlan, ChainedLeavesAreTheWgmmaLaunchsDependentLaunch) {
+// Rule chain_leaves: leaves after a wgmma launch, not folding, are its dependent launch where the
+// device has dependent launches (leaf_launch=stream keeps the side stream); elsewhere nothing changes.
+TEST(HydragenPlan, LeavesAfterAWgmmaLaunchAreItsDependentLaunchUnlessTheyFold) {
   const SharingTree decoder = SharingTree::prefix_suffix(1024, std::vector<int>(1024, 64));
   const AttentionShape mha5 = make_shape(1024, 1, 5, 5, 128, DType::bf16);
-  EXPECT_EQ(plan_hydragen(mha5, decoder, hydragen(), kH100).decisions.recipe, LaunchRecipe::side_by_side);
-  EXPECT_EQ(plan_hydragen(mha5, decoder, hydragen("leaves=chained"), kH100).decisions.recipe, LaunchRecipe::chained_leaves);
+  EXPECT_EQ(plan_hydragen(mha5, decoder, hydragen(), kH100).decisions.recipe, LaunchRecipe::chained_leaves);
+  EXPECT_EQ(plan_hydragen(mha5, decoder, hydragen("leaf_launch=stream"), kH100).decisions.recipe, LaunchRecipe::side_by_side);
   const DeviceLimits no_pdl{132, true, false, "NVIDIA H100 80GB HBM3"};
-  EXPECT_EQ(plan_hydragen(mha5, decoder, hydragen("leaves=chained"), no_pdl).decisions.recipe, LaunchRecipe::side_by_side);
+  EXPECT_EQ(plan_hydragen(mha5, decoder, hydragen("leaf_launch=chained"), no_pdl).decisions.recipe, LaunchRecipe::side_by_side);
   const SharingTree folds = SharingTree::prefix_suffix(2048, std::vector<int>(256, 64));
-  EXPECT_EQ(plan_hydragen(make_shape(256, 1, 8, 1, 128, DType::bf16), folds, hydragen("leaves=chained"), kH100).decisions.recipe,
+  EXPECT_EQ(plan_hydragen(make_shape(256, 1, 8, 1, 128, DType::bf16), folds, hydragen(), kH100).decisions.recipe,
             LaunchRecipe::folded_leaves);
+  const SharingTree beside = SharingTree::prefix_suffix(4096, std::vector<int>(1024, 32));
+  EXPECT_EQ(plan_hydragen(mha5, beside, hydragen(), kH100).decisions.recipe, LaunchRecipe::leaves_beside);
 }
 
 TEST(PlanDecisions, BuildChoicesComeFromTheSmCountOfTheDevice) {

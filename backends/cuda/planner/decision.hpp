@@ -46,7 +46,7 @@ struct LaunchChoices {
   bool overlap_merge = false;                // the merge starts as the one attention launch before it ends
   int merge_warps = 1;                       // warps per query of the merge kernel
   int wide_tile_tokens = kWgmmaTileTokens[0];  // the wgmma kernel's K/V tile (rule wide_tile)
-  bool chain_leaves = false;                 // leaves=chained: the leaves as the wide launch's dependent launch
+  bool chain_leaves = false;                 // the leaves as the wide launch's dependent launch (rule chain_leaves)
 };
 
 struct PlanDecisions {

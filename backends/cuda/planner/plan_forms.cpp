@@ -42,17 +42,21 @@ std::vector<PlanOption> hydragen_options() {
            "cut each wide row block into this many parts by tokens (fewer where a part would be under 256 tokens), "
            "whatever the waves, and keep the leaves after; auto: rule wide_target_blocks"},
           {"leaves",
-           {"auto", "after", "beside", "chained"},
+           {"auto", "after", "beside"},
            "where a wgmma launch and leaves both run: after, the leaves on the SMs the wgmma launch frees; beside, the "
            "shared segments' parts on fewer persistent wgmma blocks and the leaves, a warp each, on the other SMs from "
-           "the start; chained: after, and where the leaves would run on a side stream, as the wgmma launch's dependent "
-           "launch instead (its blocks placed first); auto: beside where rule leaf_layout's cost model predicts it faster"}};
+           "the start; auto: beside where rule leaf_layout's cost model predicts it faster"},
+          {"leaf_launch",
+           {"auto", "chained", "stream"},
+           "how leaves after a wgmma launch that they do not fold are launched: chained, as its dependent launch (its "
+           "blocks placed first, the last leaf worker waiting for it); stream, on a second stream beside it, joined "
+           "before the merge; auto: rule chain_leaves"}};
 }
 
 std::vector<PlanOptions> hydragen_variants() {
   return {PlanOptions{}, PlanOptions::parse("form=wide"), PlanOptions::parse("form=narrow"),
           PlanOptions::parse("form=narrow:narrow_kernel=item_warps"), PlanOptions::parse("form=wide:wide_kernel=mma64"),
-          PlanOptions::parse("form=wide:leaves=beside"), PlanOptions::parse("form=wide:leaves=chained"), PlanOptions::parse("form=wide:wide_tile=192"),
+          PlanOptions::parse("form=wide:leaves=beside"), PlanOptions::parse("form=wide:leaf_launch=stream"), PlanOptions::parse("form=wide:wide_tile=192"),
           PlanOptions::parse("form=wide:wide_parts=2"), PlanOptions::parse("inline=never")};
 }
 

@@ -37,9 +37,10 @@ Cut cut(const AttentionShape& shape, const std::vector<Group>& groups, int max_r
 }
 
 // The launches' rules, once the schedule is built.
-// `narrow_option`, `tile_option`: the plan options narrow_kernel and wide_tile ("auto" where a backend has none).
+// `narrow_option`, `tile_option`, `leaf_launch_option`: the plan options narrow_kernel, wide_tile and
+// leaf_launch ("auto" where a backend has none).
 void decide_launches(const AttentionShape& shape, const Schedule& s, const std::string& narrow_option,
-                     const std::string& tile_option, PlanDecisions& d) {
+                     const std::string& tile_option, const std::string& leaf_launch_option, PlanDecisions& d) {
   Log log(d);
   const bool alone = s.wide_items.empty() && s.gemm_chunks.empty();
   const std::vector<long long> narrow = item_lengths(s.narrow_items), wide = item_lengths(s.wide_items);
@@ -54,6 +55,7 @@ void decide_launches(const AttentionShape& shape, const Schedule& s, const std::
     l.narrow_workers = log(launch_workers("narrow", d.narrow_kernel, shape.dtype, narrow, d.leaf_sms, 0, d.device));
   }
   l.fold = log(fold_leaves(s, d.wide_kernel, d.narrow_kernel, l.narrow_workers, d.leaf_sms, d.device));
+  l.chain_leaves = log(chain_leaves(leaf_launch_option, s, d.wide_kernel, l.fold, d.leaf_sms, d.device));
   l.run_merge = log(run_merge(s, l.fold));
   l.overlap_merge = log(overlap_merge(s, d.wide_kernel, d.narrow_kernel, l, d.device));
   if (l.run_merge) l.merge_warps = log(merge_warps(s));
@@ -82,7 +84,7 @@ Planned plan_flash(const AttentionShape& shape, const SharingTree& tree, const P
   Cut c = cut(shape, groups, d.build.max_rows, resident_blocks(ItemKernel::token_warps, device), device);
   d.build.narrow_parts = log(std::move(c.narrow_split));
   p.schedule = build(shape, groups, c.census, d.build);
-  decide_launches(shape, p.schedule, options.at("narrow_kernel"), "auto", d);
+  decide_launches(shape, p.schedule, options.at("narrow_kernel"), "auto", "auto", d);
   return p;
 }
 
@@ -113,10 +115,7 @@ void plan_cut(const AttentionShape& shape, const std::vector<Group>& groups, Cut
     d.log.push_back(split);
   }
   p.schedule = build(shape, groups, chosen.census, d.build);
-  // leaves=chained: a dependent launch needs the device's programmatic launches; the wgmma blocks, a
-  // whole SM each, are what a side stream's leaves could crowd out.
-  d.launches.chain_leaves = options.at("leaves") == "chained" && d.wide_kernel == ItemKernel::wgmma && d.device.dependent_launch;
-  decide_launches(shape, p.schedule, options.at("narrow_kernel"), options.at("wide_tile"), d);
+  decide_launches(shape, p.schedule, options.at("narrow_kernel"), options.at("wide_tile"), options.at("leaf_launch"), d);
 }
 
 Planned plan_hydragen(const AttentionShape& shape, const SharingTree& tree, const PlanOptions& options,
@@ -163,7 +162,7 @@ Planned plan_hydragen_cublas(const AttentionShape& shape, const SharingTree& tre
   Cut c = cut(shape, groups, d.build.max_rows, resident_blocks(ItemKernel::token_warps, device), device);
   d.build.narrow_parts = log(std::move(c.narrow_split));
   p.schedule = build(shape, groups, c.census, d.build);
-  decide_launches(shape, p.schedule, "auto", "auto", d);
+  decide_launches(shape, p.schedule, "auto", "auto", "auto", d);
   return p;
 }
 

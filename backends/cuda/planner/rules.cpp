@@ -213,7 +213,7 @@ Ruled<LeafLayout> leaf_layout(const std::string& option, const std::string& wide
     }
     return ruled(best, "leaf_layout", "after", in, "wide_parts=" + wide_parts + " fixes the wide launch's parts: the leaves after");
   }
-  if (option == "after" || option == "chained") return ruled(best, "leaf_layout", "after", in, "leaves=" + option);
+  if (option == "after") return ruled(best, "leaf_layout", "after", in, "leaves=after");
   if (wide_kernel != ItemKernel::wgmma) return ruled(best, "leaf_layout", "after", in, "no wgmma launch");
   if (census.narrow_blocks == 0 || census.wide_block_tokens.empty()) {
     return ruled(best, "leaf_layout", "after", in, "one kind of items: nothing runs beside");
@@ -360,6 +360,22 @@ Ruled<bool> fold_leaves(const Schedule& s, ItemKernel wide, ItemKernel narrow, i
   }
   if (idle <= kFoldForgoneSmTokens) return ruled(true, "fold_leaves", "yes", in, "the wgmma launch leaves little SM time idle");
   return no("folding leaf blocks would hold SMs idle waiting for the wgmma launch");
+}
+
+Ruled<bool> chain_leaves(const std::string& option, const Schedule& s, ItemKernel wide, bool fold, int leaf_sms,
+                         const DeviceLimits& device) {
+  Inputs in;
+  in("leaf_launch_option", option)("wide_kernel", kernel_name(wide))("dependent_launch", yes_no(device.dependent_launch));
+  auto no = [&](const std::string& why) { return ruled(false, "chain_leaves", "no", in, why); };
+  if (s.wide_items.empty() || s.narrow_items.empty() || !s.gemm_chunks.empty()) return no("no wgmma launch and leaves to chain");
+  if (wide != ItemKernel::wgmma) return no("only after a wgmma launch, whose blocks allow dependents as they start");
+  if (fold || leaf_sms > 0) return no(fold ? "the leaves fold: its dependent launch already" : "the leaves run beside, launched first");
+  if (!device.dependent_launch) return no("the device has no programmatic dependent launch");
+  if (option == "stream") return no("leaf_launch=stream");
+  return ruled(true, "chain_leaves", "yes", in,
+               option == "chained" ? "leaf_launch=chained"
+                                   : "the wgmma blocks placed before any leaf block takes an SM: a side stream's leaves cost "
+                                     "the decoder step 3% (perf-notes v32)");
 }
 
 Ruled<bool> run_merge(const Schedule& s, bool fold) {

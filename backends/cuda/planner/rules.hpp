@@ -140,6 +140,12 @@ Ruled<int> wide_tile(const std::string& option, ItemKernel wide, const std::vect
 Ruled<bool> fold_leaves(const Schedule& s, ItemKernel wide, ItemKernel narrow, int narrow_workers, int leaf_sms,
                         const DeviceLimits& device);
 
+// Whether leaves after a wgmma launch that they do not fold run as its programmatic dependent launch
+// (LaunchRecipe::chained_leaves) rather than on a second stream (side_by_side): `option` leaf_launch,
+// auto: wherever the device has dependent launches.
+Ruled<bool> chain_leaves(const std::string& option, const Schedule& s, ItemKernel wide, bool fold, int leaf_sms,
+                         const DeviceLimits& device);
+
 // Whether the merge kernel runs: some query has no partial row or several, or a cuBLAS row, and the
 // leaves do not fold.
 Ruled<bool> run_merge(const Schedule& s, bool fold);
