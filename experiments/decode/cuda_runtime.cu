@@ -96,54 +96,70 @@ struct RopeParams {
   int rotary_positions;
 };
 
-// Elements i and i + D/2 of one head rotated by the angle (c = cos, s = sin), in fp32.
+constexpr int kRopeChunk = 8;  // elements of a 16-byte load or store
+
+// Eight elements of a head from `lo` and the eight D/2 after them from `hi`, turned by their
+// cosines c and sines s (element i with i + D/2), in fp32.
 template <typename T>
-__device__ __forceinline__ void rotate_pair(const T* __restrict__ x, float c, float s, int i, int half,
-                                            T* __restrict__ out) {  // x, out: [D]
-  const float a = to_float(x[i]), b = to_float(x[i + half]);
-  out[i] = from_float<T>(a * c - b * s);
-  out[i + half] = from_float<T>(b * c + a * s);
+__device__ __forceinline__ void turn_chunk(const T* __restrict__ lo, const T* __restrict__ hi, const float* __restrict__ c,
+                                           const float* __restrict__ s, float poison, T* __restrict__ out_lo,
+                                           T* __restrict__ out_hi) {  // each [8]
+  const uint4 a_bits = *reinterpret_cast<const uint4*>(lo), b_bits = *reinterpret_cast<const uint4*>(hi);
+  const float4 c0 = *reinterpret_cast<const float4*>(c), c1 = *reinterpret_cast<const float4*>(c + 4);
+  const float4 s0 = *reinterpret_cast<const float4*>(s), s1 = *reinterpret_cast<const float4*>(s + 4);
+  const float cs[kRopeChunk] = {c0.x, c0.y, c0.z, c0.w, c1.x, c1.y, c1.z, c1.w};
+  const float ss[kRopeChunk] = {s0.x, s0.y, s0.z, s0.w, s1.x, s1.y, s1.z, s1.w};
+  const T* a = reinterpret_cast<const T*>(&a_bits);
+  const T* b = reinterpret_cast<const T*>(&b_bits);
+  uint4 x_bits, y_bits;
+  T* x = reinterpret_cast<T*>(&x_bits);
+  T* y = reinterpret_cast<T*>(&y_bits);
+#pragma unroll
+  for (int e = 0; e < kRopeChunk; ++e) {
+    const float u = to_float(a[e]), v = to_float(b[e]), cos_e = cs[e] + poison, sin_e = ss[e] + poison;
+    x[e] = from_float<T>(u * cos_e - v * sin_e);
+    y[e] = from_float<T>(v * cos_e + u * sin_e);
+  }
+  *reinterpret_cast<uint4*>(out_lo) = x_bits;
+  *reinterpret_cast<uint4*>(out_hi) = y_bits;
 }
 
-constexpr int kRopeThreads = 128;
-
-// One block per token: every head's pairs turned by the rotary table's row for its position, V
-// copied, the block's threads striding over the token's elements through restrict pointers, so that
-// a thread's loads need not wait for its earlier stores. (A thread per (token, pair) looping over the
-// heads, its stores possibly aliasing its next loads, took 14.5 us for 1024 tokens of 15 heads under
-// ncu: each head one memory round trip after another. Angles computed here in fp64 took 10.8 us:
-// perf-notes v32.)
+// A thread per 16-byte unit of a token's work, every unit's loads independent of the others: a chunk
+// pair (8 elements and the 8 D/2 after them) of each Q and K head, turned by the rotary table's row
+// for the token's position, then each 8-element chunk of its V, copied. (A block per token, its 128
+// threads striding over the token's elements in 2-byte loads, took 9.6 us for 1024 tokens of 15 heads
+// under ncu with its angles read from the table, 10.8 us with them computed in fp64: perf-notes v32.)
 template <typename T>
-__global__ void __launch_bounds__(kRopeThreads) rope_append_kernel(const RopeParams<T> p) {
-  const int half = p.head_dim / 2;
-  const std::int64_t t = blockIdx.x;
+__global__ void __launch_bounds__(kThreads) rope_append_kernel(const RopeParams<T> p) {
+  const int half = p.head_dim / 2, pairs = half / kRopeChunk;  // chunk pairs of a head
+  const int turned = (p.q_heads + p.kv_heads) * pairs, units = turned + p.kv_heads * p.head_dim / kRopeChunk;
+  const std::int64_t unit = static_cast<std::int64_t>(blockIdx.x) * kThreads + threadIdx.x;
+  const std::int64_t t = unit / units;
+  if (t >= p.tokens) return;
+  const int w = static_cast<int>(unit - t * units);
   const int seq = static_cast<int>(t / p.q_len);
   const int index = p.leaf_length[seq] - p.q_len + static_cast<int>(t % p.q_len);  // in the leaf
+  // A leaf shorter than its step (the host runtime refuses it): Q turned, no cache write.
+  const bool append = index >= 0;
+  const std::int64_t d = p.head_dim, kv_row = p.kv_heads * d;  // kv_row: one token of a leaf's K or V
+  const T* __restrict__ x = p.qkv[t];  // [(Hq + 2 Hkv) D]: Q heads, K heads, V heads
+  if (w >= turned) {  // a chunk of V
+    if (!append) return;
+    const int e = (w - turned) * kRopeChunk;
+    *reinterpret_cast<uint4*>(p.v_leaf[seq] + index * kv_row + e) =
+        *reinterpret_cast<const uint4*>(x + (p.q_heads + p.kv_heads) * d + e);
+    return;
+  }
+  const int h = w / pairs, c = w % pairs * kRopeChunk;
+  if (h >= p.q_heads && !append) return;
   const int position = index + p.position_offset + (p.seq_offset != nullptr ? p.seq_offset[seq] : 0);
   // A position outside the table (the decoder sizes it for every position it makes): NaN, never a
   // wrong turn. NaN + x is NaN, 0 + x is x exactly.
   const bool known = position >= 0 && position < p.rotary_positions;
   const float poison = known ? 0.0f : __int_as_float(0x7fc00000);
-  const float* __restrict__ cosines = p.rotary + static_cast<std::int64_t>(known ? position : 0) * p.head_dim;  // [D / 2]
-  const float* __restrict__ sines = cosines + half;                                                           // [D / 2]
-  // A leaf shorter than its step (the host runtime refuses it): Q rotated, no cache write.
-  const bool append = index >= 0;
-  const std::int64_t d = p.head_dim, kv_row = p.kv_heads * d;  // kv_row: one token of a leaf's K or V
-  const T* __restrict__ x = p.qkv[t];  // [(Hq + 2 Hkv) D]: Q heads, K heads, V heads
-  T* __restrict__ q = p.q[t];          // [Hq, D]
-  T* __restrict__ k = append ? p.k_leaf[seq] + index * kv_row : nullptr;  // [Hkv, D]
-  T* __restrict__ v = append ? p.v_leaf[seq] + index * kv_row : nullptr;  // [Hkv, D]
-  const int rotated = (p.q_heads + (append ? p.kv_heads : 0)) * half;  // pairs: Q heads', then K heads'
-#pragma unroll 4
-  for (int u = threadIdx.x; u < rotated; u += kRopeThreads) {
-    const int h = u / half, i = u - h * half;
-    T* out = h < p.q_heads ? q + h * d : k + (h - p.q_heads) * d;
-    rotate_pair(x + h * d, cosines[i] + poison, sines[i] + poison, i, half, out);
-  }
-  if (!append) return;
-  const T* __restrict__ x_v = x + (p.q_heads + p.kv_heads) * d;
-#pragma unroll 4
-  for (int e = threadIdx.x; e < kv_row; e += kRopeThreads) v[e] = x_v[e];
+  const float* cosines = p.rotary + static_cast<std::int64_t>(known ? position : 0) * d;  // [D / 2]
+  T* out = h < p.q_heads ? p.q[t] + h * d : p.k_leaf[seq] + index * kv_row + (h - p.q_heads) * d;  // [D]
+  turn_chunk(x + h * d + c, x + h * d + c + half, cosines + c, cosines + half + c, poison, out + c, out + c + half);
 }
 
 // One thread per output element.
@@ -313,6 +329,11 @@ class CudaRuntime final : public Runtime {
   void rope_append(const Matrix& qkv, int q_heads, int kv_heads, const Rotary& rotary, const CacheWrite& cache,
                    const Matrix& q) override {
     check_rope_append(dtype(), qkv, q_heads, kv_heads, rotary, cache, q);
+    auto aligned = [](const Matrix& m) { return reinterpret_cast<std::uintptr_t>(m.data) % 16 == 0 && m.ld % kRopeChunk == 0; };
+    if (rotary.head_dim % (2 * kRopeChunk) != 0 || !aligned(qkv) || !aligned(q)) {
+      throw std::invalid_argument("rope_append: the CUDA runtime moves 16-byte chunks: head_dim " + std::to_string(rotary.head_dim) +
+                                  " must be a multiple of 16, and qkv's and q's rows 16-byte aligned");
+    }
     if (qkv.rows == 0) return;
     const RopeParams<Element> p{rows_of<const Element>(qkv),
                                 rows_of<Element>(q),
@@ -328,7 +349,8 @@ class CudaRuntime final : public Runtime {
                                 cache.seq_offset,
                                 rotary.table,
                                 rotary.positions};
-    rope_append_kernel<<<static_cast<unsigned>(qkv.rows), kRopeThreads, 0, stream_.get()>>>(p);
+    const std::int64_t units = (q_heads + kv_heads) * (rotary.head_dim / 2 / kRopeChunk) + kv_heads * rotary.head_dim / kRopeChunk;
+    rope_append_kernel<<<blocks_for(qkv.rows * units), kThreads, 0, stream_.get()>>>(p);
     cuda::check_launch("rope_append_kernel");
   }
 

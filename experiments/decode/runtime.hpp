@@ -83,7 +83,9 @@ class Runtime {
   // turn for the token's position; D = rotary.head_dim) of the Q and K parts of qkv [T, (Hq + 2 Hkv) D]
   // (Q heads, then K, then V): q [T, Hq D] gets the rotated queries, the cache the rotated keys and
   // the values. A position past the table: the host runtime throws; the CUDA one writes NaN for that
-  // token's Q and K (it cannot read the positions without waiting).
+  // token's Q and K (it cannot read the positions without waiting). The CUDA runtime moves 16-byte
+  // chunks: D a multiple of 16, qkv's, q's and the leaves' rows 16-byte aligned (else it throws, or
+  // for the leaves, which it cannot read, the caller's duty).
   virtual void rope_append(const Matrix& qkv, int q_heads, int kv_heads, const Rotary& rotary, const CacheWrite& cache,
                            const Matrix& q) = 0;
   // out = silu(gate) * up, in fp32: gate_up [T, 2F] (gate columns, then up), out [T, F].

@@ -207,6 +207,12 @@ TEST_F(DecodeRuntime, RopeAppendMatchesTheHost) {
       ASSERT_TRUE(std::isnan(marked[hq * d + j])) << "token 1, past the table: element " << j;
     }
   }
+  const Staged odd = stage(*cuda, std::vector<float>(2 * 3 * 24), 2, 3 * 24);
+  const StagedRotary turns24 = upload_rotary(*cuda, theta, 24, 4);
+  const int two[] = {1, 1};
+  void* const leaves[] = {odd.m.data, odd.m.data};  // never written: the call is refused first
+  EXPECT_THAT([&] { cuda->rope_append(odd.m, 1, 1, turns24.rotary, {leaves, leaves, two, 1, 0}, odd.m.columns(0, 24)); },
+              ThrowsMessage<std::invalid_argument>(HasSubstr("head_dim 24 must be a multiple of 16")));
   // The rotation's two products: at most twice the largest input.
   const double slack = std::ldexp(2 * 4.0, -20);
   expect_bf16_close(q_got[1], q_got[0], [&](std::size_t) { return slack; });
