@@ -294,10 +294,11 @@ Decoder::Decoder(Runtime& runtime, const ModelShard& shard, std::shared_ptr<cons
     }
   }
   if (options_.mode == Mode::no_attention) return;
-  const std::vector<float> turns = rotary_table(shard_.model.rope_theta, g.head_dim, rotary_positions(options_, g));
+  const int positions = rotary_positions(options_, g);
+  const std::vector<float> turns = rotary_table(shard_.model.rope_theta, g.head_dim, positions);
   rotary_table_ = Buffer(rt_.memory(), turns.size() * sizeof(float));
   rt_.memory().copy_from_host(rotary_table_.data(), turns.data(), rotary_table_.bytes());
-  rotary_ = {static_cast<const float*>(rotary_table_.data()), rotary_positions(options_, g), g.head_dim};
+  rotary_ = {static_cast<const float*>(rotary_table_.data()), positions, g.head_dim};
   const std::size_t elem = dtype_size(rt_.dtype());
   for (Layer& l : layers_) {
     // Zero-filled: the tail of a leaf past its length is read by the kernels and must be finite.

@@ -25,7 +25,7 @@ enum class LaunchRecipe {
   leaves_beside,      // the narrow items first on SMs of their own, persistent wgmma blocks on the rest, the merge after
   gemm_side_by_side,  // cuBLAS products of the shared segments beside the narrow items, the merge after both
   chained_leaves,     // the wide items, then the narrow ones as their dependent launch (the wide blocks placed
-                      // first), which waits for the wide launch only at its end; the merge after both
+                      // first), whose last worker to finish waits for the wide launch; the merge after both
 };
 const char* recipe_name(LaunchRecipe recipe);
 

@@ -170,7 +170,8 @@ class SegmentPlan final : public CudaPlan {
     launch_narrow(l, l.stream, true);
   }
   // LaunchRecipe::chained_leaves: the leaves as the wide launch's dependent launch, so that the wgmma
-  // blocks are resident before any leaf block takes an SM; the leaves wait for it only at their end.
+  // blocks are resident before any leaf block takes an SM; the last leaf worker to finish waits for it
+  // (MergeParams::chain_count), so the merge after the leaves reads complete rows.
   void chained_leaves(const Launches& l) const {
     launch_wide(l);
     launch_narrow(l, l.stream, true);
