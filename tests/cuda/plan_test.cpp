@@ -198,7 +198,7 @@ std::vector<KernelLaunch> captured_launches(AttentionPlan& plan, const StagedPro
 class LeavesOnTheirOwnSms : public DeviceTest {};
 
 // cuda-hydragen's leaves=beside: the wgmma launch in fewer blocks than the SMs, the leaves in
-// blocks of an SM's twelve warps on SMs it leaves, then the merge.
+// blocks of an SM's twelve warps on SMs it leaves, then the merge; chained (auto) or on a side stream.
 TEST_F(LeavesOnTheirOwnSms, RunInWholeSmBlocksOnSmsTheWgmmaLaunchLeaves) {
   const AttentionBackend& b = backend("cuda-hydragen");
   const AttentionShape shape = make_shape(256, 1, 8, 1, 128, DType::bf16);
@@ -207,23 +207,26 @@ TEST_F(LeavesOnTheirOwnSms, RunInWholeSmBlocksOnSmsTheWgmmaLaunchLeaves) {
   int device = 0, sms = 0;
   CUDA_CHECK(cudaGetDevice(&device));
   CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  const auto plan = b.plan(shape, tree, PlanOptions::parse("form=wide:leaves=beside"));
-  const std::vector<KernelLaunch> launches = captured_launches(*plan, staged);
-  auto find = [&](const std::string& part) {
-    for (const KernelLaunch& l : launches) {
-      if (contains(l.name, part)) return l;
-    }
-    return KernelLaunch{"", 0, 0};
-  };
-  const KernelLaunch wgmma = find("segment_attention_wgmma");
-  if (wgmma.name.empty()) GTEST_SKIP() << "no wgmma launch here (an sm_90a build on compute capability 9.0 has one)";
-  const KernelLaunch leaves = find("segment_attention_mma"), merge = find("merge");
-  EXPECT_LT(wgmma.blocks, static_cast<unsigned>(sms));
-  EXPECT_GE(leaves.blocks, 1u);
-  EXPECT_LE(leaves.blocks, static_cast<unsigned>(sms) - wgmma.blocks) << "a block per SM the wgmma launch leaves, at most";
-  EXPECT_EQ(leaves.threads, 384u) << "an SM's twelve warps";
-  EXPECT_FALSE(merge.name.empty()) << "the leaves do not fold the merge beside the wgmma launch";
-  EXPECT_EQ(launches.size(), 3u);
+  for (const char* options : {"form=wide:leaves=beside", "form=wide:leaves=beside:leaf_launch=stream"}) {
+    SCOPED_TRACE(options);
+    const auto plan = b.plan(shape, tree, PlanOptions::parse(options));
+    const std::vector<KernelLaunch> launches = captured_launches(*plan, staged);
+    auto find = [&](const std::string& part) {
+      for (const KernelLaunch& l : launches) {
+        if (contains(l.name, part)) return l;
+      }
+      return KernelLaunch{"", 0, 0};
+    };
+    const KernelLaunch wgmma = find("segment_attention_wgmma");
+    if (wgmma.name.empty()) GTEST_SKIP() << "no wgmma launch here (an sm_90a build on compute capability 9.0 has one)";
+    const KernelLaunch leaves = find("segment_attention_mma"), merge = find("merge");
+    EXPECT_LT(wgmma.blocks, static_cast<unsigned>(sms));
+    EXPECT_GE(leaves.blocks, 1u);
+    EXPECT_LE(leaves.blocks, static_cast<unsigned>(sms) - wgmma.blocks) << "a block per SM the wgmma launch leaves, at most";
+    EXPECT_EQ(leaves.threads, 384u) << "an SM's twelve warps";
+    EXPECT_FALSE(merge.name.empty()) << "the leaves do not fold the merge beside the wgmma launch";
+    EXPECT_EQ(launches.size(), 3u);
+  }
 }
 
 TEST_F(LeavesOnTheirOwnSms, AreRefusedBesideAnotherLeafKernel) {

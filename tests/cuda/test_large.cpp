@@ -1,8 +1,8 @@
 // Paper-scale problems against the fp64 reference, on every element of O and LSE (DESIGN.md
 // section 5's rules at the sizes of section 6): the headline point B = 1024, P = 16384, S = 64 (bf16,
 // Hq = 8, Hkv = 1, D = 128), two large MHA cases (one with enough leaves for persistent workers), a
-// large causal q_len = 4 case with ragged suffixes, two on half a wave of wgmma blocks and one on a
-// part per row block.
+// large causal q_len = 4 case with ragged suffixes, two on half a wave of wgmma blocks, one on a
+// part per row block and one with the leaves beside persistent wgmma blocks.
 // Each case's problem and reference are computed once and shared by its backends: cuda-naive,
 // cuda-flash with shared and with redundant storage (1024 copies of a 16448-token path: 8.6 GB on
 // the GPU), cuda-hydragen (also with narrow_kernel=token_warps, the narrow kernel its auto rule leaves out for
@@ -68,6 +68,9 @@ const std::vector<LargeCase>& large_cases() {
       // 1024-token part computes, so the wgmma launch is one part per row block, 40 blocks, with the
       // leaves beside it on a second stream, then the merge (rule wide_target_blocks).
       {"one_part_B1024_P1024_S3to67_mha_h5_d128", 1, 5, 5, 128, 1024, ragged_suffixes(1024), 1024},
+      // The same shard at P = 4096 with 32-token leaves: the leaves on SMs of their own beside persistent
+      // wgmma blocks (rule leaf_layout), as their dependent launch (rule chain_leaves), then the merge.
+      {"beside_B1024_P4096_S32_mha_h5_d128", 1, 5, 5, 128, 4096, std::vector<int>(1024, 32), 4096},
   };
   return cases;
 }
@@ -114,8 +117,8 @@ std::vector<LargeParam> large_params() {
     params.push_back({c, "cuda-flash", Storage::redundant});
     params.push_back({c, "cuda-hydragen", Storage::shared});
     params.push_back({c, "cuda-hydragen", Storage::shared, PlanOptions::parse("narrow_kernel=token_warps")});
-    // Auto chains the leaves after a wgmma launch (rule chain_leaves: the one-part case's plan); the side
-    // stream they ran on before stays an option.
+    // Auto chains the leaves after or beside a wgmma launch (rule chain_leaves: the one-part and beside
+    // cases' plans); the side stream they ran on before stays an option.
     params.push_back({c, "cuda-hydragen", Storage::shared, PlanOptions::parse("leaf_launch=stream")});
     params.push_back({c, "cuda-hydragen-cublas", Storage::shared});
   }

@@ -72,7 +72,7 @@ void expect_runs(const Planned& p) {
   EXPECT_LE(static_cast<int>(runs.size()) - 1 + p.decisions.leaf_sms, 132) << "wgmma blocks and leaf blocks side by side";
   EXPECT_EQ(p.decisions.launches.wide_workers, static_cast<int>(runs.size()) - 1);
   EXPECT_EQ(p.decisions.narrow_kernel, ItemKernel::sm_item_warps);
-  EXPECT_EQ(p.decisions.recipe, LaunchRecipe::leaves_beside);
+  EXPECT_EQ(p.decisions.recipe, LaunchRecipe::chained_leaves) << "the persistent wgmma blocks placed first (rule chain_leaves)";
 }
 
 TEST(LeafPlacement, PutsTheLeavesBesideWhereTheyStreamBesideAComputeBoundPrefix) {

@@ -1291,9 +1291,9 @@ TEST(HydragenPlan, SplitsTheWgmmaLaunchNoFinerThanOneRowLeavesStreamBesideIt) {
   }
 }
 
-// Rule chain_leaves: leaves after a wgmma launch, not folding, are its dependent launch where the
-// device has dependent launches (leaf_launch=stream keeps the side stream); elsewhere nothing changes.
-TEST(HydragenPlan, LeavesAfterAWgmmaLaunchAreItsDependentLaunchUnlessTheyFold) {
+// Rule chain_leaves: leaves after or beside a wgmma launch, not folding, are its dependent launch where
+// the device has dependent launches (leaf_launch=stream keeps the side stream); elsewhere nothing changes.
+TEST(HydragenPlan, LeavesAfterOrBesideAWgmmaLaunchAreItsDependentLaunchUnlessTheyFold) {
   const SharingTree decoder = SharingTree::prefix_suffix(1024, std::vector<int>(1024, 64));
   const AttentionShape mha5 = make_shape(1024, 1, 5, 5, 128, DType::bf16);
   EXPECT_EQ(plan_hydragen(mha5, decoder, hydragen(), kH100).decisions.recipe, LaunchRecipe::chained_leaves);
@@ -1304,7 +1304,11 @@ TEST(HydragenPlan, LeavesAfterAWgmmaLaunchAreItsDependentLaunchUnlessTheyFold) {
   EXPECT_EQ(plan_hydragen(make_shape(256, 1, 8, 1, 128, DType::bf16), folds, hydragen(), kH100).decisions.recipe,
             LaunchRecipe::folded_leaves);
   const SharingTree beside = SharingTree::prefix_suffix(4096, std::vector<int>(1024, 32));
-  EXPECT_EQ(plan_hydragen(mha5, beside, hydragen(), kH100).decisions.recipe, LaunchRecipe::leaves_beside);
+  const Planned chained_beside = plan_hydragen(mha5, beside, hydragen(), kH100);
+  EXPECT_GT(chained_beside.decisions.leaf_sms, 0);
+  EXPECT_EQ(chained_beside.decisions.recipe, LaunchRecipe::chained_leaves);
+  EXPECT_EQ(plan_hydragen(mha5, beside, hydragen("leaf_launch=stream"), kH100).decisions.recipe, LaunchRecipe::leaves_beside);
+  EXPECT_EQ(plan_hydragen(mha5, beside, hydragen(), no_pdl).decisions.recipe, LaunchRecipe::leaves_beside);
 }
 
 TEST(PlanDecisions, BuildChoicesComeFromTheSmCountOfTheDevice) {

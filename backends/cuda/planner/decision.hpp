@@ -22,10 +22,12 @@ enum class LaunchRecipe {
   one_launch,         // one kind of items, then the merge if some query needs it
   side_by_side,       // the wide items on the caller's stream, the narrow ones on a side stream, the merge after both
   folded_leaves,      // the wide items, then the narrow ones as their dependent launch doing the merge; no merge kernel
-  leaves_beside,      // the narrow items first on SMs of their own, persistent wgmma blocks on the rest, the merge after
+  leaves_beside,      // the narrow items first on SMs of their own (a side stream), persistent wgmma blocks on the rest,
+                      // the merge after both
   gemm_side_by_side,  // cuBLAS products of the shared segments beside the narrow items, the merge after both
   chained_leaves,     // the wide items, then the narrow ones as their dependent launch (the wide blocks placed
-                      // first), whose last worker to finish waits for the wide launch; the merge after both
+                      // first; beside, on the SMs they leave), whose last worker to finish waits for the wide
+                      // launch; the merge after both
 };
 const char* recipe_name(LaunchRecipe recipe);
 

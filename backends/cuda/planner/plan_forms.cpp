@@ -48,15 +48,16 @@ std::vector<PlanOption> hydragen_options() {
            "the start; auto: beside where rule leaf_layout's cost model predicts it faster"},
           {"leaf_launch",
            {"auto", "chained", "stream"},
-           "how leaves after a wgmma launch that they do not fold are launched: chained, as its dependent launch (its "
-           "blocks placed first, the last leaf worker waiting for it); stream, on a second stream beside it, joined "
-           "before the merge; auto: rule chain_leaves"}};
+           "how leaves beside or after a wgmma launch that they do not fold are launched: chained, as its dependent "
+           "launch (its blocks placed first, the last leaf worker waiting for it); stream, on a second stream (beside: "
+           "launched first), joined before the merge; auto: rule chain_leaves"}};
 }
 
 std::vector<PlanOptions> hydragen_variants() {
   return {PlanOptions{}, PlanOptions::parse("form=wide"), PlanOptions::parse("form=narrow"),
           PlanOptions::parse("form=narrow:narrow_kernel=item_warps"), PlanOptions::parse("form=wide:wide_kernel=mma64"),
-          PlanOptions::parse("form=wide:leaves=beside"), PlanOptions::parse("form=wide:leaf_launch=stream"), PlanOptions::parse("form=wide:wide_tile=192"),
+          PlanOptions::parse("form=wide:leaves=beside"),
+          PlanOptions::parse("form=wide:leaves=beside:leaf_launch=stream"), PlanOptions::parse("form=wide:leaf_launch=stream"), PlanOptions::parse("form=wide:wide_tile=192"),
           PlanOptions::parse("form=wide:wide_parts=2"), PlanOptions::parse("inline=never")};
 }
 

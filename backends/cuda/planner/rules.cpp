@@ -365,17 +365,20 @@ Ruled<bool> fold_leaves(const Schedule& s, ItemKernel wide, ItemKernel narrow, i
 Ruled<bool> chain_leaves(const std::string& option, const Schedule& s, ItemKernel wide, bool fold, int leaf_sms,
                          const DeviceLimits& device) {
   Inputs in;
-  in("leaf_launch_option", option)("wide_kernel", kernel_name(wide))("dependent_launch", yes_no(device.dependent_launch));
+  in("leaf_launch_option", option)("wide_kernel", kernel_name(wide))("dependent_launch", yes_no(device.dependent_launch))(
+      "leaf_sms", leaf_sms);
   auto no = [&](const std::string& why) { return ruled(false, "chain_leaves", "no", in, why); };
   if (s.wide_items.empty() || s.narrow_items.empty() || !s.gemm_chunks.empty()) return no("no wgmma launch and leaves to chain");
   if (wide != ItemKernel::wgmma) return no("only after a wgmma launch, whose blocks allow dependents as they start");
-  if (fold || leaf_sms > 0) return no(fold ? "the leaves fold: its dependent launch already" : "the leaves run beside, launched first");
+  if (fold) return no("the leaves fold: its dependent launch already");
   if (!device.dependent_launch) return no("the device has no programmatic dependent launch");
   if (option == "stream") return no("leaf_launch=stream");
+  if (option == "chained") return ruled(true, "chain_leaves", "yes", in, "leaf_launch=chained");
   return ruled(true, "chain_leaves", "yes", in,
-               option == "chained" ? "leaf_launch=chained"
-                                   : "the wgmma blocks placed before any leaf block takes an SM: a side stream's leaves cost "
-                                     "the decoder step 3% (perf-notes v32)");
+               leaf_sms > 0 ? "the persistent wgmma blocks placed first, the leaves' whole-SM blocks on the SMs they leave: "
+                              "a side stream's leaves cost the decoder step 2% (perf-notes v33)"
+                            : "the wgmma blocks placed before any leaf block takes an SM: a side stream's leaves cost "
+                              "the decoder step 3% (perf-notes v32)");
 }
 
 Ruled<bool> run_merge(const Schedule& s, bool fold) {
@@ -439,12 +442,14 @@ Ruled<LaunchRecipe> launch_recipe(const Schedule& s, const LaunchChoices& launch
   LaunchRecipe r = LaunchRecipe::one_launch;
   if (gemm) {
     r = LaunchRecipe::gemm_side_by_side;
-  } else if (leaf_sms > 0) {
-    r = LaunchRecipe::leaves_beside;
   } else if (launches.fold) {
     r = LaunchRecipe::folded_leaves;
+  } else if (narrow && wide && launches.chain_leaves) {
+    r = LaunchRecipe::chained_leaves;
+  } else if (leaf_sms > 0) {
+    r = LaunchRecipe::leaves_beside;
   } else if (narrow && wide) {
-    r = launches.chain_leaves ? LaunchRecipe::chained_leaves : LaunchRecipe::side_by_side;
+    r = LaunchRecipe::side_by_side;
   }
   return ruled(r, "launch_recipe", recipe_name(r), in, "from the items and the choices above");
 }

@@ -170,15 +170,17 @@ class SegmentPlan final : public CudaPlan {
     launch_narrow(l, l.stream, true);
   }
   // LaunchRecipe::chained_leaves: the leaves as the wide launch's dependent launch, so that the wgmma
-  // blocks are resident before any leaf block takes an SM; the last leaf worker to finish waits for it
+  // blocks are resident before any leaf block takes an SM (beside: the leaves' whole-SM blocks take the
+  // SMs the persistent wgmma blocks leave); the last leaf worker to finish waits for it
   // (MergeParams::chain_count), so the merge after the leaves reads complete rows.
   void chained_leaves(const Launches& l) const {
     launch_wide(l);
     launch_narrow(l, l.stream, true);
     merge(l);
   }
-  // LaunchRecipe::leaves_beside: the leaves launched first, so that their whole-SM blocks are resident
-  // before the persistent wgmma blocks take the other SMs.
+  // LaunchRecipe::leaves_beside (leaf_launch=stream, or no dependent launch): the leaves launched
+  // first on a side stream, so that their whole-SM blocks are resident before the persistent wgmma
+  // blocks take the other SMs.
   void leaves_beside(const Launches& l) const {
     launch_narrow(l, fork(l));
     launch_wide(l);
