@@ -723,7 +723,7 @@ std::vector<long long> leaves(int n, long long tokens) { return std::vector<long
 
 // Rule launch_workers for a launch of 16-row blocks on the H100 (396 resident, one item each).
 int narrow_workers(const std::vector<long long>& items) {
-  return launch_workers("narrow", ItemKernel::token_warps, DType::bf16, items, 0, 0, kH100).choice;
+  return launch_workers("narrow", "auto", ItemKernel::token_warps, DType::bf16, items, 0, 0, kH100).choice;
 }
 
 TEST(LaunchWorkers, PersistentOnlyForManyShortItems) {
@@ -736,14 +736,29 @@ TEST(LaunchWorkers, PersistentOnlyForManyShortItems) {
   EXPECT_EQ(narrow_workers(leaves(8 * slots, 129)), 8 * slots);
 }
 
+TEST(LaunchWorkers, TheOptionFixesTheChoiceForMmaSyncLaunchesOnly) {
+  const int slots = 396;
+  auto narrow = [](const char* option, ItemKernel kernel, const std::vector<long long>& items, int leaf_sms = 0) {
+    return launch_workers("narrow", option, kernel, DType::bf16, items, leaf_sms, 0, kH100);
+  };
+  EXPECT_EQ(narrow("resident", ItemKernel::token_warps, leaves(1024, 64)).choice, slots) << "fewer items per slot than auto asks";
+  EXPECT_EQ(narrow("resident", ItemKernel::token_warps, leaves(100, 64)).choice, 100) << "never more workers than items";
+  EXPECT_EQ(narrow("resident", ItemKernel::item_warps, leaves(5120, 16)).choice, slots * kItemWarps);
+  EXPECT_EQ(narrow("items", ItemKernel::token_warps, leaves(8192, 64)).choice, 8192) << "auto would be persistent";
+  EXPECT_EQ(narrow("resident", ItemKernel::sm_item_warps, leaves(5120, 64), 32).choice, 32 * kSmWarps) << "beside: the leaf SMs' warps";
+  EXPECT_EQ(launch_workers("narrow", "resident", ItemKernel::simt, DType::fp32, leaves(8192, 64), 0, 0, kH100).choice, 8192);
+  const Ruled<int> fixed = narrow("resident", ItemKernel::token_warps, leaves(1024, 64));
+  EXPECT_NE(fixed.decision.reason.find("narrow_workers=resident"), std::string::npos) << fixed.decision.reason;
+}
+
 TEST(LaunchWorkers, NeverPersistentForWgmmaBlocksOrFp32) {
   // Only the mma.sync kernels run persistent workers; dealt wgmma runs are the runs.
-  EXPECT_EQ(launch_workers("wide", ItemKernel::wgmma, DType::bf16, leaves(8192, 64), 0, 0, kH100).choice, 8192);
-  EXPECT_EQ(launch_workers("narrow", ItemKernel::simt, DType::fp32, leaves(8192, 64), 0, 0, kH100).choice, 8192);
-  EXPECT_EQ(launch_workers("wide", ItemKernel::wgmma, DType::bf16, leaves(200, 3251), 0, 100, kH100).choice, 100);
+  EXPECT_EQ(launch_workers("wide", "auto", ItemKernel::wgmma, DType::bf16, leaves(8192, 64), 0, 0, kH100).choice, 8192);
+  EXPECT_EQ(launch_workers("narrow", "auto", ItemKernel::simt, DType::fp32, leaves(8192, 64), 0, 0, kH100).choice, 8192);
+  EXPECT_EQ(launch_workers("wide", "auto", ItemKernel::wgmma, DType::bf16, leaves(200, 3251), 0, 100, kH100).choice, 100);
   // Whole-SM leaf warps: twelve per leaf SM, at most one per item.
-  EXPECT_EQ(launch_workers("narrow", ItemKernel::sm_item_warps, DType::bf16, leaves(5120, 64), 32, 0, kH100).choice, 32 * kSmWarps);
-  EXPECT_EQ(launch_workers("narrow", ItemKernel::sm_item_warps, DType::bf16, leaves(100, 64), 32, 0, kH100).choice, 100);
+  EXPECT_EQ(launch_workers("narrow", "auto", ItemKernel::sm_item_warps, DType::bf16, leaves(5120, 64), 32, 0, kH100).choice, 32 * kSmWarps);
+  EXPECT_EQ(launch_workers("narrow", "auto", ItemKernel::sm_item_warps, DType::bf16, leaves(100, 64), 32, 0, kH100).choice, 100);
 }
 
 // Rule narrow_kernel under narrow_kernel=auto on the H100 (396 resident narrow blocks).

@@ -28,6 +28,11 @@ std::vector<PlanOption> hydragen_options() {
            "the kernel of the wide items: auto, wgmma (128 rows) on sm_90a and mma64 (64-row mma.sync blocks) elsewhere; "
            "mma64 everywhere"},
           narrow_kernel_option(),
+          {"narrow_workers",
+           {"auto", "items", "resident"},
+           "the narrow launch's workers (mma.sync kernels; beside, whole-SM leaf warps fill their SMs whatever this "
+           "says): items, one per item; resident, persistent workers, as many as are resident, each a contiguous run "
+           "of items; auto: rule launch_workers"},
           {"inline",
            {"auto", "never"},
            "auto: a segment whose readers' queries fit one 16-row block is read within each reader's own item, its path "
@@ -58,7 +63,8 @@ std::vector<PlanOptions> hydragen_variants() {
           PlanOptions::parse("form=narrow:narrow_kernel=item_warps"), PlanOptions::parse("form=wide:wide_kernel=mma64"),
           PlanOptions::parse("form=wide:leaves=beside"),
           PlanOptions::parse("form=wide:leaves=beside:leaf_launch=stream"), PlanOptions::parse("form=wide:leaf_launch=stream"), PlanOptions::parse("form=wide:wide_tile=192"),
-          PlanOptions::parse("form=wide:wide_parts=2"), PlanOptions::parse("inline=never")};
+          PlanOptions::parse("form=wide:wide_parts=2"), PlanOptions::parse("narrow_workers=resident"),
+          PlanOptions::parse("inline=never")};
 }
 
 }  // namespace hydragen::cuda

@@ -36,26 +36,29 @@ Cut cut(const AttentionShape& shape, const std::vector<Group>& groups, int max_r
   return {std::move(c), std::move(split)};
 }
 
+// The plan options the launches' rules read ("auto" where a backend has none).
+struct LaunchOptions {
+  std::string narrow_kernel = "auto", narrow_workers = "auto", wide_tile = "auto", leaf_launch = "auto";
+};
+
 // The launches' rules, once the schedule is built.
-// `narrow_option`, `tile_option`, `leaf_launch_option`: the plan options narrow_kernel, wide_tile and
-// leaf_launch ("auto" where a backend has none).
-void decide_launches(const AttentionShape& shape, const Schedule& s, const std::string& narrow_option,
-                     const std::string& tile_option, const std::string& leaf_launch_option, PlanDecisions& d) {
+void decide_launches(const AttentionShape& shape, const Schedule& s, const LaunchOptions& o, PlanDecisions& d) {
   Log log(d);
   const bool alone = s.wide_items.empty() && s.gemm_chunks.empty();
   const std::vector<long long> narrow = item_lengths(s.narrow_items), wide = item_lengths(s.wide_items);
-  d.narrow_kernel = log(narrow_kernel(shape.dtype, narrow_option, d.leaf_sms, narrow, alone, d.device));
+  d.narrow_kernel = log(narrow_kernel(shape.dtype, o.narrow_kernel, d.leaf_sms, narrow, alone, d.device));
   LaunchChoices& l = d.launches;
   const int runs = s.wide_worker_items.empty() ? 0 : static_cast<int>(s.wide_worker_items.size()) - 1;
   if (!s.wide_items.empty()) {
-    l.wide_workers = log(launch_workers("wide", d.wide_kernel, shape.dtype, wide, d.leaf_sms, runs, d.device));
-    l.wide_tile_tokens = log(wide_tile(tile_option, d.wide_kernel, wide));
+    l.wide_workers = log(launch_workers("wide", "auto", d.wide_kernel, shape.dtype, wide, d.leaf_sms, runs, d.device));
+    l.wide_tile_tokens = log(wide_tile(o.wide_tile, d.wide_kernel, wide));
   }
   if (!s.narrow_items.empty()) {
-    l.narrow_workers = log(launch_workers("narrow", d.narrow_kernel, shape.dtype, narrow, d.leaf_sms, 0, d.device));
+    l.narrow_workers =
+        log(launch_workers("narrow", o.narrow_workers, d.narrow_kernel, shape.dtype, narrow, d.leaf_sms, 0, d.device));
   }
   l.fold = log(fold_leaves(s, d.wide_kernel, d.narrow_kernel, l.narrow_workers, d.leaf_sms, d.device));
-  l.chain_leaves = log(chain_leaves(leaf_launch_option, s, d.wide_kernel, l.fold, d.leaf_sms, d.device));
+  l.chain_leaves = log(chain_leaves(o.leaf_launch, s, d.wide_kernel, l.fold, d.leaf_sms, d.device));
   l.run_merge = log(run_merge(s, l.fold));
   l.overlap_merge = log(overlap_merge(s, d.wide_kernel, d.narrow_kernel, l, d.device));
   if (l.run_merge) l.merge_warps = log(merge_warps(s));
@@ -84,7 +87,7 @@ Planned plan_flash(const AttentionShape& shape, const SharingTree& tree, const P
   Cut c = cut(shape, groups, d.build.max_rows, resident_blocks(ItemKernel::token_warps, device), device);
   d.build.narrow_parts = log(std::move(c.narrow_split));
   p.schedule = build(shape, groups, c.census, d.build);
-  decide_launches(shape, p.schedule, options.at("narrow_kernel"), "auto", "auto", d);
+  decide_launches(shape, p.schedule, LaunchOptions{options.at("narrow_kernel")}, d);
   return p;
 }
 
@@ -115,7 +118,10 @@ void plan_cut(const AttentionShape& shape, const std::vector<Group>& groups, Cut
     d.log.push_back(split);
   }
   p.schedule = build(shape, groups, chosen.census, d.build);
-  decide_launches(shape, p.schedule, options.at("narrow_kernel"), options.at("wide_tile"), options.at("leaf_launch"), d);
+  decide_launches(shape, p.schedule,
+                  LaunchOptions{options.at("narrow_kernel"), options.at("narrow_workers"), options.at("wide_tile"),
+                                options.at("leaf_launch")},
+                  d);
 }
 
 Planned plan_hydragen(const AttentionShape& shape, const SharingTree& tree, const PlanOptions& options,
@@ -162,7 +168,7 @@ Planned plan_hydragen_cublas(const AttentionShape& shape, const SharingTree& tre
   Cut c = cut(shape, groups, d.build.max_rows, resident_blocks(ItemKernel::token_warps, device), device);
   d.build.narrow_parts = log(std::move(c.narrow_split));
   p.schedule = build(shape, groups, c.census, d.build);
-  decide_launches(shape, p.schedule, "auto", "auto", "auto", d);
+  decide_launches(shape, p.schedule, LaunchOptions{}, d);
   return p;
 }
 

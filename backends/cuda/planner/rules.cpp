@@ -322,11 +322,11 @@ Ruled<ItemKernel> narrow_kernel(DType dtype, const std::string& option, int leaf
                n == 0 ? "no narrow items" : "four token warps cut each item's chain of tiles by four");
 }
 
-Ruled<int> launch_workers(const char* launch, ItemKernel kernel, DType dtype, const std::vector<long long>& items, int leaf_sms,
-                          int dealt_runs, const DeviceLimits& device) {
+Ruled<int> launch_workers(const char* launch, const std::string& option, ItemKernel kernel, DType dtype,
+                          const std::vector<long long>& items, int leaf_sms, int dealt_runs, const DeviceLimits& device) {
   const int n = static_cast<int>(items.size());
   Inputs in;
-  in("kernel", kernel_name(kernel))("items", n)("tokens", total_tokens(items))("sms", device.sms);
+  in("workers_option", option)("kernel", kernel_name(kernel))("items", n)("tokens", total_tokens(items))("sms", device.sms);
   auto out = [&](int workers, std::string why) {
     return ruled(workers, "launch_workers", std::string(launch) + ":" + std::to_string(workers), in, std::move(why));
   };
@@ -334,9 +334,12 @@ Ruled<int> launch_workers(const char* launch, ItemKernel kernel, DType dtype, co
   if (kernel == ItemKernel::sm_item_warps) return out(std::min(n, leaf_sms * kSmWarps), "a warp for each of the leaves' SMs' warps");
   const long long slots = static_cast<long long>(resident_blocks(kernel, device)) * items_per_block(kernel);
   const bool mma = kernel != ItemKernel::wgmma && dtype != DType::fp32;
+  const int resident = static_cast<int>(std::min<long long>(n, slots));
+  if (mma && option == "resident") return out(resident, "narrow_workers=resident");
+  if (mma && option == "items") return out(n, "narrow_workers=items");
   const bool persistent = mma && n >= kPersistentItemsPerSlot * slots &&
                           total_tokens(items) <= static_cast<long long>(kPersistentTilesPerItem) * kMmaTokens * n;
-  if (persistent) return out(static_cast<int>(std::min<long long>(n, slots)), "many short items: persistent workers, as many as are resident");
+  if (persistent) return out(resident, "many short items: persistent workers, as many as are resident");
   return out(n, "one per item: the block scheduler balances a few waves, or long items, better");
 }
 

@@ -127,9 +127,10 @@ Ruled<ItemKernel> narrow_kernel(DType dtype, const std::string& option, int leaf
 
 // The workers of one launch: persistent ones (as many as are resident) for many short items on the
 // mma.sync kernels, else one per item; whole-SM leaf warps fill their SMs; wgmma blocks dealt runs
-// of items (BuildChoices::wide_workers) are those runs.
-Ruled<int> launch_workers(const char* launch, ItemKernel kernel, DType dtype, const std::vector<long long>& items,
-                          int leaf_sms, int dealt_runs, const DeviceLimits& device);
+// of items (BuildChoices::wide_workers) are those runs. `option` narrow_workers (auto, items,
+// resident) fixes the choice for a launch of mma.sync items.
+Ruled<int> launch_workers(const char* launch, const std::string& option, ItemKernel kernel, DType dtype,
+                          const std::vector<long long>& items, int leaf_sms, int dealt_runs, const DeviceLimits& device);
 
 // The wgmma kernel's K/V tile in tokens (kWgmmaTileTokens): `option` 128 or 192, or auto: 192 where
 // every wide item has at least kWideTileLongTokens tokens, else 128. `items`: the wide items' token counts.
