@@ -75,8 +75,9 @@ DECODE_POINT = ("codellama-13b", 8, 1024)  # issue 39: the decoder step's target
 
 
 def decode_steps(folder):
-    """[(P, step / (no-attention step + attention floor), step ms, tokens)] at DECODE_POINT from the folder's
-    hydragen-decode CSVs (decode-*.csv), a hydragen row beside the no-attention row of the same run."""
+    """[(P, step / (no-attention step + attention floor), step ms, tokens, backend)] at DECODE_POINT from the folder's
+    hydragen-decode CSVs (decode-*.csv), a hydragen row beside the no-attention row of the same run: at
+    its P, else the run's no-attention row at another P (the model without attention reads no K/V)."""
     rows = []  # (file, row): a run is one file's rows, whatever other files of the same build hold
     for path in sorted(glob.glob(os.path.join(folder, "decode-*.csv"))):
         with open(path, newline="") as f:
@@ -87,8 +88,15 @@ def decode_steps(folder):
         return path, r["device"], r["commit"], r["layers"], r["gen_tokens"], int(r["P"])
 
     none = {key(path, r): float(r["step_ms"]) for path, r in rows if r["mode"] == "no-attention"}
-    return sorted((int(r["P"]), float(r["step_ms"]) / (none[key(path, r)] + float(r["attention_floor_ms"])), float(r["step_ms"]),
-                   int(r["gen_tokens"])) for path, r in rows if r["mode"] == "hydragen" and key(path, r) in none)
+    any_p = {k[:-1]: step for k, step in none.items()}
+
+    def no_attention(path, r):
+        k = key(path, r)
+        return none.get(k, any_p.get(k[:-1]))
+
+    return sorted((int(r["P"]), float(r["step_ms"]) / (no_attention(path, r) + float(r["attention_floor_ms"])),
+                   float(r["step_ms"]), int(r["gen_tokens"]), r.get("backend", "cuda-hydragen"))
+                  for path, r in rows if r["mode"] == "hydragen" and no_attention(path, r) is not None)
 
 
 def rows_at(tables, k):
@@ -157,7 +165,10 @@ def main():
     print(f"6. the decoder's step over no-attention's + the attention floor, {DECODE_POINT[0]}'s TP-{DECODE_POINT[1]} shard "
           f"at B = {DECODE_POINT[2]} (target 1.15)")
     steps = decode_steps(a.dir)
-    print("  " + (", ".join(f"P = {P} {ratio:.3f} ({ms_:.2f} ms, {tokens} tokens)" for P, ratio, ms_, tokens in steps)
+    def named(backend):  # the decoder's default attention goes unnamed
+        return "" if backend == "cuda-hydragen" else f", {backend}"
+
+    print("  " + (", ".join(f"P = {P} {ratio:.3f} ({ms_:.2f} ms, {tokens} tokens{named(b)})" for P, ratio, ms_, tokens, b in steps)
                   if steps else "not in this folder"))
 
     if a.before:
