@@ -6,7 +6,7 @@
 // Each case's problem and reference are computed once and shared by its backends: cuda-naive,
 // cuda-flash with shared and with redundant storage (1024 copies of a 16448-token path: 8.6 GB on
 // the GPU), cuda-hydragen (also with narrow_kernel=token_warps, the narrow kernel its auto rule leaves out for
-// many short leaves, and with leaf_launch=stream), and cuda-hydragen-cublas (whose prefix at B = 1024 takes two GEMM chunks).
+// many short leaves, with leaf_launch=stream and with narrow_product=rows), and cuda-hydragen-cublas (whose prefix at B = 1024 takes two GEMM chunks).
 // GPU only: without one every test skips with the reason.
 #include <gtest/gtest.h>
 
@@ -120,6 +120,8 @@ std::vector<LargeParam> large_params() {
     // Auto chains the leaves after or beside a wgmma launch (rule chain_leaves: the one-part and beside
     // cases' plans); the side stream they ran on before stays an option.
     params.push_back({c, "cuda-hydragen", Storage::shared, PlanOptions::parse("leaf_launch=stream")});
+    // Auto takes the token product for leaves of at most 8 rows that do not fold (rule narrow_product).
+    params.push_back({c, "cuda-hydragen", Storage::shared, PlanOptions::parse("narrow_product=rows")});
     params.push_back({c, "cuda-hydragen-cublas", Storage::shared});
   }
   return params;

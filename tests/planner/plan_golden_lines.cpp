@@ -64,7 +64,8 @@ std::string decided(const Planned& p) {
                 s.wide_items.size(), s.narrow_items.size(), s.wide_worker_items.size(), s.gemm_chunks.size(), s.num_rows(), l.fold,
                 l.run_merge, l.run_merge && l.overlap_merge, s.max_partials(), recipe_name(d.recipe),
                 static_cast<unsigned long long>(schedule_hash(s)));
-  return line;
+  // The rows product is every plan's but the token product's option: named only where it differs.
+  return l.narrow_product == NarrowProduct::tokens ? std::string(line) + " product=tokens" : std::string(line);
 }
 
 struct Form {

@@ -736,6 +736,49 @@ TEST(LaunchWorkers, PersistentOnlyForManyShortItems) {
   EXPECT_EQ(narrow_workers(leaves(8 * slots, 129)), 8 * slots);
 }
 
+// Rule narrow_product: the token product for the warp kernels' items of at most 4 rows where the
+// leaves do not fold; the option forces either (tokens up to 8 rows), and falls back to rows where it
+// cannot apply.
+TEST(NarrowProduct, TokensForWarpKernelItemsOfAtMostFourRowsThatDoNotFold) {
+  const AttentionShape mha5 = make_shape(1024, 1, 5, 5, 128, DType::bf16);
+  const Planned decoder = plan_hydragen(mha5, SharingTree::prefix_suffix(1024, std::vector<int>(1024, 64)), hydragen(), kH100);
+  ASSERT_EQ(decoder.decisions.narrow_kernel, ItemKernel::item_warps);
+  ASSERT_FALSE(decoder.decisions.launches.fold);
+  EXPECT_EQ(decoder.decisions.launches.narrow_product, NarrowProduct::tokens) << "one-row leaves chained after the wgmma launch";
+  const Planned beside = plan_hydragen(mha5, SharingTree::prefix_suffix(4096, std::vector<int>(1024, 32)), hydragen(), kH100);
+  ASSERT_EQ(beside.decisions.narrow_kernel, ItemKernel::sm_item_warps);
+  EXPECT_EQ(beside.decisions.launches.narrow_product, NarrowProduct::tokens) << "the leaves' whole-SM warps";
+  // MQA (g = 8) beside a wgmma launch: rows under auto, tokens when asked.
+  const AttentionShape mqa1024 = make_shape(1024, 1, 8, 1, 128, DType::bf16);
+  const SharingTree mqa_beside = SharingTree::prefix_suffix(2048, std::vector<int>(1024, 256));
+  const Planned eight = plan_hydragen(mqa1024, mqa_beside, hydragen(), kH100);
+  ASSERT_FALSE(eight.decisions.launches.fold);
+  ASSERT_EQ(eight.decisions.narrow_kernel, ItemKernel::sm_item_warps);
+  EXPECT_EQ(eight.decisions.launches.narrow_product, NarrowProduct::rows);
+  EXPECT_EQ(plan_hydragen(mqa1024, mqa_beside, hydragen("narrow_product=tokens"), kH100).decisions.launches.narrow_product,
+            NarrowProduct::tokens);
+  // Leaves that fold their queries' wide rows keep the rows product, unless asked.
+  const SharingTree folds = SharingTree::prefix_suffix(2048, std::vector<int>(256, 64));
+  const AttentionShape mqa = make_shape(256, 1, 8, 1, 128, DType::bf16);
+  const Planned folded = plan_hydragen(mqa, folds, hydragen(), kH100);
+  ASSERT_TRUE(folded.decisions.launches.fold);
+  EXPECT_EQ(folded.decisions.launches.narrow_product, NarrowProduct::rows);
+  EXPECT_EQ(plan_hydragen(mqa, folds, hydragen("narrow_product=tokens"), kH100).decisions.launches.narrow_product,
+            NarrowProduct::tokens);
+  EXPECT_EQ(plan_hydragen(mha5, SharingTree::prefix_suffix(1024, std::vector<int>(1024, 64)), hydragen("narrow_product=rows"), kH100)
+                .decisions.launches.narrow_product,
+            NarrowProduct::rows);
+  // Items of 16 rows (q_len 2 at g = 8), or the token-warp kernel: rows, saying why.
+  const Ruled<NarrowProduct> sixteen =
+      narrow_product("tokens", ItemKernel::item_warps, false,
+                     plan_hydragen(make_shape(64, 2, 8, 1, 128, DType::bf16), SharingTree::prefix_suffix(1024, std::vector<int>(64, 64)),
+                                   hydragen("form=wide:narrow_kernel=item_warps"), kH100)
+                         .schedule);
+  EXPECT_EQ(sixteen.choice, NarrowProduct::rows);
+  EXPECT_NE(sixteen.decision.reason.find("16 rows"), std::string::npos) << sixteen.decision.reason;
+  EXPECT_EQ(narrow_product("auto", ItemKernel::token_warps, false, decoder.schedule).choice, NarrowProduct::rows);
+}
+
 TEST(LaunchWorkers, TheOptionFixesTheChoiceForMmaSyncLaunchesOnly) {
   const int slots = 396;
   auto narrow = [](const char* option, ItemKernel kernel, const std::vector<long long>& items, int leaf_sms = 0) {

@@ -43,6 +43,7 @@ struct BuildChoices {
 // How the launches of a built schedule run.
 struct LaunchChoices {
   int narrow_workers = 0, wide_workers = 0;  // of each launch: one per item, or fewer persistent ones
+  NarrowProduct narrow_product = NarrowProduct::rows;  // the warp kernels' product layout (rule narrow_product)
   bool fold = false;                         // the narrow launch does the merge (MergeParams::fold_wide_rows)
   bool run_merge = false;                    // some query needs the merge kernel
   bool overlap_merge = false;                // the merge starts as the one attention launch before it ends

@@ -33,6 +33,11 @@ std::vector<PlanOption> hydragen_options() {
            "the narrow launch's workers (mma.sync kernels; beside, whole-SM leaf warps fill their SMs whatever this "
            "says): items, one per item; resident, persistent workers, as many as are resident, each a contiguous run "
            "of items; auto: rule launch_workers"},
+          {"narrow_product",
+           {"auto", "rows", "tokens"},
+           "how the warp kernels' mma.sync products lay out a narrow item: rows, its rows on the product's 16-row side; "
+           "tokens, 16 tokens there and its rows (at most 8) on the 8 columns, O^T in a quarter of the registers (items "
+           "of more rows, or other kernels, keep rows); auto: rule narrow_product (tokens where the leaves do not fold)"},
           {"inline",
            {"auto", "never"},
            "auto: a segment whose readers' queries fit one 16-row block is read within each reader's own item, its path "
@@ -64,6 +69,8 @@ std::vector<PlanOptions> hydragen_variants() {
           PlanOptions::parse("form=wide:leaves=beside"),
           PlanOptions::parse("form=wide:leaves=beside:leaf_launch=stream"), PlanOptions::parse("form=wide:leaf_launch=stream"), PlanOptions::parse("form=wide:wide_tile=192"),
           PlanOptions::parse("form=wide:wide_parts=2"), PlanOptions::parse("narrow_workers=resident"),
+          PlanOptions::parse("narrow_kernel=item_warps:narrow_product=tokens"), PlanOptions::parse("narrow_product=rows"),
+          PlanOptions::parse("form=wide:leaves=beside:narrow_product=tokens"),
           PlanOptions::parse("inline=never")};
 }
 

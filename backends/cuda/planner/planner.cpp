@@ -38,7 +38,7 @@ Cut cut(const AttentionShape& shape, const std::vector<Group>& groups, int max_r
 
 // The plan options the launches' rules read ("auto" where a backend has none).
 struct LaunchOptions {
-  std::string narrow_kernel = "auto", narrow_workers = "auto", wide_tile = "auto", leaf_launch = "auto";
+  std::string narrow_kernel = "auto", narrow_workers = "auto", wide_tile = "auto", leaf_launch = "auto", narrow_product = "auto";
 };
 
 // The launches' rules, once the schedule is built.
@@ -58,6 +58,7 @@ void decide_launches(const AttentionShape& shape, const Schedule& s, const Launc
         log(launch_workers("narrow", o.narrow_workers, d.narrow_kernel, shape.dtype, narrow, d.leaf_sms, 0, d.device));
   }
   l.fold = log(fold_leaves(s, d.wide_kernel, d.narrow_kernel, l.narrow_workers, d.leaf_sms, d.device));
+  if (!s.narrow_items.empty()) l.narrow_product = log(narrow_product(o.narrow_product, d.narrow_kernel, l.fold, s));
   l.chain_leaves = log(chain_leaves(o.leaf_launch, s, d.wide_kernel, l.fold, d.leaf_sms, d.device));
   l.run_merge = log(run_merge(s, l.fold));
   l.overlap_merge = log(overlap_merge(s, d.wide_kernel, d.narrow_kernel, l, d.device));
@@ -120,7 +121,7 @@ void plan_cut(const AttentionShape& shape, const std::vector<Group>& groups, Cut
   p.schedule = build(shape, groups, chosen.census, d.build);
   decide_launches(shape, p.schedule,
                   LaunchOptions{options.at("narrow_kernel"), options.at("narrow_workers"), options.at("wide_tile"),
-                                options.at("leaf_launch")},
+                                options.at("leaf_launch"), options.at("narrow_product")},
                   d);
 }
 

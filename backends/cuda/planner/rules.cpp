@@ -412,6 +412,31 @@ Ruled<bool> overlap_merge(const Schedule& s, ItemKernel wide, ItemKernel narrow,
                yes ? "the one launch leaves half the GPU idle" : "the launch fills the GPU: overlapping cost time");
 }
 
+Ruled<NarrowProduct> narrow_product(const std::string& option, ItemKernel narrow, bool fold, const Schedule& s) {
+  int most = 0;
+  for (const WorkItem& item : s.narrow_items) most = std::max(most, item.num_rows);
+  Inputs in;
+  in("narrow_product_option", option)("narrow_kernel", kernel_name(narrow))("most_narrow_rows", most)("fold", yes_no(fold));
+  auto rows = [&](const std::string& why) {
+    return ruled(NarrowProduct::rows, "narrow_product", "rows", in, option == "tokens" ? "narrow_product=tokens, but " + why : why);
+  };
+  if (option == "rows") return rows("narrow_product=rows");
+  if (narrow != ItemKernel::item_warps && narrow != ItemKernel::sm_item_warps) {
+    return rows("the token product is the warp kernels' (item_warps, sm_item_warps)");
+  }
+  if (most > kTokenProductRows) {
+    return rows("an item has " + std::to_string(most) + " rows: the token product holds " + std::to_string(kTokenProductRows));
+  }
+  if (option == "tokens") return ruled(NarrowProduct::tokens, "narrow_product", "tokens", in, "narrow_product=tokens");
+  if (fold) return rows("the leaves fold: the token layout loads the wide rows in twice the instructions (up to 1.07x slower, perf-notes v33)");
+  if (most > kTokenProductAutoRows) {
+    return rows("items of " + std::to_string(most) + " rows: beside a wgmma launch the token product ran 0.92x-1.04x (perf-notes v33)");
+  }
+  return ruled(NarrowProduct::tokens, "narrow_product", "tokens", in,
+               "items of at most " + std::to_string(kTokenProductAutoRows) +
+                   " rows: O^T in a quarter of the registers, half the products (0.96x-1.00x, perf-notes v33)");
+}
+
 Ruled<int> wide_tile(const std::string& option, ItemKernel wide, const std::vector<long long>& items) {
   const long long shortest = items.empty() ? 0 : *std::min_element(items.begin(), items.end());
   Inputs in;

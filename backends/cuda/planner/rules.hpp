@@ -132,6 +132,13 @@ Ruled<ItemKernel> narrow_kernel(DType dtype, const std::string& option, int leaf
 Ruled<int> launch_workers(const char* launch, const std::string& option, ItemKernel kernel, DType dtype,
                           const std::vector<long long>& items, int leaf_sms, int dealt_runs, const DeviceLimits& device);
 
+// The warp kernels' product layout (NarrowProduct): `option` narrow_product (auto, rows, tokens). tokens
+// needs the warp kernels (item_warps, sm_item_warps) and narrow items of at most kTokenProductRows
+// rows; elsewhere rows, saying why. auto takes tokens where the items have at most
+// kTokenProductAutoRows rows and the leaves do not fold (`fold`: rule fold_leaves), whose loads of the
+// wide rows the token layout makes twice as many.
+Ruled<NarrowProduct> narrow_product(const std::string& option, ItemKernel narrow, bool fold, const Schedule& s);
+
 // The wgmma kernel's K/V tile in tokens (kWgmmaTileTokens): `option` 128 or 192, or auto: 192 where
 // every wide item has at least kWideTileLongTokens tokens, else 128. `items`: the wide items' token counts.
 Ruled<int> wide_tile(const std::string& option, ItemKernel wide, const std::vector<long long>& items);

@@ -18,6 +18,19 @@ enum class ItemKernel {
   wgmma,          // <= 128 rows: 2 consumer warpgroups + 1 producer (wgmma and TMA, sm_90a)
 };
 
+// How a warp kernel's mma.sync m16n8k16 products lay out a narrow item (item_warps, sm_item_warps):
+// rows, the item's rows on the product's 16-row side (S = Q K^T, O = P V); tokens, 16 tokens of a tile
+// on that side and at most kTokenProductRows item rows on its 8 columns (S^T = K Q^T, O^T = V^T P^T),
+// so that an item of few rows (a decode leaf: g rows) carries O in a quarter of the warp's registers
+// per row instead of sixteen rows' worth, and its products, rescale and store in half the
+// instructions (kernel-notes: token-product).
+enum class NarrowProduct { rows, tokens };
+inline constexpr int kTokenProductRows = 8;
+// Rule narrow_product's auto takes the token product for items of at most this many rows: at 8 rows
+// (MQA g = 8) it ran 0.92x-1.04x of the rows product beside a wgmma launch, at 1 and 4 rows 0.96x-1.00x
+// (perf-notes v33).
+inline constexpr int kTokenProductAutoRows = 4;
+
 inline constexpr int kNarrowRows = 16;  // one warp's mma.sync fragment rows
 inline constexpr int kMma64Rows = 64;   // four row warps
 inline constexpr int kWgmmaRows = 128;  // two warpgroups of 64

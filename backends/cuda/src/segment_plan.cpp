@@ -125,7 +125,7 @@ class SegmentPlan final : public CudaPlan {
 
   void launch_narrow(const Launches& l, cudaStream_t s, bool dependent = false) const {
     launch_segment_attention(l.narrow, decisions_.launches.narrow_workers, decisions_.narrow_kernel, shape_.dtype,
-                             shape_.head_dim, s, dependent);
+                             shape_.head_dim, s, dependent, kWgmmaTileTokens[0], decisions_.launches.narrow_product);
   }
   void launch_wide(const Launches& l) const {
     launch_segment_attention(l.wide, decisions_.launches.wide_workers, decisions_.wide_kernel, shape_.dtype, shape_.head_dim,

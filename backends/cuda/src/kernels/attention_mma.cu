@@ -8,18 +8,30 @@ namespace hydragen::cuda::detail {
 
 namespace {
 
-template <typename T, int D, int ROW_WARPS, int TOKEN_WARPS, int GROUPS>
+template <typename T, int D, int ROW_WARPS, int TOKEN_WARPS, int GROUPS, NarrowProduct PRODUCT = NarrowProduct::rows>
 void launch_block(const SegmentAttentionParams& params, int blocks, cudaStream_t stream, bool dependent) {
   constexpr int smem = MmaBlockTile<D, ROW_WARPS, GROUPS>::kSmemBytes;
-  allow_smem<segment_attention_mma<T, D, ROW_WARPS, TOKEN_WARPS, GROUPS>>(smem);
-  launch_kernel(segment_attention_mma<T, D, ROW_WARPS, TOKEN_WARPS, GROUPS>, dim3(blocks),
-                dim3(MmaBlockShape<ROW_WARPS, TOKEN_WARPS, GROUPS>::kThreads), smem, stream, dependent, params);
+  constexpr auto kernel = segment_attention_mma<T, D, ROW_WARPS, TOKEN_WARPS, GROUPS, PRODUCT>;
+  allow_smem<kernel>(smem);
+  launch_kernel(kernel, dim3(blocks), dim3(MmaBlockShape<ROW_WARPS, TOKEN_WARPS, GROUPS>::kThreads), smem, stream, dependent,
+                params);
+}
+
+// A warp kernel of GROUPS warps a block, its products by rows or by tokens.
+template <typename T, int D, int GROUPS>
+void launch_warps(const SegmentAttentionParams& params, int blocks, NarrowProduct product, cudaStream_t stream,
+                  bool dependent) {
+  if (product == NarrowProduct::tokens) {
+    launch_block<T, D, 1, 1, GROUPS, NarrowProduct::tokens>(params, blocks, stream, dependent);
+  } else {
+    launch_block<T, D, 1, 1, GROUPS>(params, blocks, stream, dependent);
+  }
 }
 
 }  // namespace
 
-void launch_mma(const SegmentAttentionParams& params, int workers, ItemKernel kernel, DType dtype, int head_dim,
-                cudaStream_t stream, bool dependent) {
+void launch_mma(const SegmentAttentionParams& params, int workers, ItemKernel kernel, NarrowProduct product, DType dtype,
+                int head_dim, cudaStream_t stream, bool dependent) {
   dispatch_16bit(dtype, head_dim, "segment attention: the mma.sync kernels take 16-bit storage", [&](auto element, auto dim) {
     using T = decltype(element);
     constexpr int D = decltype(dim)::value;
@@ -27,8 +39,8 @@ void launch_mma(const SegmentAttentionParams& params, int workers, ItemKernel ke
     switch (kernel) {
       case ItemKernel::mma64: launch_block<T, D, 4, 1, 1>(params, blocks, stream, dependent); break;
       case ItemKernel::token_warps: launch_block<T, D, 1, 4, 1>(params, blocks, stream, dependent); break;
-      case ItemKernel::item_warps: launch_block<T, D, 1, 1, kItemWarps>(params, blocks, stream, dependent); break;
-      case ItemKernel::sm_item_warps: launch_block<T, D, 1, 1, kSmWarps>(params, blocks, stream, dependent); break;
+      case ItemKernel::item_warps: launch_warps<T, D, kItemWarps>(params, blocks, product, stream, dependent); break;
+      case ItemKernel::sm_item_warps: launch_warps<T, D, kSmWarps>(params, blocks, product, stream, dependent); break;
       default: throw std::logic_error("segment attention: not an mma.sync block shape");
     }
     check_launch("segment_attention_mma");

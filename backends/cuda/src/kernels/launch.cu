@@ -32,7 +32,7 @@ bool has_kernels(DType dtype, int head_dim) {
 }
 
 void launch_segment_attention(const SegmentAttentionParams& params, int workers, ItemKernel kernel, DType dtype,
-                              int head_dim, cudaStream_t stream, bool dependent, int tile_tokens) {
+                              int head_dim, cudaStream_t stream, bool dependent, int tile_tokens, NarrowProduct product) {
   if (params.num_items == 0) return;
   if (workers < 1 || workers > params.num_items) {
     throw std::logic_error("segment attention: " + std::to_string(workers) + " workers for " +
@@ -41,13 +41,16 @@ void launch_segment_attention(const SegmentAttentionParams& params, int workers,
   if (dependent && (kernel == ItemKernel::wgmma || dtype == DType::fp32)) {
     throw std::logic_error("segment attention: only the mma.sync kernels launch as dependents");
   }
+  if (product == NarrowProduct::tokens && kernel != ItemKernel::item_warps && kernel != ItemKernel::sm_item_warps) {
+    throw std::logic_error("segment attention: the token product is the warp kernels' (item_warps, sm_item_warps)");
+  }
   if (dtype == DType::fp32) {
     if (kernel != ItemKernel::simt) throw std::logic_error("segment attention: fp32 has only CUDA-core (simt) blocks");
     detail::launch_simt(params, workers, dtype, head_dim, stream);
   } else if (kernel == ItemKernel::wgmma) {
     detail::launch_wgmma(params, workers, tile_tokens, dtype, head_dim, stream);
   } else {
-    detail::launch_mma(params, workers, kernel, dtype, head_dim, stream, dependent);
+    detail::launch_mma(params, workers, kernel, product, dtype, head_dim, stream, dependent);
   }
 }
 

@@ -57,6 +57,14 @@ __device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], const void* 
                : "r"(smem_address(smem)));
 }
 
+// An 8x8 16-bit matrix held as mma fragments (lane 4g + t: row g, columns 2t and 2t + 1) turned to
+// its transpose in the same layout: the lane then holds rows 2t and 2t + 1 of column g.
+__device__ __forceinline__ unsigned movmatrix_trans(unsigned x) {
+  unsigned y;
+  asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(y) : "r"(x));
+  return y;
+}
+
 // d[0..3] += a * b for a 16x16 (row) by 16x8 (col) product of 16-bit values, fp32 accumulate.
 template <typename T>
 __device__ __forceinline__ void mma_16816(float* d, const unsigned (&a)[4], unsigned b0, unsigned b1);

@@ -116,6 +116,69 @@ struct RowPairSoftmax {
   }
 };
 
+// The online softmax of the token product's scores (NarrowProduct::tokens): S^T = K Q^T over a tile of
+// 16 tokens, whose accumulator gives lane 4g + t tokens g ([0], [1]) and g + 8 ([2], [3]) of rows 2t
+// ([0], [2]) and 2t + 1 ([1], [3]); a row's tokens are spread over the 8 lanes of its t (lanes 4
+// apart). The same steps as RowPairSoftmax, its reductions over those 8 lanes.
+template <int NO>  // 16-column blocks of O^T: the lane holds [4j + r] and [4j + 2 + r] of row 2t + r
+struct TokenRowSoftmax {
+  float m[2] = {-INFINITY, -INFINITY};  // running max of the scaled scores, log2 units
+  float l[2] = {0.f, 0.f};              // this lane's share of the running sums
+
+  // s: raw scores; token g of the tile at position pos0 (pos0 + 8 for g + 8). Otherwise as
+  // RowPairSoftmax::update.
+  __device__ __forceinline__ void update(float (&s)[4], int pos0, const int (&limit)[2], float scale_log2, bool mask,
+                                         float (&alpha)[2]) {
+    if (mask) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        if (pos0 + 8 * (i / 2) >= limit[i % 2]) s[i] = -INFINITY;
+      }
+    }
+    float base[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float mx = fmaxf(s[r], s[r + 2]);
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 4));  // the 8 lanes of a row
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 8));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 16));
+      const float next = fmaxf(m[r], mx * scale_log2);
+      base[r] = next == -INFINITY ? 0.f : next;  // as RowPairSoftmax: no NaN for a row that saw nothing
+      alpha[r] = exp2_approx(m[r] - base[r]);
+      m[r] = next;
+    }
+#pragma unroll
+    for (int i = 0; i < 4; ++i) s[i] = exp2_approx(fmaf(s[i], scale_log2, -base[i % 2]));
+#pragma unroll
+    for (int r = 0; r < 2; ++r) l[r] = fmaf(l[r], alpha[r], s[r] + s[r + 2]);
+  }
+
+  // As RowPairSoftmax::rescale.
+  static __device__ __forceinline__ void rescale(float (&acc)[4 * NO], const float (&alpha)[2]) {
+    if (!__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) return;
+#pragma unroll
+    for (int j = 0; j < NO; ++j) {
+      acc[4 * j + 0] *= alpha[0];
+      acc[4 * j + 1] *= alpha[1];
+      acc[4 * j + 2] *= alpha[0];
+      acc[4 * j + 3] *= alpha[1];
+    }
+  }
+
+  // As RowPairSoftmax::finish, the sums over the 8 lanes of a row. Call on all lanes.
+  __device__ __forceinline__ void finish(float (&inv)[2], float (&lse)[2]) {
+    constexpr float kLn2 = 0.6931471805599453f;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      l[r] += __shfl_xor_sync(0xffffffffu, l[r], 4);
+      l[r] += __shfl_xor_sync(0xffffffffu, l[r], 8);
+      l[r] += __shfl_xor_sync(0xffffffffu, l[r], 16);
+      inv[r] = l[r] > 0.f ? 1.f / l[r] : 0.f;
+      lse[r] = l[r] > 0.f ? (m[r] + log2f(l[r])) * kLn2 : -INFINITY;
+    }
+  }
+};
+
 // The mma.sync A fragment of 16 tokens (probabilities of fragments 2k and 2k + 1) as 16-bit pairs.
 template <typename T, int NS>
 __device__ __forceinline__ void probabilities_as_a(const float (&s)[4 * NS], int k, unsigned (&a)[4]) {

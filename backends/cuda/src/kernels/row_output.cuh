@@ -19,9 +19,10 @@
 
 namespace hydragen::cuda {
 
-// Columns of a row held by lane `sub` of the GROUP consecutive lanes sharing it, value v:
-// tensor-core accumulators (GROUP 4) hold column pairs 8j + 2 sub + {0, 1}; the merge kernel's
-// lanes hold adjacent columns; the others stride.
+// Columns of a row held by lane `sub` of the lanes sharing it (sub 0 writes the row's LSE), value v:
+// tensor-core accumulators (4 consecutive lanes) hold column pairs 8j + 2 sub + {0, 1}; the merge
+// kernel's lanes hold adjacent columns; the others stride; the token product's O^T (8 lanes 4 apart)
+// holds columns 16j + 8h + sub.
 struct FragmentColumns {
   static constexpr bool kPairs = true;  // values 2j and 2j + 1 are adjacent columns
   int sub;
@@ -38,6 +39,11 @@ struct StridedColumns {
   static constexpr bool kPairs = false;
   int sub;
   __device__ int operator()(int v) const { return sub + GROUP * v; }
+};
+struct TokenProductColumns {  // NarrowProduct::tokens: values 2j + h at 16j + 8h + sub (sub = g)
+  static constexpr bool kPairs = false;
+  int sub;
+  __device__ int operator()(int v) const { return 16 * (v / 2) + 8 * (v % 2) + sub; }
 };
 
 // Writes a lane's N values of a row at `dst` (the row's first column): pairs in one store where
@@ -117,14 +123,14 @@ __device__ __forceinline__ void fold_wide_rows(const MergeParams& m, const RowOu
   }
 }
 
-// Hands over a row of which this lane holds the N values o[v] at columns(v), GROUP consecutive
-// lanes per row (the first writes the LSE). FOLD: the kernel may run leaves that do their queries'
-// merge (the narrow mma.sync kernels; compiled out of the others, whose registers it would cost).
-template <typename T, int D, int GROUP, bool FOLD = false, int N, typename Columns>
+// Hands over a row of which this lane holds the N values o[v] at columns(v) (the lane of columns.sub
+// 0 writes the LSE). FOLD: the kernel may run leaves that do their queries' merge (the narrow mma.sync
+// kernels; compiled out of the others, whose registers it would cost).
+template <typename T, int D, bool FOLD = false, int N, typename Columns>
 __device__ __forceinline__ void finish_row(const SegmentAttentionParams& p, const RowOutput& out, float (&o)[N], float lse,
                                            Columns columns) {
   const MergeParams& m = p.merge;
-  const bool leader = threadIdx.x % GROUP == 0;
+  const bool leader = columns.sub == 0;
   if (out.row < 0) return;
   if constexpr (FOLD) {
     if (out.fold) fold_wide_rows<D>(m, out, o, lse, columns);
@@ -155,7 +161,21 @@ __device__ __forceinline__ void finish_row_pair(const SegmentAttentionParams& p,
                                                 const RowOutput& out, float inv, float lse, int t) {
   float o[D / 4];
   fragment_row<D>(acc, r, inv, o);
-  finish_row<T, D, 4, FOLD>(p, out, o, lse, FragmentColumns{t});
+  finish_row<T, D, FOLD>(p, out, o, lse, FragmentColumns{t});
+}
+
+// finish_row for row r (2t + r of the item) of the token product's O^T accumulator (NarrowProduct::tokens):
+// m-tile j holds columns 16j + g ([4j + r]) and 16j + g + 8 ([4j + 2 + r]).
+template <typename T, int D>
+__device__ __forceinline__ void finish_token_row(const SegmentAttentionParams& p, const float (&acc)[D / 4], int r,
+                                                 const RowOutput& out, float inv, float lse, int g) {
+  float o[D / 8];
+#pragma unroll
+  for (int j = 0; j < D / 16; ++j) {
+    o[2 * j] = acc[4 * j + r] * inv;
+    o[2 * j + 1] = acc[4 * j + 2 + r] * inv;
+  }
+  finish_row<T, D, true>(p, out, o, lse, TokenProductColumns{g});
 }
 
 }  // namespace hydragen::cuda

@@ -8,17 +8,22 @@
 // while it streams a long path; or, for short ones, four one-warp workers (ItemKernel::item_warps), so
 // that four items' latencies overlap instead of four warps waiting on each other at every tile;
 // or twelve such warps, a whole SM's (ItemKernel::sm_item_warps), for leaves on SMs of their own.
+// A warp worker's products lay out its item by rows (16 rows x 8 tokens per product) or, for items of
+// at most 8 rows, by tokens (16 tokens x the item's rows: NarrowProduct::tokens).
 //
 // The kernel's steps, each a function below:
 //   scheduler  worker_items (worker_items.cuh): the worker's run of items (one, or many for persistent workers)
 //   load       load_kv_tile (cp.async, two stages), load_q_fragments
-//   compute    attend_tile: S = Q K^T (fp32), causal/length mask, online softmax in exp2, O += P V
+//   compute    attend_tile: S = Q K^T (fp32), causal/length mask, online softmax in exp2, O += P V;
+//              attend_tile_tokens: the same as S^T = K Q^T and O^T += V^T P^T
 //   fold       fold_token_warps: the token warps' states combined with the core merge
 //   store      row_output.cuh
 //
 // Persistent workers (the planner's launch_workers rule, for many short items) take
 // a contiguous run of items, an item's first tile loaded while the previous item's last one is
 // computed, and pull their items' tables into L1 first (kernel-notes: persistent-workers).
+#include <type_traits>
+
 #include "dependent_launch.cuh"
 #include "hydragen/cuda/element.cuh"
 #include "hydragen/merge.hpp"
@@ -125,8 +130,8 @@ __device__ __forceinline__ void load_kv_tile(const SegmentAttentionParams& p, co
   cp_async_commit();
 }
 
-// The lane's two fragment rows of an item (g and g + 8 of its row warp's 16): whether they exist,
-// and the positions of the item's token list each sees.
+// The lane's two fragment rows of an item (g and g + 8 of its row warp's 16; 2t and 2t + 1 in the
+// token product): whether they exist, and the positions of the item's token list each sees.
 struct LaneRows {
   int row[2];   // within the item
   bool has[2];
@@ -135,10 +140,10 @@ struct LaneRows {
   // A row past num_rows (most decode blocks: q_len g < 16 rows) has a zero query, so scores of 0:
   // it gets the item's end as its limit, so that it neither masks every tile nor, its max never
   // moving, makes the warp rescale O on every tile (kernel-notes: padding-row-limit). It is never stored.
-  __device__ __forceinline__ LaneRows(const SegmentAttentionParams& p, const WorkItem& item, int r0) {
+  __device__ __forceinline__ LaneRows(const SegmentAttentionParams& p, const WorkItem& item, int r0, int step) {
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      row[r] = r0 + 8 * r;
+      row[r] = r0 + step * r;
       has[r] = row[r] < item.num_rows;
       limit[r] = has[r] ? min(visible_limit(p, item.first_row + row[r]), item.token_end) : item.token_end;
     }
@@ -162,6 +167,52 @@ __device__ __forceinline__ void load_q_fragments(const SegmentAttentionParams& p
     qa[ks][1] = rows.has[1] ? *reinterpret_cast<const unsigned*>(q[1] + c) : 0u;
     qa[ks][2] = rows.has[0] ? *reinterpret_cast<const unsigned*>(q[0] + c + 8) : 0u;
     qa[ks][3] = rows.has[1] ? *reinterpret_cast<const unsigned*>(q[1] + c + 8) : 0u;
+  }
+}
+
+// Load step, token product: the B fragments of Q^T, row g of the item (zeros past num_rows): [ks][0]
+// columns 16 ks + 2t and + 1, [ks][1] 8 further.
+template <typename T, int D>
+__device__ __forceinline__ void load_q_columns(const SegmentAttentionParams& p, const WorkItem& item, int g,
+                                               unsigned (&qb)[D / 16][2]) {
+  const int t = threadIdx.x % 4;
+  const T* q = g < item.num_rows ? static_cast<const T*>(p.q) + static_cast<long long>(p.row_query[item.first_row + g]) * D
+                                 : nullptr;
+#pragma unroll
+  for (int ks = 0; ks < D / 16; ++ks) {
+    const int c = 16 * ks + 2 * t;
+    qb[ks][0] = q != nullptr ? *reinterpret_cast<const unsigned*>(q + c) : 0u;
+    qb[ks][1] = q != nullptr ? *reinterpret_cast<const unsigned*>(q + c + 8) : 0u;
+  }
+}
+
+// Compute step, token product: a warp's 16-token tile (its first position pos0) against its item's
+// rows: S^T = K Q^T (K as the A operand, 16 tokens x 16 columns a product), the online softmax over
+// each row's tokens, P^T turned into B fragments (movmatrix), O^T += V^T P^T (V read transposed, 16
+// columns of O a product). Half the products of attend_tile, and O^T in D / 4 values a lane.
+template <typename T, int D, typename Tile>
+__device__ __forceinline__ void attend_tile_tokens(const unsigned (&qb)[D / 16][2], const T* k_tile, const T* v_tile,
+                                                   int pos0, const int (&limit)[2], float scale_log2, bool mask,
+                                                   TokenRowSoftmax<D / 16>& softmax, float (&acc)[D / 4]) {
+  static_assert(Tile::kTokens == 16, "the token product takes a tile's 16 tokens at once");
+  const int lane = threadIdx.x % 32, g = lane / 4, m = lane / 8;  // m: the 8x8 matrix whose row this lane addresses
+  float s[4] = {};
+#pragma unroll
+  for (int ks = 0; ks < D / 16; ++ks) {  // A: tokens 0-7 and 8-15 of columns 16 ks.., then of 16 ks + 8..
+    unsigned a[4];
+    ldmatrix_x4(a, k_tile + tile_offset<Tile>(lane % 8 + 8 * (m % 2), 16 * ks + 8 * (m / 2)));
+    mma_16816<T>(s, a, qb[ks][0], qb[ks][1]);
+  }
+  float alpha[2];
+  softmax.update(s, pos0 + g, limit, scale_log2, mask, alpha);
+  softmax.rescale(acc, alpha);
+  // [token][row] blocks (tokens g and g + 8, rows 2t, 2t + 1) to [row][token]: rows g of tokens 2t, 2t + 1.
+  const unsigned pb0 = movmatrix_trans(pack2<T>(s[0], s[1])), pb1 = movmatrix_trans(pack2<T>(s[2], s[3]));
+#pragma unroll
+  for (int mt = 0; mt < D / 16; ++mt) {  // A = V^T: columns 16 mt.. and + 8 of tokens 0-7, then of 8-15
+    unsigned a[4];
+    ldmatrix_x4_trans(a, v_tile + tile_offset<Tile>(lane % 8 + 8 * (m / 2), 16 * mt + 8 * (m % 2)));
+    mma_16816<T>(acc + 4 * mt, a, pb0, pb1);
   }
 }
 
@@ -237,14 +288,16 @@ __device__ __forceinline__ void fold_token_warps(const SegmentAttentionParams& p
     }
   }
   __syncthreads();  // the next item's second tile goes into this stage
-  finish_row<T, D, GROUP, ROWS == 16>(p, out, o, lse, StridedColumns<GROUP>{sub});
+  finish_row<T, D, ROWS == 16>(p, out, o, lse, StridedColumns<GROUP>{sub});
 }
 
-template <typename T, int D, int ROW_WARPS, int TOKEN_WARPS, int GROUPS>
+template <typename T, int D, int ROW_WARPS, int TOKEN_WARPS, int GROUPS, NarrowProduct PRODUCT = NarrowProduct::rows>
 __global__ void __launch_bounds__(MmaBlockShape<ROW_WARPS, TOKEN_WARPS, GROUPS>::kThreads,
                                   MmaBlockShape<ROW_WARPS, TOKEN_WARPS, GROUPS>::kBlocksPerSm)
     segment_attention_mma(const SegmentAttentionParams p) {
   static_assert(GROUPS == 1 || TOKEN_WARPS == 1, "the fold of token warps is block-wide");
+  constexpr bool kTokenProduct = PRODUCT == NarrowProduct::tokens;
+  static_assert(!kTokenProduct || (ROW_WARPS == 1 && TOKEN_WARPS == 1 && GROUPS > 1), "the token product is the warp kernels'");
   using Tile = MmaBlockTile<D, ROW_WARPS, GROUPS>;
   constexpr int KT = Tile::kTokens, ROWS = 16 * ROW_WARPS, THREADS = 32 * ROW_WARPS * TOKEN_WARPS;  // THREADS: a worker's
   constexpr int NT = KT / 8 / TOKEN_WARPS;  // 8-token fragments of a tile per warp
@@ -292,7 +345,7 @@ __global__ void __launch_bounds__(MmaBlockShape<ROW_WARPS, TOKEN_WARPS, GROUPS>:
   load_tile(items[0], 0, 0, 0);
   for (int index = range.first;; ++index) {
     const WorkItem item = items[slot];
-    const LaneRows rows(p, item, 16 * row_warp + g);
+    const LaneRows rows(p, item, kTokenProduct ? 2 * t : 16 * row_warp + g, kTokenProduct ? 1 : 8);
     // Where the rows go: this lane's fragment rows, or, when the token warps are folded first, row
     // threadIdx.x / GROUP of the folded states.
     RowOutput out[2];
@@ -303,11 +356,15 @@ __global__ void __launch_bounds__(MmaBlockShape<ROW_WARPS, TOKEN_WARPS, GROUPS>:
       const int r = threadIdx.x / (kMmaThreads / ROWS);
       out[0] = row_output(p, r < item.num_rows ? item.first_row + r : -1);
     }
-    unsigned qa[D / 16][4];
-    load_q_fragments<T, D>(p, item, rows, t, qa);
-
-    RowPairSoftmax<NT, D / 8> softmax;
-    float acc[D / 2] = {};  // O: 8-column fragments
+    // Q as A fragments (rows) or B fragments (tokens); O, or O^T, as 8-column or 16-column fragments.
+    unsigned qa[D / 16][kTokenProduct ? 2 : 4];
+    if constexpr (kTokenProduct) {
+      load_q_columns<T, D>(p, item, g, qa);
+    } else {
+      load_q_fragments<T, D>(p, item, rows, t, qa);
+    }
+    std::conditional_t<kTokenProduct, TokenRowSoftmax<D / 16>, RowPairSoftmax<NT, D / 8>> softmax;
+    float acc[kTokenProduct ? D / 4 : D / 2] = {};
     const int tiles = (item.token_end - item.token_begin + KT - 1) / KT;
     for (int it = 0; it < tiles; ++it) {
       // Load the tile after this one: the item's next, or the next item's first.
@@ -332,15 +389,24 @@ __global__ void __launch_bounds__(MmaBlockShape<ROW_WARPS, TOKEN_WARPS, GROUPS>:
       }
       sync();
       const int pos0 = item.token_begin + it * KT + tok0;
-      attend_tile<T, D, Tile, NT>(qa, &smem.kv[stage][0][0][0], &smem.kv[stage][1][0][0], tok0, pos0, rows.limit, p.scale_log2,
-                            pos0 + KT / TOKEN_WARPS > min(rows.limit[0], rows.limit[1]), softmax, acc);
+      const bool mask = pos0 + KT / TOKEN_WARPS > min(rows.limit[0], rows.limit[1]);
+      if constexpr (kTokenProduct) {
+        attend_tile_tokens<T, D, Tile>(qa, &smem.kv[stage][0][0][0], &smem.kv[stage][1][0][0], pos0, rows.limit,
+                                       p.scale_log2, mask, softmax, acc);
+      } else {
+        attend_tile<T, D, Tile, NT>(qa, &smem.kv[stage][0][0][0], &smem.kv[stage][1][0][0], tok0, pos0, rows.limit,
+                                    p.scale_log2, mask, softmax, acc);
+      }
       sync();  // the next copies into this stage come after every warp is done with it
       stage ^= 1;
     }
 
     float inv[2], row_lse[2];
     softmax.finish(inv, row_lse);
-    if constexpr (TOKEN_WARPS == 1) {
+    if constexpr (kTokenProduct) {
+      finish_token_row<T, D>(p, acc, 0, out[0], inv[0], row_lse[0], g);
+      finish_token_row<T, D>(p, acc, 1, out[1], inv[1], row_lse[1], g);
+    } else if constexpr (TOKEN_WARPS == 1) {
       // Only narrow items (one row warp) are ever leaves that fold (MergeParams::fold_wide_rows).
       finish_row_pair<T, D, ROW_WARPS == 1>(p, acc, 0, out[0], inv[0], row_lse[0], t);
       finish_row_pair<T, D, ROW_WARPS == 1>(p, acc, 1, out[1], inv[1], row_lse[1], t);

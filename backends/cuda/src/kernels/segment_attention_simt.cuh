@@ -96,8 +96,7 @@ __global__ void __launch_bounds__(kSimtThreads) segment_attention_simt(const Seg
   #pragma unroll
     for (int i = 0; i < D / LANES; ++i) o[i] *= inv;
     constexpr float kLn2 = 0.6931471805599453f;
-    finish_row<T, D, LANES>(p, out, o,
-                            l > 0.f ? (m + log2f(l)) * kLn2 : -INFINITY, StridedColumns<LANES>{sub});
+    finish_row<T, D>(p, out, o, l > 0.f ? (m + log2f(l)) * kLn2 : -INFINITY, StridedColumns<LANES>{sub});
   }
 }
 
