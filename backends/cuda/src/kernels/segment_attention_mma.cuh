@@ -177,7 +177,7 @@ __device__ __forceinline__ void load_q_columns(const SegmentAttentionParams& p, 
                                                unsigned (&qb)[D / 16][2]) {
   const int t = threadIdx.x % 4;
   const T* q = g < item.num_rows ? static_cast<const T*>(p.q) + static_cast<long long>(p.row_query[item.first_row + g]) * D
-                                 : nullptr;
+                                 : nullptr;  // [D]: the row's query
 #pragma unroll
   for (int ks = 0; ks < D / 16; ++ks) {
     const int c = 16 * ks + 2 * t;
@@ -190,6 +190,7 @@ __device__ __forceinline__ void load_q_columns(const SegmentAttentionParams& p, 
 // rows: S^T = K Q^T (K as the A operand, 16 tokens x 16 columns a product), the online softmax over
 // each row's tokens, P^T turned into B fragments (movmatrix), O^T += V^T P^T (V read transposed, 16
 // columns of O a product). Half the products of attend_tile, and O^T in D / 4 values a lane.
+// k_tile, v_tile: [16 tokens][D] in the tile's layout (tile_offset).
 template <typename T, int D, typename Tile>
 __device__ __forceinline__ void attend_tile_tokens(const unsigned (&qb)[D / 16][2], const T* k_tile, const T* v_tile,
                                                    int pos0, const int (&limit)[2], float scale_log2, bool mask,
