@@ -66,7 +66,8 @@ const std::vector<LargeCase>& large_cases() {
       {"half_wave_B64_P2048_S64_gqa4_d128", 1, 32, 8, 128, 2048, std::vector<int>(64, 64), 64},
       // CodeLlama-13b's TP-8 shard decoding (5 heads, MHA): its one-row leaves stream longer than a
       // 1024-token part computes, so the wgmma launch is one part per row block, 40 blocks, with the
-      // leaves beside it on a second stream, then the merge (rule wide_target_blocks).
+      // leaves beside it on the other SMs as its dependent launch, then the merge (rules wide_target_blocks,
+      // chain_leaves).
       {"one_part_B1024_P1024_S3to67_mha_h5_d128", 1, 5, 5, 128, 1024, ragged_suffixes(1024), 1024},
       // The same shard at P = 4096 with 32-token leaves: the leaves on SMs of their own beside persistent
       // wgmma blocks (rule leaf_layout), as their dependent launch (rule chain_leaves), then the merge.
