@@ -17,10 +17,41 @@ __device__ __forceinline__ float exp2_approx(float x) {
   return y;
 }
 
-template <int NS, int NO>  // NS: 8-token fragments of a score tile; NO: 8-column fragments of O
-struct RowPairSoftmax {
+// What both online softmaxes keep for a lane's two rows, whose scores are spread over the lanes that
+// an xor by MASKS reaches (a fragment row's 4 lanes; the token product's 8), and the steps they share.
+template <int... MASKS>
+struct RowPairState {
   float m[2] = {-INFINITY, -INFINITY};  // running max of the scaled scores, log2 units
   float l[2] = {0.f, 0.f};              // this lane's share of the running sums
+
+  // Row r's tile seen: mx, this lane's max of its raw scores, taken over the row's lanes; the new
+  // running max, the factor for what was accumulated before (alpha), and the base the tile's
+  // probabilities are taken against.
+  __device__ __forceinline__ float advance(int r, float mx, float scale_log2, float& alpha) {
+    ((mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, MASKS))), ...);
+    const float next = fmaxf(m[r], mx * scale_log2);
+    // A row that has seen nothing yet keeps base 0, so exp2(-inf - 0) = 0 and no NaN appears.
+    const float base = next == -INFINITY ? 0.f : next;
+    alpha = exp2_approx(m[r] - base);
+    m[r] = next;
+    return base;
+  }
+
+  // After the last tile: each row's 1 / sum (0 for a row that saw nothing) and LSE (natural log,
+  // -inf for nothing). Call on all lanes of a row.
+  __device__ __forceinline__ void finish(float (&inv)[2], float (&lse)[2]) {
+    constexpr float kLn2 = 0.6931471805599453f;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      ((l[r] += __shfl_xor_sync(0xffffffffu, l[r], MASKS)), ...);
+      inv[r] = l[r] > 0.f ? 1.f / l[r] : 0.f;
+      lse[r] = l[r] > 0.f ? (m[r] + log2f(l[r])) * kLn2 : -INFINITY;
+    }
+  }
+};
+
+template <int NS, int NO>  // NS: 8-token fragments of a score tile; NO: 8-column fragments of O
+struct RowPairSoftmax : RowPairState<1, 2> {  // a row's 4 lanes
 
   // s: raw scores, token of fragment j, element e at position pos0 + 8j + e (pos0 includes 2t).
   // Positions >= limit[r] are masked when `mask` (a tile past a row's limit); s becomes the tile's
@@ -63,13 +94,7 @@ struct RowPairSoftmax {
     for (int r = 0; r < 2; ++r) {
 #pragma unroll
       for (int c = 1; c < kChains; ++c) mx[r][0] = fmaxf(mx[r][0], mx[r][c]);
-      mx[r][0] = fmaxf(mx[r][0], __shfl_xor_sync(0xffffffffu, mx[r][0], 1));  // the 4 lanes of a row
-      mx[r][0] = fmaxf(mx[r][0], __shfl_xor_sync(0xffffffffu, mx[r][0], 2));
-      const float next = fmaxf(m[r], mx[r][0] * scale_log2);
-      // A row that has seen nothing yet keeps base 0, so exp2(-inf - 0) = 0 and no NaN appears.
-      base[r] = next == -INFINITY ? 0.f : next;
-      alpha[r] = exp2_approx(m[r] - base[r]);
-      m[r] = next;
+      base[r] = advance(r, mx[r][0], scale_log2, alpha[r]);
     }
     float sum[2][kChains] = {};
 #pragma unroll
@@ -101,19 +126,6 @@ struct RowPairSoftmax {
       acc[4 * j + 3] *= alpha[1];
     }
   }
-
-  // After the last tile: each row's 1 / sum (0 for a row that saw nothing) and LSE (natural log,
-  // -inf for nothing). Call on all four lanes of a row group.
-  __device__ __forceinline__ void finish(float (&inv)[2], float (&lse)[2]) {
-    constexpr float kLn2 = 0.6931471805599453f;
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
-      l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
-      inv[r] = l[r] > 0.f ? 1.f / l[r] : 0.f;
-      lse[r] = l[r] > 0.f ? (m[r] + log2f(l[r])) * kLn2 : -INFINITY;
-    }
-  }
 };
 
 // The online softmax of the token product's scores (NarrowProduct::tokens): S^T = K Q^T over a tile of
@@ -121,10 +133,7 @@ struct RowPairSoftmax {
 // ([0], [2]) and 2t + 1 ([1], [3]); a row's tokens are spread over the 8 lanes of its t (lanes 4
 // apart). The same steps as RowPairSoftmax, its reductions over those 8 lanes.
 template <int NO>  // 16-column blocks of O^T: the lane holds [4j + r] and [4j + 2 + r] of row 2t + r
-struct TokenRowSoftmax {
-  float m[2] = {-INFINITY, -INFINITY};  // running max of the scaled scores, log2 units
-  float l[2] = {0.f, 0.f};              // this lane's share of the running sums
-
+struct TokenRowSoftmax : RowPairState<4, 8, 16> {  // a row's 8 lanes
   // s: raw scores; token g of the tile at position pos0 (pos0 + 8 for g + 8). Otherwise as
   // RowPairSoftmax::update.
   __device__ __forceinline__ void update(float (&s)[4], int pos0, const int (&limit)[2], float scale_log2, bool mask,
@@ -137,16 +146,7 @@ struct TokenRowSoftmax {
     }
     float base[2];
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      float mx = fmaxf(s[r], s[r + 2]);
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 4));  // the 8 lanes of a row
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 8));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 16));
-      const float next = fmaxf(m[r], mx * scale_log2);
-      base[r] = next == -INFINITY ? 0.f : next;  // as RowPairSoftmax: no NaN for a row that saw nothing
-      alpha[r] = exp2_approx(m[r] - base[r]);
-      m[r] = next;
-    }
+    for (int r = 0; r < 2; ++r) base[r] = advance(r, fmaxf(s[r], s[r + 2]), scale_log2, alpha[r]);
 #pragma unroll
     for (int i = 0; i < 4; ++i) s[i] = exp2_approx(fmaf(s[i], scale_log2, -base[i % 2]));
 #pragma unroll
@@ -162,19 +162,6 @@ struct TokenRowSoftmax {
       acc[4 * j + 1] *= alpha[1];
       acc[4 * j + 2] *= alpha[0];
       acc[4 * j + 3] *= alpha[1];
-    }
-  }
-
-  // As RowPairSoftmax::finish, the sums over the 8 lanes of a row. Call on all lanes.
-  __device__ __forceinline__ void finish(float (&inv)[2], float (&lse)[2]) {
-    constexpr float kLn2 = 0.6931471805599453f;
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      l[r] += __shfl_xor_sync(0xffffffffu, l[r], 4);
-      l[r] += __shfl_xor_sync(0xffffffffu, l[r], 8);
-      l[r] += __shfl_xor_sync(0xffffffffu, l[r], 16);
-      inv[r] = l[r] > 0.f ? 1.f / l[r] : 0.f;
-      lse[r] = l[r] > 0.f ? (m[r] + log2f(l[r])) * kLn2 : -INFINITY;
     }
   }
 };
