@@ -19,7 +19,8 @@ __device__ __forceinline__ float exp2_approx(float x) {
 
 // What both online softmaxes keep for a lane's two rows, whose scores are spread over the lanes that
 // an xor by MASKS reaches (a fragment row's 4 lanes; the token product's 8), and the steps they share.
-template <int... MASKS>
+// Value e of each 4-value fragment of the output accumulator belongs to row (e >> ROW_BIT) & 1.
+template <int ROW_BIT, int... MASKS>
 struct RowPairState {
   float m[2] = {-INFINITY, -INFINITY};  // running max of the scaled scores, log2 units
   float l[2] = {0.f, 0.f};              // this lane's share of the running sums
@@ -48,10 +49,20 @@ struct RowPairState {
       lse[r] = l[r] > 0.f ? (m[r] + log2f(l[r])) * kLn2 : -INFINITY;
     }
   }
+
+  // The output accumulated so far, to the rows' new maxima. Skipped when no row of the warp moved its
+  // max (most tiles once the max has settled): the multiplies would cost a quarter as many issue
+  // slots as the softmax itself. Call on all lanes.
+  template <int N>
+  static __device__ __forceinline__ void rescale(float (&acc)[N], const float (&alpha)[2]) {
+    if (!__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) return;
+#pragma unroll
+    for (int i = 0; i < N; ++i) acc[i] *= alpha[(i >> ROW_BIT) & 1];
+  }
 };
 
-template <int NS, int NO>  // NS: 8-token fragments of a score tile; NO: 8-column fragments of O
-struct RowPairSoftmax : RowPairState<1, 2> {  // a row's 4 lanes
+template <int NS>  // 8-token fragments of a score tile
+struct RowPairSoftmax : RowPairState<1, 1, 2> {  // [4j + 2r + e] is row r's; a row's 4 lanes
 
   // s: raw scores, token of fragment j, element e at position pos0 + 8j + e (pos0 includes 2t).
   // Positions >= limit[r] are masked when `mask` (a tile past a row's limit); s becomes the tile's
@@ -113,27 +124,13 @@ struct RowPairSoftmax : RowPairState<1, 2> {  // a row's 4 lanes
       l[r] = fmaf(l[r], alpha[r], sum[r][0]);
     }
   }
-
-  // Skipped when no row of the warp moved its max (most tiles once the max has settled): the
-  // multiplies would cost a quarter as many issue slots as the softmax itself. Call on all lanes.
-  static __device__ __forceinline__ void rescale(float (&acc)[4 * NO], const float (&alpha)[2]) {
-    if (!__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) return;
-#pragma unroll
-    for (int j = 0; j < NO; ++j) {
-      acc[4 * j + 0] *= alpha[0];
-      acc[4 * j + 1] *= alpha[0];
-      acc[4 * j + 2] *= alpha[1];
-      acc[4 * j + 3] *= alpha[1];
-    }
-  }
 };
 
 // The online softmax of the token product's scores (NarrowProduct::tokens): S^T = K Q^T over a tile of
 // 16 tokens, whose accumulator gives lane 4g + t tokens g ([0], [1]) and g + 8 ([2], [3]) of rows 2t
 // ([0], [2]) and 2t + 1 ([1], [3]); a row's tokens are spread over the 8 lanes of its t (lanes 4
 // apart). The same steps as RowPairSoftmax, its reductions over those 8 lanes.
-template <int NO>  // 16-column blocks of O^T: the lane holds [4j + r] and [4j + 2 + r] of row 2t + r
-struct TokenRowSoftmax : RowPairState<4, 8, 16> {  // a row's 8 lanes
+struct TokenRowSoftmax : RowPairState<0, 4, 8, 16> {  // O^T's [4j + 2e + r] is row 2t + r's; a row's 8 lanes
   // s: raw scores; token g of the tile at position pos0 (pos0 + 8 for g + 8). Otherwise as
   // RowPairSoftmax::update.
   __device__ __forceinline__ void update(float (&s)[4], int pos0, const int (&limit)[2], float scale_log2, bool mask,
@@ -151,18 +148,6 @@ struct TokenRowSoftmax : RowPairState<4, 8, 16> {  // a row's 8 lanes
     for (int i = 0; i < 4; ++i) s[i] = exp2_approx(fmaf(s[i], scale_log2, -base[i % 2]));
 #pragma unroll
     for (int r = 0; r < 2; ++r) l[r] = fmaf(l[r], alpha[r], s[r] + s[r + 2]);
-  }
-
-  // As RowPairSoftmax::rescale.
-  static __device__ __forceinline__ void rescale(float (&acc)[4 * NO], const float (&alpha)[2]) {
-    if (!__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) return;
-#pragma unroll
-    for (int j = 0; j < NO; ++j) {
-      acc[4 * j + 0] *= alpha[0];
-      acc[4 * j + 1] *= alpha[1];
-      acc[4 * j + 2] *= alpha[0];
-      acc[4 * j + 3] *= alpha[1];
-    }
   }
 };
 

@@ -194,7 +194,7 @@ __device__ __forceinline__ void load_q_columns(const SegmentAttentionParams& p, 
 template <typename T, int D, typename Tile>
 __device__ __forceinline__ void attend_tile_tokens(const unsigned (&qb)[D / 16][2], const T* k_tile, const T* v_tile,
                                                    int pos0, const int (&limit)[2], float scale_log2, bool mask,
-                                                   TokenRowSoftmax<D / 16>& softmax, float (&acc)[D / 4]) {
+                                                   TokenRowSoftmax& softmax, float (&acc)[D / 4]) {
   static_assert(Tile::kTokens == 16, "the token product takes a tile's 16 tokens at once");
   const int lane = threadIdx.x % 32, g = lane / 4, m = lane / 8;  // m: the 8x8 matrix whose row this lane addresses
   float s[4] = {};
@@ -222,7 +222,7 @@ __device__ __forceinline__ void attend_tile_tokens(const unsigned (&qb)[D / 16][
 template <typename T, int D, typename Tile, int NT>
 __device__ __forceinline__ void attend_tile(const unsigned (&qa)[D / 16][4], const T* k_tile, const T* v_tile, int tok0,
                                             int pos0, const int (&limit)[2], float scale_log2, bool mask,
-                                            RowPairSoftmax<NT, D / 8>& softmax, float (&acc)[D / 2]) {
+                                            RowPairSoftmax<NT>& softmax, float (&acc)[D / 2]) {
   static_assert(NT % 2 == 0, "P V takes the tile's tokens 16 at a time");
   const int lane = threadIdx.x % 32, t = lane % 4;
   float s[4 * NT] = {};  // S: 8 tokens per fragment
@@ -364,7 +364,7 @@ __global__ void __launch_bounds__(MmaBlockShape<ROW_WARPS, TOKEN_WARPS, GROUPS>:
     } else {
       load_q_fragments<T, D>(p, item, rows, t, qa);
     }
-    std::conditional_t<kTokenProduct, TokenRowSoftmax<D / 16>, RowPairSoftmax<NT, D / 8>> softmax;
+    std::conditional_t<kTokenProduct, TokenRowSoftmax, RowPairSoftmax<NT>> softmax;
     float acc[kTokenProduct ? D / 4 : D / 2] = {};
     const int tiles = (item.token_end - item.token_begin + KT - 1) / KT;
     for (int it = 0; it < tiles; ++it) {

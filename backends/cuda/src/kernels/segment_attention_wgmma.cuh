@@ -132,7 +132,7 @@ __device__ __forceinline__ void load_q(const SegmentAttentionParams& p, const Wo
 template <typename T, int D, int KT>
 __device__ __forceinline__ void consume_kv_tiles(WgmmaSharedStorage<D, KT>& smem, const WorkItem& item, int used, int tiles,
                                                  int wg, const int (&limit)[2], float scale_log2,
-                                                 RowPairSoftmax<KT / 8, D / 8>& softmax,
+                                                 RowPairSoftmax<KT / 8>& softmax,
                                                  float (&o)[D / 2]) {
   using Tile = WgmmaTile<D, KT>;
   constexpr int ROWS = Tile::kRows;
@@ -262,7 +262,7 @@ __device__ __forceinline__ void consume_item(const SegmentAttentionParams& p, co
   consumer_sync(WgmmaBarrier::q_ready);
   if (wg == 1) consumer_arrive(WgmmaBarrier::turn0);  // warpgroup 0 goes first
 
-  RowPairSoftmax<KT / 8, D / 8> softmax;
+  RowPairSoftmax<KT / 8> softmax;
   float o[D / 2] = {};  // O: 8-column fragments, wgmma accumulator layout
   consume_kv_tiles<T, D, KT>(smem, item, used, tiles, wg, limit, p.scale_log2, softmax, o);
 
