@@ -6,6 +6,7 @@
 #include "hydragen/cuda/block_reduce.cuh"
 #include "hydragen/cuda/element.cuh"
 #include "params.hpp"
+#include "row_end.cuh"
 #include "tile_config.hpp"
 
 namespace hydragen::cuda {
@@ -31,7 +32,6 @@ __global__ void __launch_bounds__(kGatherThreads) gather_queries(const GatherPar
 // launch picks the smallest PER_THREAD that holds the chunk: fewer registers, more blocks per SM.
 template <typename T, int PER_THREAD>
 __global__ void __launch_bounds__(kSoftmaxThreads) chunk_softmax(const ChunkSoftmaxParams p) {
-  constexpr float kLn2 = 0.6931471805599453f;
   __shared__ float scratch[kSoftmaxThreads / 32];
   const long long pair = blockIdx.x;  // kv_head * rows + r
   const int partial = p.first_row + static_cast<int>(pair);  // the chunk's rows are KV head by KV head
@@ -55,13 +55,13 @@ __global__ void __launch_bounds__(kSoftmaxThreads) chunk_softmax(const ChunkSoft
     l += x[i];
   }
   l = block_reduce<kSoftmaxThreads>(l, [](float a, float b) { return a + b; }, scratch);
-  const float inv = l > 0.f ? 1.f / l : 0.f;
+  const float inv = row_inv(l);
 #pragma unroll
   for (int i = 0; i < PER_THREAD; ++i) {
     const int t = threadIdx.x + i * kSoftmaxThreads;
     if (t < p.row_stride) prob[t] = from_float<T>(x[i] * inv);
   }
-  if (threadIdx.x == 0) p.partial_lse[partial] = l > 0.f ? (m + log2f(l)) * kLn2 : -INFINITY;
+  if (threadIdx.x == 0) p.partial_lse[partial] = row_lse(m, l);
 }
 
 }  // namespace hydragen::cuda

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "hydragen/cuda/element.cuh"
+#include "row_end.cuh"
 
 namespace hydragen::cuda {
 
@@ -41,12 +42,11 @@ struct RowPairState {
   // After the last tile: each row's 1 / sum (0 for a row that saw nothing) and LSE (natural log,
   // -inf for nothing). Call on all lanes of a row.
   __device__ __forceinline__ void finish(float (&inv)[2], float (&lse)[2]) {
-    constexpr float kLn2 = 0.6931471805599453f;
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       ((l[r] += __shfl_xor_sync(0xffffffffu, l[r], MASKS)), ...);
-      inv[r] = l[r] > 0.f ? 1.f / l[r] : 0.f;
-      lse[r] = l[r] > 0.f ? (m[r] + log2f(l[r])) * kLn2 : -INFINITY;
+      inv[r] = row_inv(l[r]);
+      lse[r] = row_lse(m[r], l[r]);
     }
   }
 

@@ -10,6 +10,7 @@
 #include "item_segments.cuh"
 #include "leaf_length.cuh"
 #include "params.hpp"
+#include "row_end.cuh"
 #include "row_output.cuh"
 #include "tile_config.hpp"
 #include "worker_items.cuh"
@@ -92,11 +93,10 @@ __global__ void __launch_bounds__(kSimtThreads) segment_attention_simt(const Seg
         for (int i = 0; i < D / LANES; ++i) o[i] += pv * sv[token][sub + LANES * i];
       }
     }
-    const float inv = l > 0.f ? 1.f / l : 0.f;
+    const float inv = row_inv(l);
   #pragma unroll
     for (int i = 0; i < D / LANES; ++i) o[i] *= inv;
-    constexpr float kLn2 = 0.6931471805599453f;
-    finish_row<T, D>(p, out, o, l > 0.f ? (m + log2f(l)) * kLn2 : -INFINITY, StridedColumns<LANES>{sub});
+    finish_row<T, D>(p, out, o, row_lse(m, l), StridedColumns<LANES>{sub});
   }
 }
 
