@@ -294,6 +294,22 @@ TEST(BadBackend, ReferenceRefusesFp32AsUnsupportedWithItsReason) {
   }
 }
 
+// The mma.sync kernels count a segment's K or V in 16-byte chunks in 32 bits.
+TEST(BadBackend, CudaBackendsRefuseASegmentOf32GibOrMore) {
+  const AttentionShape s = make_shape(1, 1, 8, 8, 128, DType::bf16);  // 2 KiB of K a token
+  const int limit = 1 << 24;                                          // tokens in 32 GiB
+  int tried = 0;
+  for (const std::string& name : list_backends()) {
+    if (name.rfind("cuda-", 0) != 0) continue;
+    ++tried;
+    const Support at_limit = backend(name).supports(s, SharingTree::prefix_suffix(limit, {1}));
+    EXPECT_FALSE(at_limit.ok) << name;
+    EXPECT_THAT(at_limit.reason, AllOf(HasSubstr("segment 0"), HasSubstr("32 GiB"))) << name;
+    EXPECT_TRUE(backend(name).supports(s, SharingTree::prefix_suffix(limit - 1, {1})).ok) << name;
+  }
+  if (tried == 0) GTEST_SKIP() << "a build without CUDA backends";
+}
+
 TEST(BadBackend, UnknownNameListsTheKnownBackends) {
   Matcher<std::string> all_named = HasSubstr("'nope'");
   for (const std::string& known : list_backends()) all_named = AllOf(all_named, HasSubstr(known));

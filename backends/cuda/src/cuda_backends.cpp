@@ -9,10 +9,20 @@
 namespace hydragen {
 
 namespace {
-Support cuda_supports(const AttentionShape& shape, const SharingTree&) {
+// The mma.sync kernels count a segment's K or V in 16-byte chunks in 32 bits (kernel-notes: copy-addresses).
+constexpr long long kMaxSegmentBytes = 16LL << 31;
+
+Support cuda_supports(const AttentionShape& shape, const SharingTree& tree) {
   if (!cuda::has_kernels(shape.dtype, shape.head_dim)) {
     return Support::no("dtype " + std::string(dtype_name(shape.dtype)) + " with head_dim " + std::to_string(shape.head_dim) +
                        " (CUDA backends have kernels for fp32, fp16, bf16 x D in {64, 128})");
+  }
+  const long long row_bytes = static_cast<long long>(shape.kv_heads) * shape.head_dim * dtype_size(shape.dtype);
+  for (int segment = 0; segment < tree.num_segments(); ++segment) {
+    if (tree.length(segment) * row_bytes >= kMaxSegmentBytes) {
+      return Support::no("segment " + std::to_string(segment) + " holds " + std::to_string(tree.length(segment) * row_bytes) +
+                         " bytes of K (CUDA backends take segments of less than 32 GiB of K or V each)");
+    }
   }
   return Support::yes();
 }

@@ -34,6 +34,7 @@
 #include "params.hpp"
 #include "row_output.cuh"
 #include "tile_config.hpp"
+#include "tile_copies.hpp"
 #include "worker_items.cuh"
 
 namespace hydragen::cuda {
@@ -43,18 +44,6 @@ template <typename T, typename Tile>
 struct MmaSharedStorage {
   T kv[2][2][Tile::kTokens][Tile::kRowElements];  // [stage][K, V][token][column: tile_offset]
 };
-
-// Element offset of (row, column) in a tile (MmaTile says which layout a block uses).
-// Swizzled: 16-byte chunk c of row r is stored at chunk c ^ (r % 8). The eight rows an ldmatrix
-// phase reads hit eight distinct bank groups, and the eight chunks of a 128-byte line of K or V
-// land in one 128-byte line of shared memory (the tiles are 128-byte aligned): cp.async fetches
-// the line from L2 once. Padded (D + 8): conflict-free too, with affine addresses, but a line
-// written across two shared lines is fetched twice (kernel-notes: swizzled-tiles).
-template <typename Tile>
-__device__ __forceinline__ int tile_offset(int row, int column) {
-  if constexpr (Tile::kSwizzled) return row * Tile::kRowElements + (((column >> 3) ^ (row & 7)) << 3) + (column & 7);
-  return row * Tile::kRowElements + column;
-}
 
 // Pulls the tables of a worker's items a..b into L1, so the loads that find the next item's tokens
 // and queries do not wait on DRAM behind the K/V stream.
@@ -84,29 +73,36 @@ __device__ __forceinline__ void worker_sync() {
 }
 
 // Load step: issues the copies of tile `tile` of `item` into (k_dst, v_dst) and commits them;
-// positions past token_end become zeros. The worker's thread c copies 16-byte chunks c, c + THREADS,
-// ...: always the same column, rows THREADS / kChunks apart.
+// positions past token_end become zeros. Each thread copies the chunks TileCopies gives it.
 template <typename T, int D, typename Tile, int THREADS>
 __device__ __forceinline__ void load_kv_tile(const SegmentAttentionParams& p, const WorkItem& item,
                                              const ItemSegments<T>& seg, int tile, int thread, T* k_dst, T* v_dst) {
-  constexpr int KT = Tile::kTokens, kRowStep = THREADS / Tile::kChunks;
-  static_assert(THREADS % Tile::kChunks == 0 && KT % kRowStep == 0, "a pass of the block's copies covers whole rows");
+  constexpr int KT = Tile::kTokens;
+  using Copies = TileCopies<THREADS, Tile>;
   const int p0 = item.token_begin + tile * KT;
   const int first = seg.find(p0);
   if (p0 + KT <= item.token_end && p0 + KT <= seg.start[first + 1]) {
     // The common case: the whole tile lies in one segment, rows a fixed stride apart. The sources are
     // taken out of shared memory once: read inside the loop, every copy reloaded them
-    // (kernel-notes: copy-sources-once).
-    const long long stride = static_cast<long long>(p.kv_heads) * D;
-    const int row0 = thread / Tile::kChunks, column = thread % Tile::kChunks * 8;
-    const long long at = seg.offset(first, p0 + row0, p.kv_heads, item.kv_head, D, column);
-    const T* k_src = seg.k[first] + at;
-    const T* v_src = seg.v[first] + at;
+    // (kernel-notes: copy-sources-once). They are counted in 16-byte chunks from the segment's start,
+    // in 32 bits (cuda_supports refuses a segment of 2^31 chunks), so that each row's address is one
+    // multiply-add and its chunks constant offsets from it (kernel-notes: copy-addresses).
+    const Copies copies(thread);
+    const int row_chunks = p.kv_heads * Tile::kChunks;
+    const int first_chunk = ((p0 - seg.start[first] + copies.row(0)) * p.kv_heads + item.kv_head) * Tile::kChunks + copies.chunk(0);
+    const uint4* k_src = static_cast<const uint4*>(static_cast<const void*>(seg.k[first]));
+    const uint4* v_src = static_cast<const uint4*>(static_cast<const void*>(seg.v[first]));
 #pragma unroll
-    for (int i = 0; i < KT / kRowStep; ++i) {
-      const int to = tile_offset<Tile>(row0 + i * kRowStep, column);
-      cp_async_16(k_dst + to, k_src + i * kRowStep * stride);
-      cp_async_16(v_dst + to, v_src + i * kRowStep * stride);
+    for (int j = 0; j < Copies::kRows; ++j) {
+      const int at = first_chunk + 8 * Copies::kRowGroups * j * row_chunks;
+      const uint4* k_row = k_src + at;
+      const uint4* v_row = v_src + at;
+#pragma unroll
+      for (int k = 0; k < Copies::kColumns; ++k) {
+        const int to = copies.destination(j, k);
+        cp_async_16(k_dst + to, k_row + Copies::kColumnLanes * k);
+        cp_async_16(v_dst + to, v_row + Copies::kColumnLanes * k);
+      }
     }
   } else {
     // A tile across a segment boundary or past the item's end: locate every row.
