@@ -21,10 +21,12 @@ def read(paths):
                 method = f"{row['backend']}:{row['storage']}"
                 if method not in order:
                     order.append(method)
-                # (B, P, S), then q_len, Hq, Hkv and D where they differ from the common decode shape.
+                # (B, P, S), then q_len, Hq, Hkv and D where they differ from the common decode shape,
+                # then dtype and tree where they are not bf16 and one prefix (points of two trees apart).
                 point = tuple(int(row[c]) for c in ("B", "P", "S"))
                 extra = tuple(int(row[c]) for c in ("q_len", "Hq", "Hkv", "D") if c in row)
                 point += extra if extra not in ((), (1, 8, 1, 128)) else ()
+                point += tuple(row[c] for c, usual in (("dtype", "bf16"), ("tree", "prefix")) if row.get(c, usual) != usual)
                 ms = float(row["median_ms"])
                 best[method, point] = min(ms, best.get((method, point), ms))
     return best, order
@@ -41,7 +43,7 @@ def main(argv):
     print(f"{'B, P, S (q_len, Hq, Hkv, D)':<30} {'method (new name)':<32} {'old ms':>9} {'new ms':>9} {'new/old':>8}")
     ratios = []
     for o, n in zip(old_order, new_order):
-        for point in sorted({p for (m, p) in new if m == n}):
+        for point in sorted({p for (m, p) in new if m == n}, key=lambda p: [(isinstance(x, str), x) for x in p]):
             if (o, point) not in old:
                 continue
             ratio = new[n, point] / old[o, point]
