@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Summarizes the raw CSV pages of `ncu --csv --page raw` (scripts/device-check profile): one line
-per kernel launch with its time, clock, DRAM throughput, occupancy, issue and tensor activity, and
-the stall reasons that cost most (warps stalled per issued instruction)."""
+per kernel launch with its time, clock, executed instructions, DRAM throughput, occupancy, issue and
+tensor activity, and the stall reasons that cost most (warps stalled per issued instruction)."""
 import csv
 import sys
 
@@ -10,13 +10,14 @@ SHORT = {
     "sm__cycles_elapsed.avg.per_second": "GHz",
     "launch__grid_size": "grid",
     "launch__registers_per_thread": "regs",
+    "smsp__inst_executed.sum": "M inst",
     "dram__throughput.avg.pct_of_peak_sustained_elapsed": "dram%",
     "dram__bytes_read.sum": "MB read",
     "sm__warps_active.avg.pct_of_peak_sustained_active": "occ%",
     "smsp__issue_active.avg.pct_of_peak_sustained_active": "issue%",
     "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active": "tensor%",
 }
-SCALE = {"us": 1e-3, "GHz": 1e-9, "MB read": 1e-6}  # ncu's base units: ns, Hz, bytes
+SCALE = {"us": 1e-3, "GHz": 1e-9, "MB read": 1e-6, "M inst": 1e-6}  # ncu's base units: ns, Hz, bytes
 
 
 def main(paths):
