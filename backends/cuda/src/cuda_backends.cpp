@@ -19,8 +19,9 @@ Support cuda_supports(const AttentionShape& shape, const SharingTree& tree) {
   }
   const long long row_bytes = static_cast<long long>(shape.kv_heads) * shape.head_dim * dtype_size(shape.dtype);
   for (int segment = 0; segment < tree.num_segments(); ++segment) {
-    if (tree.length(segment) * row_bytes >= kMaxSegmentBytes) {
-      return Support::no("segment " + std::to_string(segment) + " holds " + std::to_string(tree.length(segment) * row_bytes) +
+    const long long bytes = tree.length(segment) * row_bytes;
+    if (bytes >= kMaxSegmentBytes) {
+      return Support::no("segment " + std::to_string(segment) + " holds " + std::to_string(bytes) +
                          " bytes of K (CUDA backends take segments of less than 32 GiB of K or V each)");
     }
   }

@@ -6,17 +6,10 @@
 #include <cmath>
 
 #include "hydragen/cuda/element.cuh"
+#include "mufu.cuh"
 #include "row_end.cuh"
 
 namespace hydragen::cuda {
-
-// 2^x in one MUFU instruction (exp2f adds range fix-ups for subnormal results, which probabilities
-// below 2^-126 do not need); exp2_approx(-inf) = 0.
-__device__ __forceinline__ float exp2_approx(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
 
 // What both online softmaxes keep for a lane's two rows, whose scores are spread over the lanes that
 // an xor by MASKS reaches (a fragment row's 4 lanes; the token product's 8), and the steps they share.

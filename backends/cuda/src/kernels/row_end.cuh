@@ -9,19 +9,9 @@
 // (kernel-notes: mufu-finish).
 #include <cmath>
 
+#include "mufu.cuh"
+
 namespace hydragen::cuda {
-
-__device__ __forceinline__ float rcp_approx(float x) {
-  float y;
-  asm("rcp.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
-}
-
-__device__ __forceinline__ float lg2_approx(float x) {
-  float y;
-  asm("lg2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
-}
 
 __device__ __forceinline__ float row_inv(float l) { return l > 0.f ? rcp_approx(l) : 0.f; }
 
