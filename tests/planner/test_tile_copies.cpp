@@ -22,17 +22,13 @@ struct Worker {
   using Copies = TileCopies<THREADS, Tile>;
 };
 
-// The blocks of MmaBlockTile<D, ROW_WARPS, GROUPS> whose workers copy by TileCopies: token_warps (a
-// four-warp worker, swizzled) and mma64 (four warps, padded). The warp kernels' one-warp workers copy
-// whole rows by cp.async.bulk instead (load_kv_rows).
+// The blocks of MmaBlockTile<D, ROW_WARPS, GROUPS> and their workers' threads: token_warps (a
+// four-warp worker, swizzled), mma64 (four warps, padded), item_warps and sm_item_warps (one warp).
 using WorkerShapes =
     ::testing::Types<Worker<kMmaThreads, MmaBlockTile<64, 1, 1>>, Worker<kMmaThreads, MmaBlockTile<128, 1, 1>>,
-                     Worker<kMmaThreads, MmaBlockTile<64, 4, 1>>, Worker<kMmaThreads, MmaBlockTile<128, 4, 1>>>;
-
-static_assert(!MmaBlockTile<128, 1, 1>::kBulkRows && !MmaBlockTile<128, 4, 1>::kBulkRows,
-              "the four-warp workers copy by TileCopies");
-static_assert(MmaBlockTile<128, 1, kItemWarps>::kBulkRows && MmaBlockTile<128, 1, kSmWarps>::kBulkRows,
-              "the warp workers copy rows by cp.async.bulk");
+                     Worker<kMmaThreads, MmaBlockTile<64, 4, 1>>, Worker<kMmaThreads, MmaBlockTile<128, 4, 1>>,
+                     Worker<32, MmaBlockTile<64, 1, kItemWarps>>, Worker<32, MmaBlockTile<128, 1, kItemWarps>>,
+                     Worker<32, MmaBlockTile<64, 1, kSmWarps>>, Worker<32, MmaBlockTile<128, 1, kSmWarps>>>;
 
 template <typename W>
 class TileCopiesOf : public ::testing::Test {};

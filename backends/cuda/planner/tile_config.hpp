@@ -61,31 +61,28 @@ struct MmaBlockShape {
   static_assert(kThreads == kMmaThreads || kThreads == kMmaThreads * kMmaBlocksPerSm, "four warps, or an SM's twelve");
 };
 
-// A tile's rows. Narrow blocks (four warps, one worker) stream K/V by cp.async: D values with no
-// padding, their 16-byte chunks swizzled, the tiles 128-byte aligned, so that cp.async fetches each
-// 128-byte line from L2 once; padded rows fetched 1.5x the bytes and left cuda-flash over shared
-// storage L2-bound (kernel-notes: swizzled-tiles). Wide blocks are bound by the tensor cores: padded
-// rows (D + 8), whose affine addresses need fewer registers (with the swizzle's per-lane offsets they
-// spilled more and ran 5-10% slower). Warp workers copy whole rows by cp.async.bulk, which cannot
-// swizzle: padded rows too (kernel-notes: bulk-rows).
+// A tile's rows. Narrow blocks stream K/V: D values with no padding, their 16-byte chunks swizzled,
+// the tiles 128-byte aligned, so that cp.async fetches each 128-byte line from L2 once; padded rows
+// fetched 1.5x the bytes and left cuda-flash over shared storage L2-bound
+// (kernel-notes: swizzled-tiles). Wide blocks are bound by the tensor cores: padded rows (D + 8),
+// whose affine addresses need fewer registers (with the swizzle's per-lane offsets they spilled more
+// and ran 5-10% slower).
 // GROUPS: independent groups of warps in a block (the warp kernels' one-warp workers), each with its
 // own two stages of a quarter of a block's tokens.
 template <int D, bool SWIZZLED, int GROUPS>
 struct MmaTile {
   static constexpr bool kSwizzled = SWIZZLED;
-  static constexpr bool kBulkRows = GROUPS > 1;  // a warp worker's K and V rows come a cp.async.bulk each
   static constexpr int kTokens = GROUPS == 1 ? kMmaTokens : kMmaTokens / kItemWarps;
   static constexpr int kRowElements = SWIZZLED ? D : D + 8;  // +16 bytes keeps ldmatrix conflict-free
   static constexpr int kChunks = D / 8;                      // 16-byte chunks per row
   static constexpr int kStageBytes = 2 * kTokens * kRowElements * 2;  // a K and a V tile of 16-bit values
   static constexpr int kSmemBytes = GROUPS * 2 * kStageBytes + (SWIZZLED ? 128 - 16 : 0);  // + room to align swizzled tiles
-  static_assert(!(kBulkRows && SWIZZLED), "bulk copies write whole rows");
 };
 
-// The tile of a block of ROW_WARPS row warps and GROUPS workers: swizzled for narrow blocks (one row
-// warp, one worker), padded for wide and warp blocks. The kernel and its launch both read it here.
+// The tile of a block of ROW_WARPS row warps: swizzled for narrow and warp blocks (one row warp),
+// padded for wide ones. The kernel and its launch both read it here.
 template <int D, int ROW_WARPS, int GROUPS>
-using MmaBlockTile = MmaTile<D, ROW_WARPS == 1 && GROUPS == 1, GROUPS>;
+using MmaBlockTile = MmaTile<D, ROW_WARPS == 1, GROUPS>;
 
 // wgmma kernel: 128 rows over KT-token tiles, one block per SM (kernel-notes: wgmma-blocks). KT is
 // chosen per launch (rule wide_tile): 128, or 192 (FlashInfer's FA3 tile at D = 128) for long items,

@@ -1,8 +1,7 @@
 #pragma once
-// Thin wrappers over the sm_90 asynchronous-copy machinery: shared-memory barriers (mbarrier) with
-// transaction counts, TMA tile loads (cp.async.bulk.tensor, the wgmma kernel), bulk copies of
-// contiguous bytes (cp.async.bulk, the warp kernels' rows), and named barriers between warpgroups.
-// Shared addresses are 32-bit (smem_address).
+// Thin wrappers over the sm_90 asynchronous-copy machinery the wgmma kernel uses: shared-memory
+// barriers (mbarrier) with transaction counts, TMA tile loads (cp.async.bulk.tensor), and named
+// barriers between warpgroups. Shared addresses are 32-bit (smem_address).
 #include "mma.cuh"
 
 namespace hydragen::cuda {
@@ -39,26 +38,6 @@ __device__ __forceinline__ void tma_load_3d(unsigned dst, const void* map, int c
       "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(dst),
       "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
       : "memory");
-}
-
-// Orders this thread's generic-proxy shared-memory accesses before its later async-proxy ones (TMA,
-// wgmma): cp.async writes that wgmma reads, ldmatrix reads of a stage that a bulk copy overwrites.
-__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
-
-// `bytes` contiguous bytes of global memory into shared memory at `dst` (the TMA without a tensor
-// map; both addresses 16-byte aligned, `bytes` a multiple of 16); completes its bytes on `bar`.
-__device__ __forceinline__ void bulk_load(unsigned dst, const void* src, unsigned bytes, unsigned bar) {
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
-               "l"(src), "r"(bytes), "r"(bar)
-               : "memory");
-}
-
-// True in one lane of the (converged) warp. Values the warp computed alike stay warp-uniform under it,
-// so the compiler issues a bulk copy once, where under `lane == 0` it loops over the lanes.
-__device__ __forceinline__ bool elect_one() {
-  unsigned elected;
-  asm volatile("{\n.reg .pred p;\nelect.sync _|p, 0xffffffff;\nselp.u32 %0, 1, 0, p;\n}\n" : "=r"(elected));
-  return elected != 0;
 }
 
 // Named barriers over `threads` threads (a multiple of 32): sync waits, arrive does not.

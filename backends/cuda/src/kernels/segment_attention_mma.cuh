@@ -13,8 +13,7 @@
 //
 // The kernel's steps, each a function below:
 //   scheduler  worker_items (worker_items.cuh): the worker's run of items (one, or many for persistent workers)
-//   load       load_kv_tile (cp.async, two stages) or, a warp worker's, load_kv_rows (cp.async.bulk),
-//              load_q_fragments
+//   load       load_kv_tile (cp.async, two stages), load_q_fragments
 //   compute    attend_tile: S = Q K^T (fp32), causal/length mask, online softmax in exp2, O += P V;
 //              attend_tile_tokens: the same as S^T = K Q^T and O^T += V^T P^T
 //   fold       fold_token_warps: the token warps' states combined with the core merge
@@ -25,7 +24,6 @@
 // computed, and pull their items' tables into L1 first (kernel-notes: persistent-workers).
 #include <type_traits>
 
-#include "async_copy.cuh"
 #include "dependent_launch.cuh"
 #include "hydragen/cuda/element.cuh"
 #include "hydragen/merge.hpp"
@@ -126,42 +124,6 @@ __device__ __forceinline__ void load_kv_tile(const SegmentAttentionParams& p, co
     }
   }
   cp_async_commit();
-}
-
-// Load step of a warp worker (Tile::kBulkRows): the tile's KT rows of K and of V, a cp.async.bulk each,
-// completing on the stage's barrier `full`, which is armed with their bytes (kernel-notes: bulk-rows).
-// A tile in one segment: one elected lane issues all 2 KT copies (the operands warp-uniform, so no
-// per-lane loop). Else each lane copies one row; a row past token_end copies the item's last row instead,
-// which the softmax masks (probability 0). kv: the stage's tiles, [K, V][KT][kRowElements] (shared address).
-template <typename T, int D, typename Tile>
-__device__ __forceinline__ void load_kv_rows(const SegmentAttentionParams& p, const WorkItem& item,
-                                             const ItemSegments<T>& seg, int tile, int lane, unsigned kv, unsigned full) {
-  constexpr int KT = Tile::kTokens;
-  constexpr unsigned kRowBytes = D * sizeof(T), kPitch = Tile::kRowElements * sizeof(T);
-  const int p0 = item.token_begin + tile * KT;
-  const int first = seg.find(p0);
-  if (p0 + KT <= item.token_end && p0 + KT <= seg.start[first + 1]) {
-    const long long row0 = (static_cast<long long>(p0 - seg.start[first]) * p.kv_heads + item.kv_head) * D;
-    const long long stride = static_cast<long long>(p.kv_heads) * D;
-    const T* k = seg.k[first] + row0;
-    const T* v = seg.v[first] + row0;
-    if (elect_one()) {
-      fence_proxy_async();  // the warp's reads of the stage's last tile come before the copies' writes
-      mbarrier_arrive_expect(full, 2 * KT * kRowBytes);
-#pragma unroll
-      for (int r = 0; r < KT; ++r) {
-        bulk_load(kv + r * kPitch, k + r * stride, kRowBytes, full);
-        bulk_load(kv + (KT + r) * kPitch, v + r * stride, kRowBytes, full);
-      }
-    }
-  } else {
-    if (lane == 0) mbarrier_arrive_expect(full, 2 * KT * kRowBytes);
-    const int pos = min(p0 + lane % KT, item.token_end - 1);
-    const int i = seg.find(pos);
-    const T* const src = (lane < KT ? seg.k[i] : seg.v[i]) + seg.offset(i, pos, p.kv_heads, item.kv_head, D, 0);
-    fence_proxy_async();
-    bulk_load(kv + lane * kPitch, src, kRowBytes, full);
-  }
 }
 
 // The lane's two fragment rows of an item (g and g + 8 of its row warp's 16; 2t and 2t + 1 in the
@@ -349,10 +311,6 @@ __global__ void __launch_bounds__(MmaBlockShape<ROW_WARPS, TOKEN_WARPS, GROUPS>:
   __shared__ ItemSegments<T> group_segs[GROUPS][2];
   WorkItem* const items = group_items[group];
   ItemSegments<T>* const segs = group_segs[group];
-  // A warp worker's stage barriers (stage s at full + 8 s), and the parity each waits for next (bit s).
-  __shared__ __align__(8) unsigned long long group_full[Tile::kBulkRows ? GROUPS : 1][2];
-  const unsigned full = smem_address(group_full[Tile::kBulkRows ? group : 0]);
-  unsigned parities = 0;
   auto sync = [] { worker_sync<THREADS>(); };
 
   const int warp = thread / 32, lane = threadIdx.x % 32;
@@ -360,26 +318,7 @@ __global__ void __launch_bounds__(MmaBlockShape<ROW_WARPS, TOKEN_WARPS, GROUPS>:
   const int row_warp = warp / TOKEN_WARPS, token_warp = warp % TOKEN_WARPS;
   const int tok0 = token_warp * (KT / TOKEN_WARPS);  // this warp's first token within a tile
   auto load_tile = [&](const WorkItem& item, int slot, int tile, int stage) {
-    if constexpr (Tile::kBulkRows) {
-      load_kv_rows<T, D, Tile>(p, item, segs[slot], tile, lane, smem_address(&smem.kv[stage][0][0][0]), full + 8 * stage);
-    } else {
-      load_kv_tile<T, D, Tile, THREADS>(p, item, segs[slot], tile, thread, &smem.kv[stage][0][0][0], &smem.kv[stage][1][0][0]);
-    }
-  };
-  // Waits for the tile in `stage`, the other stage's copies (`ahead`) still in flight. A lane that
-  // sees the barrier's phase complete sees the bulk copies' bytes: no warp barrier after it.
-  auto wait_tile = [&](int stage, bool ahead) {
-    if constexpr (Tile::kBulkRows) {
-      mbarrier_wait(full + 8 * stage, parities >> stage & 1);
-      parities ^= 1u << stage;
-    } else {
-      if (ahead) {
-        cp_async_wait<1>();
-      } else {
-        cp_async_wait<0>();
-      }
-      sync();
-    }
+    load_kv_tile<T, D, Tile, THREADS>(p, item, segs[slot], tile, thread, &smem.kv[stage][0][0][0], &smem.kv[stage][1][0][0]);
   };
 
   const ItemRange range = worker_items(p, blockIdx.x * GROUPS + group, gridDim.x * GROUPS);
@@ -396,11 +335,6 @@ __global__ void __launch_bounds__(MmaBlockShape<ROW_WARPS, TOKEN_WARPS, GROUPS>:
     if (thread == 0) {
       items[0] = a;
       segs[0].fill(p, a);
-      if constexpr (Tile::kBulkRows) {
-        mbarrier_init(full, 1);
-        mbarrier_init(full + 8, 1);
-        mbarrier_init_fence();
-      }
     }
   }
   sync();
@@ -442,10 +376,15 @@ __global__ void __launch_bounds__(MmaBlockShape<ROW_WARPS, TOKEN_WARPS, GROUPS>:
         sync();
         load_tile(items[slot ^ 1], slot ^ 1, 0, stage ^ 1);
       }
-      // The worker's last tile: the merge may start once every block has reached its own
-      // (dependent_launch.cuh; earlier was slower, kernel-notes: early-merge-launch).
-      if (!ahead) allow_dependents();
-      wait_tile(stage, ahead);
+      if (ahead) {
+        cp_async_wait<1>();
+      } else {
+        // The worker's last tile: the merge may start once every block has reached its own
+        // (dependent_launch.cuh; earlier was slower, kernel-notes: early-merge-launch).
+        allow_dependents();
+        cp_async_wait<0>();
+      }
+      sync();
       const int pos0 = item.token_begin + it * KT + tok0;
       const bool mask = pos0 + KT / TOKEN_WARPS > min(rows.limit[0], rows.limit[1]);
       if constexpr (kTokenProduct) {

@@ -65,6 +65,9 @@ __device__ __forceinline__ void wgmma_hold(unsigned (&r)[N][4]) {
   }
 }
 
+// Makes this thread's generic-proxy shared-memory writes (cp.async) visible to wgmma's async proxy.
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+
 // d (+)= A B, m64nNk16, A and B from shared memory (descriptors), both K-major; accumulate = 0 overwrites.
 template <typename T, int N>
 __device__ void wgmma_ss(float (&d)[N / 2], unsigned long long a, unsigned long long b, int accumulate);
