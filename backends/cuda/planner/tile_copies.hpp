@@ -55,12 +55,6 @@ struct TileCopies {
     const int base = ((q ^ (s % kColumnLanes)) + kColumnLanes * ((k % kBases) ^ (s / kColumnLanes))) * 8;
     return first_row + row_step + base + 8 * kColumnLanes * kBases * (k / kBases);
   }
-
-  // destination(j, k) - destination(0, k % kBases), the same for every thread: a thread's copies of a
-  // tile land at kBases addresses plus constants.
-  static constexpr HYDRAGEN_HD int step(int j, int k) {
-    return 8 * kRowGroups * Tile::kRowElements * j + 8 * kColumnLanes * (k - k % kBases);
-  }
 };
 
 }  // namespace hydragen::cuda

@@ -18,18 +18,14 @@ __device__ __forceinline__ unsigned char* align_shared(unsigned char* raw) {
   return raw + (ALIGN - smem_address(raw) % ALIGN) % ALIGN;
 }
 
-// Keeps x in a register from here on: the compiler can no longer recompute it where it is used. It did
-// so at every tile for addresses that depend only on the lane (kernel-notes: tile-reads).
-__device__ __forceinline__ void hold_register(unsigned& x) { asm volatile("" : "+r"(x)); }
-
-// 16 bytes global -> shared (at shared address `smem`), bypassing L1; src_bytes = 0 writes zeros (rows
-// past the end).
-__device__ __forceinline__ void cp_async_16(unsigned smem, const void* global, int src_bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem), "l"(global), "r"(src_bytes));
+// 16 bytes global -> shared, bypassing L1; src_bytes = 0 writes zeros (rows past the end).
+__device__ __forceinline__ void cp_async_16(void* smem, const void* global, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_address(smem)), "l"(global),
+               "r"(src_bytes));
 }
 // The same, all 16 bytes read.
-__device__ __forceinline__ void cp_async_16(unsigned smem, const void* global) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem), "l"(global));
+__device__ __forceinline__ void cp_async_16(void* smem, const void* global) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_address(smem)), "l"(global));
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N>
@@ -49,16 +45,16 @@ __device__ __forceinline__ void prefetch_range_l1(const void* begin, long long b
   for (long long at = 128LL * thread; at < span; at += 128LL * THREADS) prefetch_l1(b + at);
 }
 
-// Four 8x8 16-bit matrices; lanes 8m..8m+7 give the row addresses (shared) of matrix m.
-__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], unsigned smem) {
+// Four 8x8 16-bit matrices; lanes 8m..8m+7 give the row addresses of matrix m.
+__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const void* smem) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem));
+               : "r"(smem_address(smem)));
 }
-__device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], unsigned smem) {
+__device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], const void* smem) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem));
+               : "r"(smem_address(smem)));
 }
 
 // An 8x8 16-bit matrix held as mma fragments (lane 4g + t: row g, columns 2t and 2t + 1) turned to

@@ -72,93 +72,38 @@ __device__ __forceinline__ void worker_sync() {
   }
 }
 
-// A thread's copy destinations in a tile, bytes from its start: TileCopies' (j, k) lands at
-// to[k % kBases] + step(j, k), the bases computed once per worker and held (kernel-notes: tile-reads).
-template <typename T, typename Tile, int THREADS>
-struct CopyTargets {
-  using Copies = TileCopies<THREADS, Tile>;
-  unsigned to[Copies::kBases];
-
-  __device__ __forceinline__ explicit CopyTargets(const Copies& copies) {
-#pragma unroll
-    for (int b = 0; b < Copies::kBases; ++b) {
-      to[b] = copies.destination(0, b) * sizeof(T);
-      hold_register(to[b]);
-    }
-  }
-  __device__ __forceinline__ unsigned operator()(int j, int k) const {
-    return to[k % Copies::kBases] + Copies::step(j, k) * sizeof(T);
-  }
-};
-
-// The copies of a tile wholly in one segment: rows a fixed stride apart, from this thread's first K and
-// V chunks. Sources are counted in 16-byte chunks, in 32 bits (cuda_supports refuses a segment of 2^31
-// chunks), so that each row's address is one multiply-add and its chunks constant offsets from it
-// (kernel-notes: copy-addresses).
-template <typename T, typename Tile, int THREADS>
-__device__ __forceinline__ void copy_tile_rows(const CopyTargets<T, Tile, THREADS>& targets, const uint4* k_src,
-                                               const uint4* v_src, int row_chunks, unsigned k_dst, unsigned v_dst) {
-  using Copies = TileCopies<THREADS, Tile>;
-#pragma unroll
-  for (int j = 0; j < Copies::kRows; ++j) {
-    const int at = 8 * Copies::kRowGroups * j * row_chunks;
-#pragma unroll
-    for (int k = 0; k < Copies::kColumns; ++k) {
-      cp_async_16(k_dst + targets(j, k), k_src + at + Copies::kColumnLanes * k);
-      cp_async_16(v_dst + targets(j, k), v_src + at + Copies::kColumnLanes * k);
-    }
-  }
-}
-
-// Where a thread's copies of an item's leading tiles read: the tiles wholly in the segment that holds
-// the item's first token (every tile of an item over one segment but a partial last one). Found once
-// per item, so that such a tile's sources are a multiply-add from here instead of a search of the
-// item's segments and their bounds (kernel-notes: tile-sources). None (tiles = 0): every tile is found.
-template <typename Tile, int THREADS>
-struct TileSources {
-  const uint4* k = nullptr;  // this thread's first chunk of the item's tile 0 in the segment's K, and in its V
-  const uint4* v = nullptr;
-  int tiles = 0;             // tiles [0, tiles) lie wholly in the segment and in the item
-
-  TileSources() = default;
-  template <typename T>
-  __device__ __forceinline__ TileSources(const SegmentAttentionParams& p, const WorkItem& item, const ItemSegments<T>& seg,
-                                         const TileCopies<THREADS, Tile>& copies) {
-    const int first = seg.find(item.token_begin);
-    tiles = (min(item.token_end, seg.start[first + 1]) - item.token_begin) / Tile::kTokens;
-    const int chunk =
-        ((item.token_begin - seg.start[first] + copies.row(0)) * p.kv_heads + item.kv_head) * Tile::kChunks + copies.chunk(0);
-    k = static_cast<const uint4*>(static_cast<const void*>(seg.k[first])) + chunk;
-    v = static_cast<const uint4*>(static_cast<const void*>(seg.v[first])) + chunk;
-  }
-};
-
-// Load step: issues the copies of tile `tile` of `item` into the tiles at shared addresses k_dst and
-// v_dst and commits them; positions past token_end become zeros. Each thread copies the chunks
-// TileCopies gives it.
+// Load step: issues the copies of tile `tile` of `item` into (k_dst, v_dst) and commits them;
+// positions past token_end become zeros. Each thread copies the chunks TileCopies gives it.
 template <typename T, int D, typename Tile, int THREADS>
 __device__ __forceinline__ void load_kv_tile(const SegmentAttentionParams& p, const WorkItem& item,
-                                             const ItemSegments<T>& seg, const TileSources<Tile, THREADS>& sources,
-                                             const CopyTargets<T, Tile, THREADS>& targets, int tile, int thread,
-                                             unsigned k_dst, unsigned v_dst) {
+                                             const ItemSegments<T>& seg, int tile, int thread, T* k_dst, T* v_dst) {
   constexpr int KT = Tile::kTokens;
-  const TileCopies<THREADS, Tile> copies(thread);
-  const int row_chunks = p.kv_heads * Tile::kChunks;
-  if (tile < sources.tiles) {  // the common case
-    const int at = tile * KT * row_chunks;
-    copy_tile_rows<T>(targets, sources.k + at, sources.v + at, row_chunks, k_dst, v_dst);
-    cp_async_commit();
-    return;
-  }
+  using Copies = TileCopies<THREADS, Tile>;
   const int p0 = item.token_begin + tile * KT;
   const int first = seg.find(p0);
   if (p0 + KT <= item.token_end && p0 + KT <= seg.start[first + 1]) {
-    // A later segment's tile, wholly in it. The sources are taken out of shared memory once: read
-    // inside the loop, every copy reloaded them (kernel-notes: copy-sources-once).
+    // The common case: the whole tile lies in one segment, rows a fixed stride apart. The sources are
+    // taken out of shared memory once: read inside the loop, every copy reloaded them
+    // (kernel-notes: copy-sources-once). They are counted in 16-byte chunks from the segment's start,
+    // in 32 bits (cuda_supports refuses a segment of 2^31 chunks), so that each row's address is one
+    // multiply-add and its chunks constant offsets from it (kernel-notes: copy-addresses).
+    const Copies copies(thread);
+    const int row_chunks = p.kv_heads * Tile::kChunks;
     const int first_chunk = ((p0 - seg.start[first] + copies.row(0)) * p.kv_heads + item.kv_head) * Tile::kChunks + copies.chunk(0);
-    copy_tile_rows<T>(targets, static_cast<const uint4*>(static_cast<const void*>(seg.k[first])) + first_chunk,
-                      static_cast<const uint4*>(static_cast<const void*>(seg.v[first])) + first_chunk, row_chunks,
-                      k_dst, v_dst);
+    const uint4* k_src = static_cast<const uint4*>(static_cast<const void*>(seg.k[first]));
+    const uint4* v_src = static_cast<const uint4*>(static_cast<const void*>(seg.v[first]));
+#pragma unroll
+    for (int j = 0; j < Copies::kRows; ++j) {
+      const int at = first_chunk + 8 * Copies::kRowGroups * j * row_chunks;
+      const uint4* k_row = k_src + at;
+      const uint4* v_row = v_src + at;
+#pragma unroll
+      for (int k = 0; k < Copies::kColumns; ++k) {
+        const int to = copies.destination(j, k);
+        cp_async_16(k_dst + to, k_row + Copies::kColumnLanes * k);
+        cp_async_16(v_dst + to, v_row + Copies::kColumnLanes * k);
+      }
+    }
   } else {
     // A tile across a segment boundary or past the item's end: locate every row.
     for (int c = thread; c < KT * Tile::kChunks; c += THREADS) {
@@ -174,9 +119,8 @@ __device__ __forceinline__ void load_kv_tile(const SegmentAttentionParams& p, co
         v_src = seg.v[i] + off;
         bytes = 16;
       }
-      const unsigned to = tile_offset<Tile>(row, column) * sizeof(T);
-      cp_async_16(k_dst + to, k_src, bytes);
-      cp_async_16(v_dst + to, v_src, bytes);
+      cp_async_16(k_dst + tile_offset<Tile>(row, column), k_src, bytes);
+      cp_async_16(v_dst + tile_offset<Tile>(row, column), v_src, bytes);
     }
   }
   cp_async_commit();
@@ -238,59 +182,22 @@ __device__ __forceinline__ void load_q_columns(const SegmentAttentionParams& p, 
   }
 }
 
-// A lane's ldmatrix addresses in a tile (bytes from its start), one per 16 columns: column block c
-// reads at at[c % kHeld] + 128 (c / kHeld) in either layout, since a swizzle permutes a row's chunks
-// only within 64 columns. Computed once per worker and held: at every tile the compiler recomputed
-// them, three instructions an ldmatrix (kernel-notes: tile-reads).
-template <int D>
-struct ColumnReads {
-  static constexpr int kHeld = D / 16 < 4 ? D / 16 : 4;
-  unsigned at[kHeld];
-
-  // offset(c): the byte offset column block c (< kHeld) reads at.
-  template <typename F>
-  __device__ __forceinline__ explicit ColumnReads(F offset) {
-#pragma unroll
-    for (int c = 0; c < kHeld; ++c) {
-      at[c] = offset(c);
-      hold_register(at[c]);
-    }
-  }
-  __device__ __forceinline__ unsigned operator()(int c) const { return at[c % kHeld] + 128 * (c / kHeld); }
-};
-
-// The token product's reads: K as A (tokens 0-7 and 8-15 of columns 16 c.., then of 16 c + 8..), V^T
-// as A (V read transposed: columns 16 c.. and + 8 of tokens 0-7, then of 8-15).
-template <typename T, int D, typename Tile>
-struct TokenTileReads {
-  ColumnReads<D> k, v;
-  __device__ __forceinline__ TokenTileReads()
-      : k([](int c) {
-          const int lane = threadIdx.x % 32, m = lane / 8;  // m: the 8x8 matrix whose row this lane addresses
-          return static_cast<unsigned>(tile_offset<Tile>(lane % 8 + 8 * (m % 2), 16 * c + 8 * (m / 2)) * sizeof(T));
-        }),
-        v([](int c) {
-          const int lane = threadIdx.x % 32, m = lane / 8;
-          return static_cast<unsigned>(tile_offset<Tile>(lane % 8 + 8 * (m / 2), 16 * c + 8 * (m % 2)) * sizeof(T));
-        }) {}
-};
-
 // Compute step, token product: a warp's 16-token tile (its first position pos0) against its item's
 // rows: S^T = K Q^T (K as the A operand, 16 tokens x 16 columns a product), the online softmax over
 // each row's tokens, P^T turned into B fragments (movmatrix), O^T += V^T P^T (V read transposed, 16
 // columns of O a product). Half the products of attend_tile, and O^T in D / 4 values a lane.
-// k_tile, v_tile: shared addresses of [16 tokens][D] in the tile's layout (tile_offset).
+// k_tile, v_tile: [16 tokens][D] in the tile's layout (tile_offset).
 template <typename T, int D, typename Tile>
-__device__ __forceinline__ void attend_tile_tokens(const unsigned (&qb)[D / 16][2], unsigned k_tile, unsigned v_tile,
-                                                   const TokenTileReads<T, D, Tile>& reads, int pos0, const int (&limit)[2], float scale_log2, bool mask,
+__device__ __forceinline__ void attend_tile_tokens(const unsigned (&qb)[D / 16][2], const T* k_tile, const T* v_tile,
+                                                   int pos0, const int (&limit)[2], float scale_log2, bool mask,
                                                    TokenRowSoftmax& softmax, float (&acc)[D / 4]) {
   static_assert(Tile::kTokens == 16, "the token product takes a tile's 16 tokens at once");
-  const int g = threadIdx.x % 32 / 4;
+  const int lane = threadIdx.x % 32, g = lane / 4, m = lane / 8;  // m: the 8x8 matrix whose row this lane addresses
   float s[4] = {};
 #pragma unroll
   for (int ks = 0; ks < D / 16; ++ks) {  // A: tokens 0-7 and 8-15 of columns 16 ks.., then of 16 ks + 8..
     unsigned a[4];
-    ldmatrix_x4(a, k_tile + reads.k(ks));
+    ldmatrix_x4(a, k_tile + tile_offset<Tile>(lane % 8 + 8 * (m % 2), 16 * ks + 8 * (m / 2)));
     mma_16816<T>(s, a, qb[ks][0], qb[ks][1]);
   }
   float alpha[2];
@@ -301,16 +208,15 @@ __device__ __forceinline__ void attend_tile_tokens(const unsigned (&qb)[D / 16][
 #pragma unroll
   for (int mt = 0; mt < D / 16; ++mt) {  // A = V^T: columns 16 mt.. and + 8 of tokens 0-7, then of 8-15
     unsigned a[4];
-    ldmatrix_x4_trans(a, v_tile + reads.v(mt));
+    ldmatrix_x4_trans(a, v_tile + tile_offset<Tile>(lane % 8 + 8 * (m / 2), 16 * mt + 8 * (m % 2)));
     mma_16816<T>(acc + 4 * mt, a, pb0, pb1);
   }
 }
 
-// Compute step: this warp's NT 8-token fragments of one tile (tokens tok0.. of k_tile and v_tile,
-// shared addresses), whose first position in the item's token list is pos0: S = Q K^T, the online
-// softmax, O += P V.
+// Compute step: this warp's NT 8-token fragments of one tile (tokens tok0.. of k_tile and v_tile),
+// whose first position in the item's token list is pos0: S = Q K^T, the online softmax, O += P V.
 template <typename T, int D, typename Tile, int NT>
-__device__ __forceinline__ void attend_tile(const unsigned (&qa)[D / 16][4], unsigned k_tile, unsigned v_tile, int tok0,
+__device__ __forceinline__ void attend_tile(const unsigned (&qa)[D / 16][4], const T* k_tile, const T* v_tile, int tok0,
                                             int pos0, const int (&limit)[2], float scale_log2, bool mask,
                                             RowPairSoftmax<NT>& softmax, float (&acc)[D / 2]) {
   static_assert(NT % 2 == 0, "P V takes the tile's tokens 16 at a time");
@@ -321,7 +227,7 @@ __device__ __forceinline__ void attend_tile(const unsigned (&qa)[D / 16][4], uns
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt) {
       unsigned b[4];
-      ldmatrix_x4(b, k_tile + tile_offset<Tile>(tok0 + 8 * nt + lane % 8, 16 * ks + 8 * (lane / 8)) * sizeof(T));
+      ldmatrix_x4(b, k_tile + tile_offset<Tile>(tok0 + 8 * nt + lane % 8, 16 * ks + 8 * (lane / 8)));
       mma_16816<T>(s + 4 * nt, qa[ks], b[0], b[1]);
       mma_16816<T>(s + 4 * nt, qa[ks + 1], b[2], b[3]);
     }
@@ -337,7 +243,7 @@ __device__ __forceinline__ void attend_tile(const unsigned (&qa)[D / 16][4], uns
 #pragma unroll
     for (int np = 0; np < D / 16; ++np) {
       unsigned b[4];
-      ldmatrix_x4_trans(b, v_tile + tile_offset<Tile>(tok0 + 16 * kc + lane % 8 + (lane / 8 & 1) * 8, 16 * np + (lane / 16) * 8) * sizeof(T));
+      ldmatrix_x4_trans(b, v_tile + tile_offset<Tile>(tok0 + 16 * kc + lane % 8 + (lane / 8 & 1) * 8, 16 * np + (lane / 16) * 8));
       mma_16816<T>(acc + 8 * np, pa, b[0], b[1]);
       mma_16816<T>(acc + 8 * np + 4, pa, b[2], b[3]);
     }
@@ -411,20 +317,8 @@ __global__ void __launch_bounds__(MmaBlockShape<ROW_WARPS, TOKEN_WARPS, GROUPS>:
   const int g = lane / 4, t = lane % 4;
   const int row_warp = warp / TOKEN_WARPS, token_warp = warp % TOKEN_WARPS;
   const int tok0 = token_warp * (KT / TOKEN_WARPS);  // this warp's first token within a tile
-  using Sources = TileSources<Tile, THREADS>;
-  // Not for the rows product's warp kernels: at the register cap (168), holding an item's sources
-  // spilled there and ran 6-8% slower (perf-notes v36).
-  constexpr bool kItemSources = GROUPS == 1 || kTokenProduct;
-  const TileCopies<THREADS, Tile> copies(thread);
-  const CopyTargets<T, Tile, THREADS> targets(copies);
-  // Shared addresses of stage s's K tile (k_tile(s)) and V tile (k_tile(s) + kTileBytes).
-  const unsigned kv = smem_address(&smem.kv[0][0][0][0]);
-  constexpr unsigned kTileBytes = Tile::kStageBytes / 2;
-  auto k_tile = [&](int stage) { return kv + stage * Tile::kStageBytes; };
-  const std::conditional_t<kTokenProduct, TokenTileReads<T, D, Tile>, bool> token_reads{};
-  auto load_tile = [&](const WorkItem& item, int slot, int tile, int stage, const Sources& sources = Sources{}) {
-    load_kv_tile<T, D, Tile, THREADS>(p, item, segs[slot], sources, targets, tile, thread, k_tile(stage),
-                                      k_tile(stage) + kTileBytes);
+  auto load_tile = [&](const WorkItem& item, int slot, int tile, int stage) {
+    load_kv_tile<T, D, Tile, THREADS>(p, item, segs[slot], tile, thread, &smem.kv[stage][0][0][0], &smem.kv[stage][1][0][0]);
   };
 
   const ItemRange range = worker_items(p, blockIdx.x * GROUPS + group, gridDim.x * GROUPS);
@@ -448,7 +342,6 @@ __global__ void __launch_bounds__(MmaBlockShape<ROW_WARPS, TOKEN_WARPS, GROUPS>:
   load_tile(items[0], 0, 0, 0);
   for (int index = range.first;; ++index) {
     const WorkItem item = items[slot];
-    const Sources sources = kItemSources ? Sources(p, item, segs[slot], copies) : Sources{};  // for tiles after the first
     const LaneRows rows(p, item, kTokenProduct ? 2 * t : 16 * row_warp + g, kTokenProduct ? 1 : 8);
     // Where the rows go: this lane's fragment rows, or, when the token warps are folded first, row
     // threadIdx.x / GROUP of the folded states.
@@ -474,7 +367,7 @@ __global__ void __launch_bounds__(MmaBlockShape<ROW_WARPS, TOKEN_WARPS, GROUPS>:
       // Load the tile after this one: the item's next, or the next item's first.
       const bool ahead = it + 1 < tiles || index < range.last;
       if (it + 1 < tiles) {
-        load_tile(item, slot, it + 1, stage ^ 1, sources);
+        load_tile(item, slot, it + 1, stage ^ 1);
       } else if (ahead) {
         if (thread == 0) {
           items[slot ^ 1] = p.items[index + 1];
@@ -495,10 +388,10 @@ __global__ void __launch_bounds__(MmaBlockShape<ROW_WARPS, TOKEN_WARPS, GROUPS>:
       const int pos0 = item.token_begin + it * KT + tok0;
       const bool mask = pos0 + KT / TOKEN_WARPS > min(rows.limit[0], rows.limit[1]);
       if constexpr (kTokenProduct) {
-        attend_tile_tokens<T, D, Tile>(qa, k_tile(stage), k_tile(stage) + kTileBytes, token_reads, pos0, rows.limit,
+        attend_tile_tokens<T, D, Tile>(qa, &smem.kv[stage][0][0][0], &smem.kv[stage][1][0][0], pos0, rows.limit,
                                        p.scale_log2, mask, softmax, acc);
       } else {
-        attend_tile<T, D, Tile, NT>(qa, k_tile(stage), k_tile(stage) + kTileBytes, tok0, pos0, rows.limit,
+        attend_tile<T, D, Tile, NT>(qa, &smem.kv[stage][0][0][0], &smem.kv[stage][1][0][0], tok0, pos0, rows.limit,
                                     p.scale_log2, mask, softmax, acc);
       }
       sync();  // the next copies into this stage come after every warp is done with it

@@ -119,7 +119,7 @@ __device__ __forceinline__ void load_q(const SegmentAttentionParams& p, const Wo
     const int r = c / CHUNKS, col = c % CHUNKS * 8;
     const bool real = r < item.num_rows;
     const T* src = real ? q + static_cast<long long>(p.row_query[item.first_row + r]) * D + col : q;
-    cp_async_16(smem_address(smem.q_at(r, col)), src, real ? 16 : 0);
+    cp_async_16(smem.q_at(r, col), src, real ? 16 : 0);
   }
   cp_async_commit();
 }
