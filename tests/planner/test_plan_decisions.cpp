@@ -89,5 +89,26 @@ TEST(PlanDecisions, WidePartsKeepTheLeavesAfterAndSaysSo) {
   EXPECT_THROW(plan_hydragen(shape, tree, hydragen("wide_parts=2:leaves=beside"), kH100), std::invalid_argument);
 }
 
+TEST(PlanDecisions, LeavesInsideRunInTheWgmmaBlocksOrSayWhyNot) {
+  const SharingTree tree = SharingTree::prefix_suffix(16384, std::vector<int>(1024, 64));
+  const Planned p = plan_hydragen(make_shape(1024, 1, 8, 1, 128, DType::bf16), tree, hydragen("form=wide:leaves=inside"), kH100);
+  EXPECT_EQ(p.decisions.recipe, LaunchRecipe::leaves_inside);
+  EXPECT_EQ(p.decisions.build.wide_target_blocks, kH100.sms) << "a wave of wgmma blocks: the leaves share every one";
+  EXPECT_EQ(p.decisions.launches.wide_tile_tokens, 128) << "the leaf warps' stages fit beside 128-token tiles only";
+  EXPECT_EQ(p.decisions.launches.narrow_product, NarrowProduct::tokens);
+  EXPECT_TRUE(p.decisions.launches.run_merge) << "the leaves end before the wgmma rows: the merge after";
+  EXPECT_FALSE(p.decisions.launches.fold);
+
+  // Leaves of 16 rows (q_len 2, g = 8) are more than the token product holds: after, saying so.
+  const Planned rows16 = plan_hydragen(make_shape(1024, 2, 8, 1, 128, DType::bf16), tree, hydragen("form=wide:leaves=inside"), kH100);
+  EXPECT_NE(rows16.decisions.recipe, LaunchRecipe::leaves_inside);
+  EXPECT_NE(explain(rows16.decisions.log).find("leaf_layout: after -- leaves=inside, but an item has 16 rows"), std::string::npos)
+      << explain(rows16.decisions.log);
+  EXPECT_THROW(plan_hydragen(make_shape(1024, 1, 8, 1, 128, DType::bf16), tree, hydragen("leaves=inside:wide_tile=192"), kH100),
+               std::invalid_argument);
+  EXPECT_THROW(plan_hydragen(make_shape(1024, 1, 8, 1, 128, DType::bf16), tree, hydragen("leaves=inside:narrow_product=rows"), kH100),
+               std::invalid_argument);
+}
+
 }  // namespace
 }  // namespace hydragen::cuda

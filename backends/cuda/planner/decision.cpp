@@ -10,6 +10,7 @@ const char* recipe_name(LaunchRecipe recipe) {
     case LaunchRecipe::leaves_beside: return "leaves_beside";
     case LaunchRecipe::gemm_side_by_side: return "gemm_side_by_side";
     case LaunchRecipe::chained_leaves: return "chained_leaves";
+    case LaunchRecipe::leaves_inside: return "leaves_inside";
   }
   return "?";
 }

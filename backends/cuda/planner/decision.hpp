@@ -28,6 +28,7 @@ enum class LaunchRecipe {
   chained_leaves,     // the wide items, then the narrow ones as their dependent launch (the wide blocks placed
                       // first; beside, on the SMs they leave), whose last worker to finish waits for the wide
                       // launch; the merge after both
+  leaves_inside,      // one wgmma launch whose blocks' leaf warps run the narrow items (kWgmmaLeafWarps), the merge after
 };
 const char* recipe_name(LaunchRecipe recipe);
 
@@ -57,6 +58,7 @@ struct PlanDecisions {
   bool inline_paths = false;  // segments of few readers read within each reader's path (rules.hpp: inline_paths)
   BuildChoices build;
   int leaf_sms = 0;  // > 0: the narrow items on that many SMs of their own (LaunchRecipe::leaves_beside)
+  bool leaves_inside = false;  // the narrow items in the wgmma blocks' leaf warps (LaunchRecipe::leaves_inside)
   LaunchChoices launches;
   LaunchRecipe recipe = LaunchRecipe::one_launch;
   DeviceLimits device;

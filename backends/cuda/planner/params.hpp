@@ -54,6 +54,8 @@ struct SegmentAttentionParams {
   int num_items = 0;
   const int* worker_items = nullptr;     // [workers + 1] each worker's run of items (Schedule::wide_worker_items);
                                          // null: an even share by count (worker_items.cuh)
+  const WorkItem* leaf_items = nullptr;  // [num_leaf_items] narrow items the wgmma blocks' leaf warps take, an even
+  int num_leaf_items = 0;                // share each (LaunchRecipe::leaves_inside); none otherwise
   const int* item_segments = nullptr;    // segment ids; WorkItem::first_segment indexes here
   const int* row_query = nullptr;        // [rows] the query row (indexing.hpp) of each partial row
   const int* row_limit = nullptr;        // [rows] positions of its item's token list the row may see (causal leaf)

@@ -46,24 +46,25 @@ void decide_launches(const AttentionShape& shape, const Schedule& s, const Launc
   Log log(d);
   const bool alone = s.wide_items.empty() && s.gemm_chunks.empty();
   const std::vector<long long> narrow = item_lengths(s.narrow_items), wide = item_lengths(s.wide_items);
-  d.narrow_kernel = log(narrow_kernel(shape.dtype, o.narrow_kernel, d.leaf_sms, narrow, alone, d.device));
+  const bool inside = d.leaves_inside;
+  d.narrow_kernel = log(narrow_kernel(shape.dtype, o.narrow_kernel, d.leaf_sms, narrow, alone, d.device, inside));
   LaunchChoices& l = d.launches;
   const int runs = s.wide_worker_items.empty() ? 0 : static_cast<int>(s.wide_worker_items.size()) - 1;
   if (!s.wide_items.empty()) {
     l.wide_workers = log(launch_workers("wide", "auto", d.wide_kernel, shape.dtype, wide, d.leaf_sms, runs, d.device));
-    l.wide_tile_tokens = log(wide_tile(o.wide_tile, d.wide_kernel, wide));
+    l.wide_tile_tokens = log(wide_tile(o.wide_tile, d.wide_kernel, wide, inside));
   }
-  if (!s.narrow_items.empty()) {
+  if (!s.narrow_items.empty() && !inside) {  // inside: the wgmma blocks' leaf warps, an even share each
     l.narrow_workers =
         log(launch_workers("narrow", o.narrow_workers, d.narrow_kernel, shape.dtype, narrow, d.leaf_sms, 0, d.device));
   }
-  l.fold = log(fold_leaves(s, d.wide_kernel, d.narrow_kernel, l.narrow_workers, d.leaf_sms, d.device));
-  if (!s.narrow_items.empty()) l.narrow_product = log(narrow_product(o.narrow_product, d.narrow_kernel, l.fold, s));
-  l.chain_leaves = log(chain_leaves(o.leaf_launch, s, d.wide_kernel, l.fold, d.leaf_sms, d.device));
+  l.fold = log(fold_leaves(s, d.wide_kernel, d.narrow_kernel, l.narrow_workers, d.leaf_sms, d.device, inside));
+  if (!s.narrow_items.empty()) l.narrow_product = log(narrow_product(o.narrow_product, d.narrow_kernel, l.fold, s, inside));
+  l.chain_leaves = log(chain_leaves(o.leaf_launch, s, d.wide_kernel, l.fold, d.leaf_sms, d.device, inside));
   l.run_merge = log(run_merge(s, l.fold));
   l.overlap_merge = log(overlap_merge(s, d.wide_kernel, d.narrow_kernel, l, d.device));
   if (l.run_merge) l.merge_warps = log(merge_warps(s));
-  d.recipe = log(launch_recipe(s, l, d.leaf_sms));
+  d.recipe = log(launch_recipe(s, l, d.leaf_sms, inside));
 }
 
 PlanDecisions begin(const DeviceLimits& limits) {
@@ -109,7 +110,12 @@ void plan_cut(const AttentionShape& shape, const std::vector<Group>& groups, Cut
   const LeafLayout layout =
       log(leaf_layout(options.at("leaves"), parts, options.at("narrow_kernel"), d.wide_kernel, shape,
                       chosen.census, after, d.rates, d.device));
-  if (layout.beside) {
+  if (layout.inside) {
+    // The leaves share every wgmma block's SM: a wave of blocks, whatever leaves after would have asked.
+    d.leaves_inside = true;
+    if (parts == "auto") d.build.wide_target_blocks = log(wide_target_blocks(d.wide_kernel, nullptr, shape, d.rates, d.device));
+    d.log.push_back(split);
+  } else if (layout.beside) {
     // The wgmma launch on fewer persistent blocks: the narrow split for the leaves' SMs.
     d.build.wide_target_blocks = layout.wide_target_blocks;
     d.build.wide_workers = layout.wide_workers;

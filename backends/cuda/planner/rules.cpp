@@ -207,6 +207,27 @@ Ruled<LeafLayout> leaf_layout(const std::string& option, const std::string& wide
   const long long leaf_tokens = total_tokens(after.narrow);
   in("leaves_option", option)("wide_parts", wide_parts)("leaf_rows", shape.q_len * (shape.q_heads / shape.kv_heads))("row_blocks", census.wide_block_tokens.size())("leaf_items", after.narrow.size())(
       "leaf_tokens", leaf_tokens)("sms", device.sms);
+  if (option == "inside") {
+    int most = 0;  // rows of the largest narrow block
+    for (const RowBlock& b : census.blocks) {
+      if (b.narrow()) most = std::max(most, b.count);
+    }
+    in("most_leaf_rows", most);
+    if (narrow_option != "auto") {
+      throw std::invalid_argument("cuda-hydragen: leaves=inside runs the leaves in the wgmma blocks' warps; narrow_kernel=" +
+                                  narrow_option + " asks for another kernel");
+    }
+    auto not_inside = [&](const std::string& why) { return ruled(best, "leaf_layout", "after", in, "leaves=inside, but " + why); };
+    if (wide_kernel != ItemKernel::wgmma) return not_inside("no wgmma launch");
+    if (census.narrow_blocks == 0 || census.wide_block_tokens.empty()) return not_inside("one kind of items");
+    if (most > kTokenProductRows) {
+      return not_inside("an item has " + std::to_string(most) + " rows: the leaf warps' token product holds " +
+                   std::to_string(kTokenProductRows));
+    }
+    LeafLayout inside;
+    inside.inside = true;
+    return ruled(inside, "leaf_layout", "inside", in, "leaves=inside: a warp per leaf in three warps of every wgmma block");
+  }
   if (wide_parts != "auto") {
     if (option == "beside") {
       throw std::invalid_argument("cuda-hydragen: wide_parts=" + wide_parts + " and leaves=beside both set the wide launch's parts");
@@ -285,7 +306,7 @@ Ruled<LeafLayout> leaf_layout(const std::string& option, const std::string& wide
                             : !measured_leaves  ? "leaves average more than 512 tokens, where beside was never measured"
                             : short_one_row_leaves ? "leaves of one row averaging under 32 tokens: beside lost at every such point measured"
                                                 : "beside not predicted " + number_text(r.beside_margin) + "x of after";
-    const LeafLayout after_layout{false, 0, 0, 0, best.after_ns, best.beside_ns};
+    const LeafLayout after_layout{false, false, 0, 0, 0, best.after_ns, best.beside_ns};
     return ruled(after_layout, "leaf_layout", "after", in, why + ": " + times);
   }
   const std::string shown = "beside (" + std::to_string(best.leaf_sms) + " leaf SMs, " + std::to_string(best_parts) +
@@ -294,13 +315,17 @@ Ruled<LeafLayout> leaf_layout(const std::string& option, const std::string& wide
 }
 
 Ruled<ItemKernel> narrow_kernel(DType dtype, const std::string& option, int leaf_sms, const std::vector<long long>& items,
-                                bool alone, const DeviceLimits& device) {
+                                bool alone, const DeviceLimits& device, bool inside) {
   const long long n = static_cast<long long>(items.size()), slots = resident_blocks(ItemKernel::token_warps, device);
   const long long tokens = total_tokens(items);
   Inputs in;
   in("dtype", dtype_name(dtype))("narrow_kernel_option", option)("items", n)("tokens", tokens)("alone", yes_no(alone))(
       "resident_blocks", slots)("sms", device.sms);
   if (dtype == DType::fp32) return ruled(ItemKernel::simt, "narrow_kernel", "simt (CUDA cores)", in, "fp32 has only CUDA-core blocks");
+  if (inside) {
+    return ruled(ItemKernel::item_warps, "narrow_kernel", "item_warps (in the wgmma blocks)", in,
+                 "leaves inside: warp workers in the wgmma blocks' producer warpgroup");
+  }
   if (leaf_sms > 0) {
     return ruled(ItemKernel::sm_item_warps, "narrow_kernel", "sm_item_warps", in, "leaves on SMs of their own: a warp per item, an SM's twelve to a block");
   }
@@ -344,10 +369,11 @@ Ruled<int> launch_workers(const char* launch, const std::string& option, ItemKer
 }
 
 Ruled<bool> fold_leaves(const Schedule& s, ItemKernel wide, ItemKernel narrow, int narrow_workers, int leaf_sms,
-                        const DeviceLimits& device) {
+                        const DeviceLimits& device, bool inside) {
   Inputs in;
   in("wide_kernel", kernel_name(wide))("dependent_launch", yes_no(device.dependent_launch))("leaf_sms", leaf_sms);
   auto no = [&](const std::string& why) { return ruled(false, "fold_leaves", "no", in, why); };
+  if (inside) return no("the leaves run inside the wgmma blocks, before their rows are done");
   if (wide != ItemKernel::wgmma) return no("only after a wgmma launch");
   if (!s.gemm_chunks.empty()) return no("cuBLAS products write the workspace only");
   if (!device.dependent_launch) return no("the device has no programmatic dependent launch");
@@ -366,11 +392,12 @@ Ruled<bool> fold_leaves(const Schedule& s, ItemKernel wide, ItemKernel narrow, i
 }
 
 Ruled<bool> chain_leaves(const std::string& option, const Schedule& s, ItemKernel wide, bool fold, int leaf_sms,
-                         const DeviceLimits& device) {
+                         const DeviceLimits& device, bool inside) {
   Inputs in;
   in("leaf_launch_option", option)("wide_kernel", kernel_name(wide))("dependent_launch", yes_no(device.dependent_launch))(
       "leaf_sms", leaf_sms);
   auto no = [&](const std::string& why) { return ruled(false, "chain_leaves", "no", in, why); };
+  if (inside) return no("the leaves run inside the wgmma launch");
   if (s.wide_items.empty() || s.narrow_items.empty() || !s.gemm_chunks.empty()) return no("no wgmma launch and leaves to chain");
   if (wide != ItemKernel::wgmma) return no("only after a wgmma launch, whose blocks allow dependents as they start");
   if (fold) return no("the leaves fold: its dependent launch already");
@@ -412,7 +439,7 @@ Ruled<bool> overlap_merge(const Schedule& s, ItemKernel wide, ItemKernel narrow,
                yes ? "the one launch leaves half the GPU idle" : "the launch fills the GPU: overlapping cost time");
 }
 
-Ruled<NarrowProduct> narrow_product(const std::string& option, ItemKernel narrow, bool fold, const Schedule& s) {
+Ruled<NarrowProduct> narrow_product(const std::string& option, ItemKernel narrow, bool fold, const Schedule& s, bool inside) {
   int most = 0;
   for (const WorkItem& item : s.narrow_items) most = std::max(most, item.num_rows);
   Inputs in;
@@ -420,6 +447,15 @@ Ruled<NarrowProduct> narrow_product(const std::string& option, ItemKernel narrow
   auto rows = [&](const std::string& why) {
     return ruled(NarrowProduct::rows, "narrow_product", "rows", in, option == "tokens" ? "narrow_product=tokens, but " + why : why);
   };
+  if (inside) {
+    if (option == "rows") {
+      throw std::invalid_argument("cuda-hydragen: leaves=inside runs the token product (the rows product needs more registers "
+                                  "than a wgmma block's leaf warps have); narrow_product=rows asks for the other");
+    }
+    if (most > kTokenProductRows) throw std::logic_error("leaves inside with an item of more than kTokenProductRows rows");
+    return ruled(NarrowProduct::tokens, "narrow_product", "tokens", in,
+                 "leaves inside the wgmma blocks: the token product fits their warps' 120 registers");
+  }
   if (option == "rows") return rows("narrow_product=rows");
   if (narrow != ItemKernel::item_warps && narrow != ItemKernel::sm_item_warps) {
     return rows("the token product is the warp kernels' (item_warps, sm_item_warps)");
@@ -437,7 +473,7 @@ Ruled<NarrowProduct> narrow_product(const std::string& option, ItemKernel narrow
                    " rows: O^T in a quarter of the registers, half the products (0.96x-1.00x, perf-notes v33)");
 }
 
-Ruled<int> wide_tile(const std::string& option, ItemKernel wide, const std::vector<long long>& items) {
+Ruled<int> wide_tile(const std::string& option, ItemKernel wide, const std::vector<long long>& items, bool inside) {
   const long long shortest = items.empty() ? 0 : *std::min_element(items.begin(), items.end());
   Inputs in;
   in("wide_tile_option", option)("kernel", kernel_name(wide))("wide_items", items.size())("shortest_item_tokens", shortest);
@@ -445,6 +481,14 @@ Ruled<int> wide_tile(const std::string& option, ItemKernel wide, const std::vect
   // The option names the wgmma kernel's tile; a plan whose wide items run elsewhere (no sm_90a, mma64)
   // has no tile to set, and says so.
   if (wide != ItemKernel::wgmma) return ruled(small, "wide_tile", std::to_string(small), in, "no wgmma items: nothing to set");
+  if (inside) {
+    if (option == "192") {
+      throw std::invalid_argument("cuda-hydragen: leaves=inside fits its leaf warps beside 128-token tiles only; wide_tile=192 asks "
+                                  "for 192");
+    }
+    return ruled(small, "wide_tile", std::to_string(small), in,
+                 "leaves inside: the leaf warps' stages fit beside 128-token tiles only");
+  }
   if (option != "auto") return ruled(std::stoi(option), "wide_tile", option, in, "wide_tile=" + option);
   if (shortest >= kWideTileLongTokens) {
     return ruled(large, "wide_tile", std::to_string(large), in,
@@ -462,7 +506,7 @@ Ruled<int> merge_warps(const Schedule& s) {
                warps > 1 ? "a query of more than 8 partials: four warps load its rows at once" : "a warp per query");
 }
 
-Ruled<LaunchRecipe> launch_recipe(const Schedule& s, const LaunchChoices& launches, int leaf_sms) {
+Ruled<LaunchRecipe> launch_recipe(const Schedule& s, const LaunchChoices& launches, int leaf_sms, bool inside) {
   const bool narrow = !s.narrow_items.empty(), wide = !s.wide_items.empty(), gemm = !s.gemm_chunks.empty();
   Inputs in;
   in("narrow_items", s.narrow_items.size())("wide_items", s.wide_items.size())("gemm_chunks", s.gemm_chunks.size())(
@@ -470,6 +514,8 @@ Ruled<LaunchRecipe> launch_recipe(const Schedule& s, const LaunchChoices& launch
   LaunchRecipe r = LaunchRecipe::one_launch;
   if (gemm) {
     r = LaunchRecipe::gemm_side_by_side;
+  } else if (inside) {
+    r = LaunchRecipe::leaves_inside;
   } else if (launches.fold) {
     r = LaunchRecipe::folded_leaves;
   } else if (narrow && wide && launches.chain_leaves) {

@@ -101,9 +101,12 @@ Ruled<bool> one_narrow_launch(LaunchRecipe wide_recipe, const BlockCensus& narro
 // Where the leaves run beside a wgmma launch of the shared segments: after it (on the SMs it leaves,
 // then every SM it frees), or beside it (the row blocks cut into parts on fewer persistent wgmma
 // blocks, the leaves a warp each on SMs of their own from the start), by the cost model's predicted
-// times; `option` auto, after or beside (forced where a beside layout exists).
+// times; `option` auto, after or beside (forced where a beside layout exists), or inside (the wgmma
+// blocks' leaf warps, kWgmmaLeafWarps; after where the launch has no wgmma blocks and leaves of at most
+// kTokenProductRows rows to run so).
 struct LeafLayout {
   bool beside = false;
+  bool inside = false;             // leaves=inside: the leaves in the wgmma blocks' leaf warps
   int leaf_sms = 0;                // beside: the leaves' SMs
   long long wide_target_blocks = 0;  // beside: row blocks x parts
   int wide_workers = 0;            // beside: persistent wgmma blocks
@@ -123,7 +126,7 @@ Ruled<LeafLayout> leaf_layout(const std::string& option, const std::string& wide
 // per item where a 16-row block would spend more on fixed costs than streaming (four measured
 // cases). `alone`: no wide launch or GEMM runs beside.
 Ruled<ItemKernel> narrow_kernel(DType dtype, const std::string& option, int leaf_sms, const std::vector<long long>& items,
-                                bool alone, const DeviceLimits& device);
+                                bool alone, const DeviceLimits& device, bool inside = false);
 
 // The workers of one launch: persistent ones (as many as are resident) for many short items on the
 // mma.sync kernels, else one per item; whole-SM leaf warps fill their SMs; wgmma blocks dealt runs
@@ -137,22 +140,24 @@ Ruled<int> launch_workers(const char* launch, const std::string& option, ItemKer
 // rows; elsewhere rows, saying why. auto takes tokens where the items have at most
 // kTokenProductAutoRows rows and the leaves do not fold (`fold`: rule fold_leaves), whose loads of the
 // wide rows the token layout makes twice as many.
-Ruled<NarrowProduct> narrow_product(const std::string& option, ItemKernel narrow, bool fold, const Schedule& s);
+Ruled<NarrowProduct> narrow_product(const std::string& option, ItemKernel narrow, bool fold, const Schedule& s,
+                                    bool inside = false);
 
 // The wgmma kernel's K/V tile in tokens (kWgmmaTileTokens): `option` 128 or 192, or auto: 192 where
 // every wide item has at least kWideTileLongTokens tokens, else 128. `items`: the wide items' token counts.
-Ruled<int> wide_tile(const std::string& option, ItemKernel wide, const std::vector<long long>& items);
+// Leaves inside the wgmma blocks (`inside`) take 128.
+Ruled<int> wide_tile(const std::string& option, ItemKernel wide, const std::vector<long long>& items, bool inside = false);
 
 // Whether the narrow launch does the merge, as the wgmma launch's dependent: where its rows can
 // (Schedule::narrow_rows_fold) and waiting for the wgmma launch costs less than the merge.
 Ruled<bool> fold_leaves(const Schedule& s, ItemKernel wide, ItemKernel narrow, int narrow_workers, int leaf_sms,
-                        const DeviceLimits& device);
+                        const DeviceLimits& device, bool inside = false);
 
 // Whether leaves after a wgmma launch that they do not fold run as its programmatic dependent launch
 // (LaunchRecipe::chained_leaves) rather than on a second stream (side_by_side): `option` leaf_launch,
 // auto: wherever the device has dependent launches.
 Ruled<bool> chain_leaves(const std::string& option, const Schedule& s, ItemKernel wide, bool fold, int leaf_sms,
-                         const DeviceLimits& device);
+                         const DeviceLimits& device, bool inside = false);
 
 // Whether the merge kernel runs: some query has no partial row or several, or a cuBLAS row, and the
 // leaves do not fold.
@@ -167,6 +172,6 @@ Ruled<bool> overlap_merge(const Schedule& s, ItemKernel wide, ItemKernel narrow,
 Ruled<int> merge_warps(const Schedule& s);
 
 // The launch recipe the choices make.
-Ruled<LaunchRecipe> launch_recipe(const Schedule& s, const LaunchChoices& launches, int leaf_sms);
+Ruled<LaunchRecipe> launch_recipe(const Schedule& s, const LaunchChoices& launches, int leaf_sms, bool inside = false);
 
 }  // namespace hydragen::cuda

@@ -97,18 +97,28 @@ inline constexpr int kWgmmaConsumerThreads = 256;  // two warpgroups of 64 rows
 // path; kernel-notes: wgmma-tiles).
 inline constexpr int kWgmmaStages = 2;
 
-template <int D, int KT>
+// Leaf warps inside the wgmma blocks (LaunchRecipe::leaves_inside): the producer warpgroup's warps
+// beside the one whose thread issues the TMA loads run narrow items as warp workers (the token
+// product), each with its own two stages, so that the leaves' bytes stream on the SMs whose tensor
+// cores the consumers keep busy (kernel-notes: leaf-warps-inside).
+inline constexpr int kWgmmaLeafWarps = 3;
+
+template <int D, int KT, bool LEAVES = false>
 struct WgmmaTile {
   static_assert(KT % kWgmmaBoxTokens == 0 && KT % 16 == 0, "a tile is whole TMA boxes and wgmma k-steps");
+  static_assert(!LEAVES || KT == 128, "leaf warps fit beside 128-token tiles only (shared memory, registers)");
   static constexpr int kRows = kWgmmaRows;
   static constexpr int kTokens = KT;  // the N of S = Q K^T
   static constexpr int kConsumerThreads = kWgmmaConsumerThreads;
   static constexpr int kThreads = kConsumerThreads + 128;  // + the producer warpgroup (one thread issues)
   // Registers are allocated per warpgroup: 65536 / 384 = 168 each by default; the producer gives
   // most of its share to the consumers (setmaxnreg), which hold S, O and P (KT / 2 + D / 2 + KT / 4
-  // live values: 160 at KT = 128, 208 at 192).
-  static constexpr int kProducerRegisters = KT > 128 ? 24 : 40;
-  static constexpr int kConsumerRegisters = KT > 128 ? 240 : 232;
+  // live values: 160 at KT = 128, 208 at 192). With leaf warps the producer warpgroup keeps 120 for
+  // them and the consumers take 192, the fewest without spills at KT = 128 (184 spilled 52 bytes):
+  // 2 x 128 x 192 + 128 x 120 is the block's 384 x 168. The leaf warps' token product (126 registers
+  // in the warp kernel) spills 128 bytes at 120.
+  static constexpr int kProducerRegisters = LEAVES ? 120 : KT > 128 ? 24 : 40;
+  static constexpr int kConsumerRegisters = LEAVES ? 192 : KT > 128 ? 240 : 232;
   static constexpr int kRowBytes = 128;             // one swizzled row: 64 16-bit values (a TMA box row)
   static constexpr int kQBytes = kRows * D * 2;     // [D / 64][kRows][128 B]
   static constexpr int kKvBytes = kTokens * D * 2;  // one K or V tile: [D / 64][kTokens][128 B]

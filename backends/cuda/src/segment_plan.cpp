@@ -76,6 +76,7 @@ class SegmentPlan final : public CudaPlan {
       case LaunchRecipe::leaves_beside: leaves_beside(l); break;
       case LaunchRecipe::gemm_side_by_side: gemm_side_by_side(l, in); break;
       case LaunchRecipe::chained_leaves: chained_leaves(l); break;
+      case LaunchRecipe::leaves_inside: leaves_inside(l); break;
     }
   }
 
@@ -120,6 +121,10 @@ class SegmentPlan final : public CudaPlan {
     l.wide.items = wide_.data();
     l.wide.num_items = static_cast<int>(wide_.size());
     l.wide.worker_items = wide_worker_items_.size() > 0 ? wide_worker_items_.data() : nullptr;
+    if (decisions_.recipe == LaunchRecipe::leaves_inside) {
+      l.wide.leaf_items = narrow_.data();
+      l.wide.num_leaf_items = static_cast<int>(narrow_.size());
+    }
     return l;
   }
 
@@ -185,6 +190,11 @@ class SegmentPlan final : public CudaPlan {
     launch_narrow(l, fork(l));
     launch_wide(l);
     join(l);
+    merge(l);
+  }
+  // LaunchRecipe::leaves_inside: one wgmma launch, its blocks' leaf warps running the narrow items.
+  void leaves_inside(const Launches& l) const {
+    launch_wide(l);
     merge(l);
   }
   // LaunchRecipe::gemm_side_by_side: cuBLAS's products of the shared segments, the rest beside them.

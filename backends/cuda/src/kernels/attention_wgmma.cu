@@ -14,16 +14,23 @@ void launch_wgmma(const SegmentAttentionParams& params, int blocks, int tile_tok
   dispatch_16bit(dtype, head_dim, "segment attention: the wgmma kernel takes 16-bit storage", [&](auto element, auto dim) {
     using T = decltype(element);
     constexpr int D = decltype(dim)::value;
-    auto launch = [&](auto tokens) {
+    auto launch = [&](auto tokens, auto leaves) {
       constexpr int KT = decltype(tokens)::value;
-      constexpr int smem = WgmmaSharedStorage<D, KT>::kLaunchBytes;
-      allow_smem<segment_attention_wgmma<T, D, KT>>(smem);
-      segment_attention_wgmma<T, D, KT><<<blocks, WgmmaTile<D, KT>::kThreads, smem, stream>>>(params);
+      constexpr bool LEAVES = decltype(leaves)::value;
+      constexpr int smem = wgmma_launch_bytes<D, KT, LEAVES>();
+      allow_smem<segment_attention_wgmma<T, D, KT, LEAVES>>(smem);
+      segment_attention_wgmma<T, D, KT, LEAVES><<<blocks, WgmmaTile<D, KT>::kThreads, smem, stream>>>(params);
       check_launch("segment_attention_wgmma");
     };
     static_assert(std::size(kWgmmaTileTokens) == 2, "one case per tile");
-    if (tile_tokens == kWgmmaTileTokens[0]) return launch(std::integral_constant<int, kWgmmaTileTokens[0]>{});
-    if (tile_tokens == kWgmmaTileTokens[1]) return launch(std::integral_constant<int, kWgmmaTileTokens[1]>{});
+    if (params.num_leaf_items > 0) {
+      if (tile_tokens != kWgmmaTileTokens[0]) {
+        throw std::logic_error("segment attention: leaf warps run beside the wgmma kernel's 128-token tile only");
+      }
+      return launch(std::integral_constant<int, kWgmmaTileTokens[0]>{}, std::true_type{});
+    }
+    if (tile_tokens == kWgmmaTileTokens[0]) return launch(std::integral_constant<int, kWgmmaTileTokens[0]>{}, std::false_type{});
+    if (tile_tokens == kWgmmaTileTokens[1]) return launch(std::integral_constant<int, kWgmmaTileTokens[1]>{}, std::false_type{});
     throw std::logic_error("segment attention: the wgmma kernel has no " + std::to_string(tile_tokens) + "-token tile");
   });
 }

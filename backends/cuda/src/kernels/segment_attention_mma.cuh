@@ -288,21 +288,19 @@ __device__ __forceinline__ void fold_token_warps(const SegmentAttentionParams& p
   finish_row<T, D, ROWS == 16>(p, out, o, lse, StridedColumns<GROUP>{sub});
 }
 
-template <typename T, int D, int ROW_WARPS, int TOKEN_WARPS, int GROUPS, NarrowProduct PRODUCT = NarrowProduct::rows>
-__global__ void __launch_bounds__(MmaBlockShape<ROW_WARPS, TOKEN_WARPS, GROUPS>::kThreads,
-                                  MmaBlockShape<ROW_WARPS, TOKEN_WARPS, GROUPS>::kBlocksPerSm)
-    segment_attention_mma(const SegmentAttentionParams p) {
+// One worker's run of items, the worker being `group` of the block's GROUPS (the block itself, or
+// one of its warps), number `worker` of the launch's `workers`; smem_raw: the GROUPS workers' stages.
+// The mma kernel runs one per block or warp; the wgmma kernel's leaf warps run warp workers
+// (LaunchRecipe::leaves_inside).
+template <typename T, int D, int ROW_WARPS, int TOKEN_WARPS, int GROUPS, NarrowProduct PRODUCT>
+__device__ __forceinline__ void run_mma_worker(const SegmentAttentionParams& p, int group, int worker, int workers,
+                                               unsigned char* smem_raw) {
   static_assert(GROUPS == 1 || TOKEN_WARPS == 1, "the fold of token warps is block-wide");
   constexpr bool kTokenProduct = PRODUCT == NarrowProduct::tokens;
   static_assert(!kTokenProduct || (ROW_WARPS == 1 && TOKEN_WARPS == 1 && GROUPS > 1), "the token product is the warp kernels'");
   using Tile = MmaBlockTile<D, ROW_WARPS, GROUPS>;
   constexpr int KT = Tile::kTokens, ROWS = 16 * ROW_WARPS, THREADS = 32 * ROW_WARPS * TOKEN_WARPS;  // THREADS: a worker's
   constexpr int NT = KT / 8 / TOKEN_WARPS;  // 8-token fragments of a tile per warp
-  extern __shared__ __align__(16) unsigned char smem_raw[];
-  // This thread's worker (the block, or one of its warps) and its place in it. A constant 0 for a
-  // one-worker block: computed, it made every shared-memory address a register (the wide kernel
-  // 1.09x to 1.14x slower, kernel-notes: constant-worker-index).
-  const int group = GROUPS == 1 ? 0 : threadIdx.x / THREADS;
   const int thread = GROUPS == 1 ? threadIdx.x : threadIdx.x % THREADS;
   // Padded tiles need only the 16 bytes of a cp.async.
   auto& smem = reinterpret_cast<MmaSharedStorage<T, Tile>*>(Tile::kSwizzled ? align_shared<128>(smem_raw) : smem_raw)[group];
@@ -321,9 +319,9 @@ __global__ void __launch_bounds__(MmaBlockShape<ROW_WARPS, TOKEN_WARPS, GROUPS>:
     load_kv_tile<T, D, Tile, THREADS>(p, item, segs[slot], tile, thread, &smem.kv[stage][0][0][0], &smem.kv[stage][1][0][0]);
   };
 
-  const ItemRange range = worker_items(p, blockIdx.x * GROUPS + group, gridDim.x * GROUPS);
+  const ItemRange range = worker_items(p, worker, workers);
   auto end_worker = [&] {
-    if (p.merge.chain_count != nullptr && thread == 0) end_after_primary(p.merge.chain_count, gridDim.x * GROUPS);
+    if (p.merge.chain_count != nullptr && thread == 0) end_after_primary(p.merge.chain_count, workers);
   };
   if (range.first > range.last) {  // a spare warp of the last block
     end_worker();
@@ -416,6 +414,19 @@ __global__ void __launch_bounds__(MmaBlockShape<ROW_WARPS, TOKEN_WARPS, GROUPS>:
     slot ^= 1;
   }
   end_worker();
+}
+
+template <typename T, int D, int ROW_WARPS, int TOKEN_WARPS, int GROUPS, NarrowProduct PRODUCT = NarrowProduct::rows>
+__global__ void __launch_bounds__(MmaBlockShape<ROW_WARPS, TOKEN_WARPS, GROUPS>::kThreads,
+                                  MmaBlockShape<ROW_WARPS, TOKEN_WARPS, GROUPS>::kBlocksPerSm)
+    segment_attention_mma(const SegmentAttentionParams p) {
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  // This thread's worker (the block, or one of its warps). A constant 0 for a one-worker block:
+  // computed, it made every shared-memory address a register (the wide kernel 1.09x to 1.14x
+  // slower, kernel-notes: constant-worker-index).
+  const int group = GROUPS == 1 ? 0 : threadIdx.x / (32 * ROW_WARPS * TOKEN_WARPS);
+  run_mma_worker<T, D, ROW_WARPS, TOKEN_WARPS, GROUPS, PRODUCT>(p, group, blockIdx.x * GROUPS + group, gridDim.x * GROUPS,
+                                                                smem_raw);
 }
 
 }  // namespace hydragen::cuda

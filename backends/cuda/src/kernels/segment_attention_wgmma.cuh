@@ -16,6 +16,10 @@
 //            read them is, so each stage is refilled as early as possible.
 //   store    store_direct_rows through the Q tile where the warp's rows are their queries' only ones,
 //            else row_output.cuh
+// With LEAVES (LaunchRecipe::leaves_inside) the producer warpgroup's other three warps run narrow
+// items (params.leaf_items) as the warp kernel's workers with the token product, each with its own
+// two stages after the block's, while the consumers compute: the leaves' bytes stream on SMs whose
+// tensor cores are busy, where a wgmma block alone reads little of what an SM can.
 #include <type_traits>
 
 #include "async_copy.cuh"
@@ -24,6 +28,7 @@
 #include "leaf_length.cuh"
 #include "mma.cuh"
 #include "online_softmax.cuh"
+#include "segment_attention_mma.cuh"
 #include "params.hpp"
 #include "row_output.cuh"
 #include "tile_config.hpp"
@@ -52,6 +57,16 @@ struct WgmmaSharedStorage {
   // Dynamic shared memory is only 16-byte aligned: the launch asks for 1 KB more.
   static constexpr int kLaunchBytes = static_cast<int>(sizeof(WgmmaSharedStorage)) + 1024;
 };
+
+// The leaf warps' tiles (kWgmmaLeafWarps warp workers), after a block's WgmmaSharedStorage.
+template <int D>
+using WgmmaLeafTile = MmaBlockTile<D, 1, kWgmmaLeafWarps>;
+
+// The launch's dynamic shared memory: the block's, and its leaf warps' stages.
+template <int D, int KT, bool LEAVES>
+constexpr int wgmma_launch_bytes() {
+  return WgmmaSharedStorage<D, KT>::kLaunchBytes + (LEAVES ? WgmmaLeafTile<D>::kSmemBytes : 0);
+}
 
 // The consumers' named barriers (id 0 is __syncthreads').
 enum class WgmmaBarrier : int {
@@ -279,11 +294,11 @@ __device__ __forceinline__ void consume_item(const SegmentAttentionParams& p, co
 // A block per item, or a persistent block over its run of items (worker_items.cuh): the producer
 // streams the run's tiles without a break, so the next item's first tiles load while the consumers
 // store the last item's rows.
-template <typename T, int D, int KT>
+template <typename T, int D, int KT, bool LEAVES>
 __global__ void __launch_bounds__(WgmmaTile<D, KT>::kThreads, 1) segment_attention_wgmma(const SegmentAttentionParams p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   allow_dependents();  // the merge may start once every block has (dependent_launch.cuh)
-  using Tile = WgmmaTile<D, KT>;
+  using Tile = WgmmaTile<D, KT, LEAVES>;
   extern __shared__ unsigned char smem_raw[];
   auto& smem = *reinterpret_cast<WgmmaSharedStorage<D, KT>*>(align_shared<1024>(smem_raw));
 
@@ -311,6 +326,18 @@ __global__ void __launch_bounds__(WgmmaTile<D, KT>::kThreads, 1) segment_attenti
         const int tiles = item_tiles<KT>(item);
         produce_kv_tiles<D, KT>(p, item, used, tiles, smem);
         used += tiles;
+      }
+    }
+    if constexpr (LEAVES) {
+      const int leaf_warp = threadIdx.x / 32 % 4 - 1;  // the producer's warp 0 issues the loads
+      if (leaf_warp >= 0) {
+        SegmentAttentionParams leaves = p;
+        leaves.items = p.leaf_items;
+        leaves.num_items = p.num_leaf_items;
+        leaves.worker_items = nullptr;
+        run_mma_worker<T, D, 1, 1, kWgmmaLeafWarps, NarrowProduct::tokens>(
+            leaves, leaf_warp, blockIdx.x * kWgmmaLeafWarps + leaf_warp, gridDim.x * kWgmmaLeafWarps,
+            reinterpret_cast<unsigned char*>(&smem + 1));
       }
     }
     return;
