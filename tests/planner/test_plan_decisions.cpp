@@ -110,26 +110,5 @@ TEST(PlanDecisions, LeavesInsideRunInTheWgmmaBlocksOrSayWhyNot) {
                std::invalid_argument);
 }
 
-TEST(PlanDecisions, LeavesBothShareTheLeavesBetweenTheirSmsAndTheWgmmaBlocks) {
-  // The decoder's layout: CodeLlama-13b's TP-8 shard, one-row leaves.
-  const AttentionShape shape = make_shape(1024, 1, 5, 5, 128, DType::bf16);
-  const SharingTree tree = SharingTree::prefix_suffix(16256, std::vector<int>(1024, 64));
-  const Planned beside = plan_hydragen(shape, tree, hydragen("form=wide:leaves=beside"), kH100);
-  const Planned both = plan_hydragen(shape, tree, hydragen("form=wide:leaves=both"), kH100);
-  const int leaves = static_cast<int>(both.schedule.narrow_items.size());
-  EXPECT_GT(both.decisions.leaf_sms, 0);
-  EXPECT_LT(both.decisions.leaf_sms, beside.decisions.leaf_sms) << "the wgmma blocks' leaf warps take some of the leaves' bytes";
-  EXPECT_GT(both.decisions.launches.inside_leaf_items, 0);
-  EXPECT_LT(both.decisions.launches.inside_leaf_items, leaves);
-  EXPECT_EQ(both.decisions.launches.wide_tile_tokens, 128);
-  EXPECT_EQ(both.decisions.recipe, LaunchRecipe::chained_leaves) << explain(both.decisions.log);
-  EXPECT_TRUE(both.decisions.launches.run_merge);
-  // Leaves of more than 8 rows: beside alone, saying so.
-  const Planned rows16 = plan_hydragen(make_shape(1024, 2, 8, 1, 128, DType::bf16), tree, hydragen("form=wide:leaves=both"), kH100);
-  EXPECT_EQ(rows16.decisions.launches.inside_leaf_items, 0);
-  EXPECT_NE(explain(rows16.decisions.log).find("leaves=both, but an item has 16 rows: beside alone"), std::string::npos)
-      << explain(rows16.decisions.log);
-}
-
 }  // namespace
 }  // namespace hydragen::cuda

@@ -51,7 +51,6 @@ struct LaunchChoices {
   int merge_warps = 1;                       // warps per query of the merge kernel
   int wide_tile_tokens = kWgmmaTileTokens[0];  // the wgmma kernel's K/V tile (rule wide_tile)
   bool chain_leaves = false;                 // the leaves as the wide launch's dependent launch (rule chain_leaves)
-  int inside_leaf_items = 0;                 // the first narrow items, run by the wgmma blocks' leaf warps (leaves_inside)
 };
 
 struct PlanDecisions {
@@ -59,8 +58,7 @@ struct PlanDecisions {
   bool inline_paths = false;  // segments of few readers read within each reader's path (rules.hpp: inline_paths)
   BuildChoices build;
   int leaf_sms = 0;  // > 0: the narrow items on that many SMs of their own (LaunchRecipe::leaves_beside)
-  bool leaves_inside = false;  // narrow items in the wgmma blocks' leaf warps: all (LaunchRecipe::leaves_inside), or
-  double inside_share = 1;     // with leaf_sms > 0 (leaves=both) this share of them, the rest on the leaves' SMs
+  bool leaves_inside = false;  // the narrow items in the wgmma blocks' leaf warps (LaunchRecipe::leaves_inside)
   LaunchChoices launches;
   LaunchRecipe recipe = LaunchRecipe::one_launch;
   DeviceLimits device;

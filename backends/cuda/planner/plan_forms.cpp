@@ -52,12 +52,11 @@ std::vector<PlanOption> hydragen_options() {
            "cut each wide row block into this many parts by tokens (fewer where a part would be under 256 tokens), "
            "whatever the waves, and keep the leaves after; auto: rule wide_target_blocks"},
           {"leaves",
-           {"auto", "after", "beside", "inside", "both"},
+           {"auto", "after", "beside", "inside"},
            "where a wgmma launch and leaves both run: after, the leaves on the SMs the wgmma launch frees; beside, the "
            "shared segments' parts on fewer persistent wgmma blocks and the leaves, a warp each, on the other SMs from "
            "the start; inside, the leaves in three warps of every wgmma block (leaves of at most 8 rows; 128-token "
-           "tiles), the merge after; both, beside with a share of the leaves in those warps; auto: beside where rule "
-           "leaf_layout's cost model predicts it faster"},
+           "tiles), the merge after; auto: beside where rule leaf_layout's cost model predicts it faster"},
           {"leaf_launch",
            {"auto", "chained", "stream"},
            "how leaves beside or after a wgmma launch that they do not fold are launched: chained, as its dependent "
@@ -73,7 +72,6 @@ std::vector<PlanOptions> hydragen_variants() {
           PlanOptions::parse("form=wide:wide_parts=2"), PlanOptions::parse("narrow_workers=resident"),
           PlanOptions::parse("narrow_kernel=item_warps:narrow_product=tokens"), PlanOptions::parse("narrow_product=rows"),
           PlanOptions::parse("form=wide:leaves=beside:narrow_product=tokens"), PlanOptions::parse("form=wide:leaves=inside"),
-          PlanOptions::parse("form=wide:leaves=both"),
           PlanOptions::parse("inline=never")};
 }
 

@@ -1,10 +1,8 @@
 #include "planner.hpp"
 
-#include <cmath>
 #include <stdexcept>
 #include <string>
 #include <utility>
-#include <vector>
 
 #include "hydragen/attention.hpp"
 #include "rules.hpp"
@@ -49,22 +47,16 @@ void decide_launches(const AttentionShape& shape, const Schedule& s, const Launc
   const bool alone = s.wide_items.empty() && s.gemm_chunks.empty();
   const std::vector<long long> narrow = item_lengths(s.narrow_items), wide = item_lengths(s.wide_items);
   const bool inside = d.leaves_inside;
-  LaunchChoices& l = d.launches;
-  // The first narrow items go to the wgmma blocks' leaf warps: all of them, or (both) their share.
-  if (inside) {
-    l.inside_leaf_items = d.leaf_sms == 0 ? static_cast<int>(narrow.size())
-                                          : static_cast<int>(std::lround(d.inside_share * static_cast<double>(narrow.size())));
-  }
-  const std::vector<long long> rest(narrow.begin() + l.inside_leaf_items, narrow.end());
   d.narrow_kernel = log(narrow_kernel(shape.dtype, o.narrow_kernel, d.leaf_sms, narrow, alone, d.device, inside));
+  LaunchChoices& l = d.launches;
   const int runs = s.wide_worker_items.empty() ? 0 : static_cast<int>(s.wide_worker_items.size()) - 1;
   if (!s.wide_items.empty()) {
     l.wide_workers = log(launch_workers("wide", "auto", d.wide_kernel, shape.dtype, wide, d.leaf_sms, runs, d.device));
     l.wide_tile_tokens = log(wide_tile(o.wide_tile, d.wide_kernel, wide, inside));
   }
-  if (!rest.empty()) {  // the leaves inside: the wgmma blocks' leaf warps, an even share each
+  if (!s.narrow_items.empty() && !inside) {  // inside: the wgmma blocks' leaf warps, an even share each
     l.narrow_workers =
-        log(launch_workers("narrow", o.narrow_workers, d.narrow_kernel, shape.dtype, rest, d.leaf_sms, 0, d.device));
+        log(launch_workers("narrow", o.narrow_workers, d.narrow_kernel, shape.dtype, narrow, d.leaf_sms, 0, d.device));
   }
   l.fold = log(fold_leaves(s, d.wide_kernel, d.narrow_kernel, l.narrow_workers, d.leaf_sms, d.device, inside));
   if (!s.narrow_items.empty()) l.narrow_product = log(narrow_product(o.narrow_product, d.narrow_kernel, l.fold, s, inside));
@@ -118,7 +110,7 @@ void plan_cut(const AttentionShape& shape, const std::vector<Group>& groups, Cut
   const LeafLayout layout =
       log(leaf_layout(options.at("leaves"), parts, options.at("narrow_kernel"), d.wide_kernel, shape,
                       chosen.census, after, d.rates, d.device));
-  if (layout.inside && !layout.beside) {
+  if (layout.inside) {
     // The leaves share every wgmma block's SM: a wave of blocks, whatever leaves after would have asked.
     d.leaves_inside = true;
     if (parts == "auto") d.build.wide_target_blocks = log(wide_target_blocks(d.wide_kernel, nullptr, shape, d.rates, d.device));
@@ -128,8 +120,6 @@ void plan_cut(const AttentionShape& shape, const std::vector<Group>& groups, Cut
     d.build.wide_target_blocks = layout.wide_target_blocks;
     d.build.wide_workers = layout.wide_workers;
     d.leaf_sms = layout.leaf_sms;
-    d.leaves_inside = layout.inside;  // leaves=both: a share of the leaves in the wgmma blocks too
-    d.inside_share = layout.inside_share;
     d.build.narrow_parts = log(narrow_split(chosen.census, (d.device.sms - layout.wide_workers) * kMmaBlocksPerSm, d.device));
   } else {
     d.log.push_back(split);

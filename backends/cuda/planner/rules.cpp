@@ -207,11 +207,11 @@ Ruled<LeafLayout> leaf_layout(const std::string& option, const std::string& wide
   const long long leaf_tokens = total_tokens(after.narrow);
   in("leaves_option", option)("wide_parts", wide_parts)("leaf_rows", shape.q_len * (shape.q_heads / shape.kv_heads))("row_blocks", census.wide_block_tokens.size())("leaf_items", after.narrow.size())(
       "leaf_tokens", leaf_tokens)("sms", device.sms);
-  int most = 0;  // rows of the largest narrow block
-  for (const RowBlock& b : census.blocks) {
-    if (b.narrow()) most = std::max(most, b.count);
-  }
   if (option == "inside") {
+    int most = 0;  // rows of the largest narrow block
+    for (const RowBlock& b : census.blocks) {
+      if (b.narrow()) most = std::max(most, b.count);
+    }
     in("most_leaf_rows", most);
     if (narrow_option != "auto") {
       throw std::invalid_argument("cuda-hydragen: leaves=inside runs the leaves in the wgmma blocks' warps; narrow_kernel=" +
@@ -228,12 +228,8 @@ Ruled<LeafLayout> leaf_layout(const std::string& option, const std::string& wide
     inside.inside = true;
     return ruled(inside, "leaf_layout", "inside", in, "leaves=inside: a warp per leaf in three warps of every wgmma block");
   }
-  // both: beside, and a share of the leaves in the wgmma blocks' leaf warps, where they have at most
-  // kTokenProductRows rows (else beside alone, saying so).
-  const bool beside_asked = option == "beside" || option == "both";
-  const bool both = option == "both" && most <= kTokenProductRows;
   if (wide_parts != "auto") {
-    if (beside_asked) {
+    if (option == "beside") {
       throw std::invalid_argument("cuda-hydragen: wide_parts=" + wide_parts + " and leaves=beside both set the wide launch's parts");
     }
     return ruled(best, "leaf_layout", "after", in, "wide_parts=" + wide_parts + " fixes the wide launch's parts: the leaves after");
@@ -244,13 +240,13 @@ Ruled<LeafLayout> leaf_layout(const std::string& option, const std::string& wide
     return ruled(best, "leaf_layout", "after", in, "one kind of items: nothing runs beside");
   }
   if (narrow_option != "auto") {
-    if (!beside_asked) return ruled(best, "leaf_layout", "after", in, "narrow_kernel=" + narrow_option + " keeps the leaves after");
+    if (option == "auto") return ruled(best, "leaf_layout", "after", in, "narrow_kernel=" + narrow_option + " keeps the leaves after");
     throw std::invalid_argument("cuda-hydragen: leaves=beside runs the leaves a warp each on SMs of their own; narrow_kernel=" +
                                 narrow_option + " asks for another kernel");
   }
   if (device.sms < 2) return ruled(best, "leaf_layout", "after", in, "one SM: no room for a side of its own");
   if (!rates) {
-    if (beside_asked) {
+    if (option == "beside") {
       throw std::invalid_argument("cuda-hydragen: leaves=beside sizes the leaves' SMs from the device's rates, and device-rates.csv "
                                   "has none for '" + device.name + "'");
     }
@@ -278,8 +274,7 @@ Ruled<LeafLayout> leaf_layout(const std::string& option, const std::string& wide
                   r.fixed_ns;
   // Beside: p parts per row block, dealt m to each of W persistent wgmma blocks; the leaves on as
   // many of the other SMs as stream them within the wgmma launch's time (more slowed the wgmma
-  // blocks' L2 reads); the whole bounded by both launches' DRAM reads. With `both`, each wgmma
-  // block's leaf warps stream a share of the leaves too, at kInsideLeafWarpBytesPerNs each.
+  // blocks' L2 reads); the whole bounded by both launches' DRAM reads.
   int best_parts = 0;
   for (int parts = 1; parts <= kMaxSplits && row_blocks * parts <= kMaxPartsPerWorker * device.sms; ++parts) {
     const WideCut cut = wide_cut(census, row_blocks * parts);  // what the schedule cuts for that target
@@ -288,25 +283,21 @@ Ruled<LeafLayout> leaf_layout(const std::string& option, const std::string& wide
     for (long long m = std::max<long long>(1, (n + device.sms - 2) / (device.sms - 1)); m <= kMaxPartsPerWorker; ++m) {
       const long long workers = (n + m - 1) / m;
       const double prefix_ns = static_cast<double>(m) * part_ns + static_cast<double>(m - 1) * r.part_switch_ns;
-      const double inside_rate = both ? static_cast<double>(workers * kWgmmaLeafWarps) * kInsideLeafWarpBytesPerNs : 0;
-      const double needed = std::ceil((leaf_bytes / prefix_ns - inside_rate) / r.leaf_sm_bytes_per_ns);
+      const double needed = std::ceil(leaf_bytes / (prefix_ns * r.leaf_sm_bytes_per_ns));
       const int leaf_sms = std::max(1, static_cast<int>(std::min(needed, static_cast<double>(device.sms - workers))));
-      const double side_rate = leaf_sms * r.leaf_sm_bytes_per_ns;
-      const double leaves_ns = leaf_bytes / std::min(side_rate + inside_rate, r.beside_leaf_dram_share * dram);
+      const double leaves_ns = leaf_bytes / std::min(leaf_sms * r.leaf_sm_bytes_per_ns, r.beside_leaf_dram_share * dram);
       const double ns = std::max({prefix_ns, leaves_ns, (shared_bytes + leaf_bytes) / dram}) + r.merge_ns + r.fixed_ns;
       if (best.beside_ns == 0 || ns < best.beside_ns) {
         best.beside_ns = ns;
         best.leaf_sms = leaf_sms;
         best_parts = parts;
         best.wide_workers = static_cast<int>(workers);
-        best.inside_share = inside_rate / (side_rate + inside_rate);
       }
     }
   }
-  const bool forced = beside_asked;
+  const bool forced = option == "beside";
   best.beside = best.beside_ns > 0 &&
                 (forced || (measured_leaves && !short_one_row_leaves && best.beside_ns < r.beside_margin * best.after_ns));
-  best.inside = both;
   best.wide_target_blocks = row_blocks * best_parts;
   std::string times = "after " + ns_text(best.after_ns) + ", beside " + (best.beside_ns > 0 ? ns_text(best.beside_ns) : "none") +
                       " (" + r.source + ")";
@@ -315,15 +306,12 @@ Ruled<LeafLayout> leaf_layout(const std::string& option, const std::string& wide
                             : !measured_leaves  ? "leaves average more than 512 tokens, where beside was never measured"
                             : short_one_row_leaves ? "leaves of one row averaging under 32 tokens: beside lost at every such point measured"
                                                 : "beside not predicted " + number_text(r.beside_margin) + "x of after";
-    const LeafLayout after_layout{false, false, 0, 0, 0, 0, best.after_ns, best.beside_ns};
+    const LeafLayout after_layout{false, false, 0, 0, 0, best.after_ns, best.beside_ns};
     return ruled(after_layout, "leaf_layout", "after", in, why + ": " + times);
   }
-  std::string shown = "beside (" + std::to_string(best.leaf_sms) + " leaf SMs, " + std::to_string(best_parts) +
-                      " parts per row block on " + std::to_string(best.wide_workers) + " wgmma blocks)";
-  if (both) shown += " and inside (" + number_text(best.inside_share) + " of the leaves in their leaf warps)";
-  std::string why = forced ? "leaves=" + option + ": " : "predicted faster: ";
-  if (option == "both" && !both) why = "leaves=both, but an item has " + std::to_string(most) + " rows: beside alone: ";
-  return ruled(best, "leaf_layout", shown, in, why + times);
+  const std::string shown = "beside (" + std::to_string(best.leaf_sms) + " leaf SMs, " + std::to_string(best_parts) +
+                            " parts per row block on " + std::to_string(best.wide_workers) + " wgmma blocks)";
+  return ruled(best, "leaf_layout", shown, in, (forced ? "leaves=beside: " : "predicted faster: ") + times);
 }
 
 Ruled<ItemKernel> narrow_kernel(DType dtype, const std::string& option, int leaf_sms, const std::vector<long long>& items,
@@ -334,12 +322,12 @@ Ruled<ItemKernel> narrow_kernel(DType dtype, const std::string& option, int leaf
   in("dtype", dtype_name(dtype))("narrow_kernel_option", option)("items", n)("tokens", tokens)("alone", yes_no(alone))(
       "resident_blocks", slots)("sms", device.sms);
   if (dtype == DType::fp32) return ruled(ItemKernel::simt, "narrow_kernel", "simt (CUDA cores)", in, "fp32 has only CUDA-core blocks");
-  if (leaf_sms > 0) {
-    return ruled(ItemKernel::sm_item_warps, "narrow_kernel", "sm_item_warps", in, "leaves on SMs of their own: a warp per item, an SM's twelve to a block");
-  }
   if (inside) {
     return ruled(ItemKernel::item_warps, "narrow_kernel", "item_warps (in the wgmma blocks)", in,
                  "leaves inside: warp workers in the wgmma blocks' producer warpgroup");
+  }
+  if (leaf_sms > 0) {
+    return ruled(ItemKernel::sm_item_warps, "narrow_kernel", "sm_item_warps", in, "leaves on SMs of their own: a warp per item, an SM's twelve to a block");
   }
   if (option == "token_warps") return ruled(ItemKernel::token_warps, "narrow_kernel", "token_warps", in, "narrow_kernel=token_warps");
   if (option == "item_warps") return ruled(ItemKernel::item_warps, "narrow_kernel", "item_warps", in, "narrow_kernel=item_warps");
@@ -409,7 +397,7 @@ Ruled<bool> chain_leaves(const std::string& option, const Schedule& s, ItemKerne
   in("leaf_launch_option", option)("wide_kernel", kernel_name(wide))("dependent_launch", yes_no(device.dependent_launch))(
       "leaf_sms", leaf_sms);
   auto no = [&](const std::string& why) { return ruled(false, "chain_leaves", "no", in, why); };
-  if (inside && leaf_sms == 0) return no("the leaves run inside the wgmma launch");
+  if (inside) return no("the leaves run inside the wgmma launch");
   if (s.wide_items.empty() || s.narrow_items.empty() || !s.gemm_chunks.empty()) return no("no wgmma launch and leaves to chain");
   if (wide != ItemKernel::wgmma) return no("only after a wgmma launch, whose blocks allow dependents as they start");
   if (fold) return no("the leaves fold: its dependent launch already");
@@ -526,7 +514,7 @@ Ruled<LaunchRecipe> launch_recipe(const Schedule& s, const LaunchChoices& launch
   LaunchRecipe r = LaunchRecipe::one_launch;
   if (gemm) {
     r = LaunchRecipe::gemm_side_by_side;
-  } else if (inside && leaf_sms == 0) {
+  } else if (inside) {
     r = LaunchRecipe::leaves_inside;
   } else if (launches.fold) {
     r = LaunchRecipe::folded_leaves;

@@ -53,8 +53,6 @@ inline constexpr double kBesideMaxLeafTokens = 512;
 // the model misses the per-item cost (docs/planner-rules.md: leaf_layout, measured 2026-11-26).
 inline constexpr double kBesideMinOneRowLeafTokens = 32;
 inline constexpr int kMaxPartsPerWorker = 8;
-// ... leaves=both: what a leaf warp inside a wgmma block streams, B/ns (one-row leaves, perf-notes v37).
-inline constexpr double kInsideLeafWarpBytesPerNs = 2.9;
 // wide_tile: the 192-token tile where every wgmma item has at least this many tokens.
 inline constexpr long long kWideTileLongTokens = 4096;
 // gemm_chunks: the most scores (KV heads x rows x tokens) of one cuBLAS chunk: 256 MiB of fp32
@@ -108,8 +106,7 @@ Ruled<bool> one_narrow_launch(LaunchRecipe wide_recipe, const BlockCensus& narro
 // kTokenProductRows rows to run so).
 struct LeafLayout {
   bool beside = false;
-  bool inside = false;             // leaves=inside: the leaves in the wgmma blocks' leaf warps; with beside (leaves=both) a share
-  double inside_share = 0;         // both: the share of the leaf items the wgmma blocks' leaf warps take
+  bool inside = false;             // leaves=inside: the leaves in the wgmma blocks' leaf warps
   int leaf_sms = 0;                // beside: the leaves' SMs
   long long wide_target_blocks = 0;  // beside: row blocks x parts
   int wide_workers = 0;            // beside: persistent wgmma blocks

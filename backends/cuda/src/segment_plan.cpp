@@ -121,12 +121,10 @@ class SegmentPlan final : public CudaPlan {
     l.wide.items = wide_.data();
     l.wide.num_items = static_cast<int>(wide_.size());
     l.wide.worker_items = wide_worker_items_.size() > 0 ? wide_worker_items_.data() : nullptr;
-    // The first inside_leaf_items narrow items run in the wgmma blocks' leaf warps, the rest in the narrow launch.
-    const int inside = decisions_.launches.inside_leaf_items;
-    l.wide.leaf_items = narrow_.data();
-    l.wide.num_leaf_items = inside;
-    l.narrow.items = narrow_.data() + inside;
-    l.narrow.num_items -= inside;
+    if (decisions_.recipe == LaunchRecipe::leaves_inside) {
+      l.wide.leaf_items = narrow_.data();
+      l.wide.num_leaf_items = static_cast<int>(narrow_.size());
+    }
     return l;
   }
 
