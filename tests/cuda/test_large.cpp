@@ -49,6 +49,7 @@ std::vector<int> ragged_suffixes(int batch) {
 
 const std::vector<LargeCase>& large_cases() {
   static const std::vector<LargeCase> cases = {
+      // Few leaves beside a long prefix: cuda-hydragen runs them in the wgmma blocks' leaf warps (rule leaf_layout inside).
       {"paper_B1024_P16384_S64_mqa_hq8_d128", 1, 8, 1, 128, 16384, std::vector<int>(1024, 64), 16384},
       {"mha_B64_P8192_S64_h32_d128", 1, 32, 32, 128, 8192, std::vector<int>(64, 64), 8192},
       // 512 x 32 one-tile leaves: enough that cuda-hydragen runs them on persistent warps (and with

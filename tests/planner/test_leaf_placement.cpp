@@ -5,6 +5,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "hydragen/attention.hpp"
@@ -47,7 +48,7 @@ Placed placement_at(const Point& p, const std::string& leaves, const TreeSpec& l
   const BuildChoices after{kWgmmaRows, narrow_split(c, resident_blocks(ItemKernel::token_warps, device), device).choice,
                            wide_target_blocks(ItemKernel::wgmma, &c, shape, device_and_rates(device).choice, device).choice, 0, 0};
   placed.layout =
-      leaf_layout(leaves, "auto", "auto", ItemKernel::wgmma, shape, c, item_lengths(c, after), device_and_rates(device).choice, device).choice;
+      leaf_layout(leaves, "auto", "auto", true, ItemKernel::wgmma, shape, c, item_lengths(c, after), device_and_rates(device).choice, device).choice;
   EXPECT_EQ(placed.layout.beside, placed.plan.decisions.leaf_sms > 0) << "the rule again decides as the plan did";
   return placed;
 }
@@ -110,7 +111,6 @@ TEST(LeafPlacement, KeepsTheLeavesAfterWhereBesideLost) {
   // layouts (MHA: 1.03x to 1.6x), or the leaves are the time either way and stream slower on some
   // SMs than on all (1.01x to 1.04x).
   for (const Point& p : {Point{256, 8192, 64, 32, 8, 128, "GQA 4: 67 MB of leaves, a long prefix"},
-                         Point{1024, 16384, 64, 8, 1, 128, "34 MB of leaves beside a long prefix"},
                          Point{1024, 4096, 64, 8, 1, 128, "34 MB of leaves"},
                          Point{1024, 1024, 64, 5, 5, 128, "Fig. 3b's shard at P = 1024: the leaves are the time either way"},
                          Point{128, 1024, 64, 8, 1, 128, "a small problem"},
@@ -123,6 +123,26 @@ TEST(LeafPlacement, KeepsTheLeavesAfterWhereBesideLost) {
     EXPECT_FALSE(l.layout.beside);
     EXPECT_GT(l.layout.beside_ns, h100_margin() * l.layout.after_ns);
     EXPECT_EQ(l.plan.decisions.leaf_sms, 0);
+  }
+}
+
+TEST(LeafPlacement, RunsFewLeavesInsideTheWgmmaBlocksBesideALongPrefix) {
+  // Inside against the layout before it, on the H100 (perf-notes v37): faster where a leaf warp has
+  // under a fifth of an SM's wgmma tiles in leaf tiles, slower from two thirds up or over short parts.
+  const std::vector<std::pair<Point, bool>> expected = {
+      {Point{1024, 16384, 64, 8, 1, 128, "34 MB of leaves beside a long prefix: 0.958x"}, true},
+      {Point{256, 16384, 64, 8, 1, 128, "0.819x"}, true},
+      {Point{4096, 16384, 64, 8, 1, 128, "134 MB beside a longer one: 0.986x"}, true},
+      {Point{64, 16384, 64, 8, 1, 128, "a wave's parts of 496 tokens: 1.148x"}, false},
+      {Point{2048, 8192, 128, 8, 1, 128, "1.016x"}, false},
+      {Point{4096, 4096, 64, 8, 1, 128, "1.083x"}, false},
+      {Point{256, 8192, 64, 32, 8, 128, "GQA 4: 1.012x"}, false},
+      {Point{1024, 16256, 64, 5, 5, 128, "the decoder's one-row leaves: 1.249x"}, false}};
+  for (const auto& [p, inside] : expected) {
+    const Placed l = placement_at(p, "auto");
+    SCOPED_TRACE(describe(p, l.layout));
+    EXPECT_EQ(l.layout.inside, inside);
+    EXPECT_EQ(l.plan.decisions.recipe == LaunchRecipe::leaves_inside, inside);
   }
 }
 

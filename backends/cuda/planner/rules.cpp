@@ -200,6 +200,7 @@ Ruled<bool> one_narrow_launch(LaunchRecipe wide_recipe, const BlockCensus& narro
 }
 
 Ruled<LeafLayout> leaf_layout(const std::string& option, const std::string& wide_parts, const std::string& narrow_option,
+                              bool inside_allowed,
                               ItemKernel wide_kernel, const AttentionShape& shape, const BlockCensus& census,
                               const ItemLengths& after, const std::optional<DeviceRates>& rates, const DeviceLimits& device) {
   LeafLayout best;
@@ -207,12 +208,32 @@ Ruled<LeafLayout> leaf_layout(const std::string& option, const std::string& wide
   const long long leaf_tokens = total_tokens(after.narrow);
   in("leaves_option", option)("wide_parts", wide_parts)("leaf_rows", shape.q_len * (shape.q_heads / shape.kv_heads))("row_blocks", census.wide_block_tokens.size())("leaf_items", after.narrow.size())(
       "leaf_tokens", leaf_tokens)("sms", device.sms);
+  int most = 0;  // rows of the largest narrow block
+  for (const RowBlock& b : census.blocks) {
+    if (b.narrow()) most = std::max(most, b.count);
+  }
+  // The leaves' 16-token tiles per leaf warp of a wave of wgmma blocks, against the wgmma launch's
+  // 128-token tiles per SM: inside pays where the first is a small share of the second.
+  double leaf_tiles = 0;
+  for (long long tokens : after.narrow) leaf_tiles += static_cast<double>((tokens + 15) / 16);
+  const double wide_tiles = static_cast<double>(census.wide_tokens) / kWgmmaTileTokens[0] / device.sms;
+  const double inside_tile_share = wide_tiles > 0 ? leaf_tiles / (device.sms * kWgmmaLeafWarps) / wide_tiles : 0;
+  const long long wave_part = census.wide_block_tokens.empty() ? 0 : wide_cut(census, device.sms).longest;
+  if (option == "inside" || option == "auto") {
+    in("most_leaf_rows", most)("inside_tile_share", number_text(inside_tile_share))("wave_longest_part", wave_part);
+  }
+  const bool inside_fits = wide_kernel == ItemKernel::wgmma && census.narrow_blocks > 0 && !census.wide_block_tokens.empty() &&
+                           most <= kTokenProductRows && narrow_option == "auto";
+  if (option == "auto" && wide_parts == "auto" && inside_allowed && inside_fits && wave_part > kHalfWaveLeafPartTokens &&
+      inside_tile_share <= kInsideLeafTileShare) {
+    LeafLayout inside;
+    inside.inside = true;
+    return ruled(inside, "leaf_layout", "inside", in,
+                 "the leaves' tiles per leaf warp at most " + number_text(kInsideLeafTileShare) +
+                     " of the wgmma tiles per SM, a wave's parts longer than " + std::to_string(kHalfWaveLeafPartTokens) +
+                     " tokens: three warps of every wgmma block stream them (0.82x-0.99x, perf-notes v37)");
+  }
   if (option == "inside") {
-    int most = 0;  // rows of the largest narrow block
-    for (const RowBlock& b : census.blocks) {
-      if (b.narrow()) most = std::max(most, b.count);
-    }
-    in("most_leaf_rows", most);
     if (narrow_option != "auto") {
       throw std::invalid_argument("cuda-hydragen: leaves=inside runs the leaves in the wgmma blocks' warps; narrow_kernel=" +
                                   narrow_option + " asks for another kernel");

@@ -53,6 +53,11 @@ inline constexpr double kBesideMaxLeafTokens = 512;
 // the model misses the per-item cost (docs/planner-rules.md: leaf_layout, measured 2026-11-26).
 inline constexpr double kBesideMinOneRowLeafTokens = 32;
 inline constexpr int kMaxPartsPerWorker = 8;
+// ... inside (leaves=auto): where the leaves' 16-token tiles per leaf warp of a wave of wgmma blocks are
+// at most this share of the wgmma launch's 128-token tiles per SM (measured wins at 0.16-0.17, losses
+// from 0.66: perf-notes v37), and a wave's parts longer than kHalfWaveLeafPartTokens (at 248 and 496
+// tokens inside ran 1.15x-1.17x).
+inline constexpr double kInsideLeafTileShare = 0.25;
 // wide_tile: the 192-token tile where every wgmma item has at least this many tokens.
 inline constexpr long long kWideTileLongTokens = 4096;
 // gemm_chunks: the most scores (KV heads x rows x tokens) of one cuBLAS chunk: 256 MiB of fp32
@@ -101,7 +106,9 @@ Ruled<bool> one_narrow_launch(LaunchRecipe wide_recipe, const BlockCensus& narro
 // Where the leaves run beside a wgmma launch of the shared segments: after it (on the SMs it leaves,
 // then every SM it frees), or beside it (the row blocks cut into parts on fewer persistent wgmma
 // blocks, the leaves a warp each on SMs of their own from the start), by the cost model's predicted
-// times; `option` auto, after or beside (forced where a beside layout exists), or inside (the wgmma
+// times, or inside where the leaves are few against the wgmma tiles (kInsideLeafTileShare, leaves of
+// at most kTokenProductRows rows, and `inside_allowed`: no option asks for the 192-token tile or the rows
+// product); `option` auto, after or beside (forced where a beside layout exists), or inside (the wgmma
 // blocks' leaf warps, kWgmmaLeafWarps; after where the launch has no wgmma blocks and leaves of at most
 // kTokenProductRows rows to run so).
 struct LeafLayout {
@@ -116,6 +123,7 @@ struct LeafLayout {
 // or parts the user fixed, keep them after, or are an error with leaves=beside, which sizes the parts
 // itself). `shared_kv_tokens`: the wide blocks' distinct (segment, KV head) tokens, read once from DRAM.
 Ruled<LeafLayout> leaf_layout(const std::string& option, const std::string& wide_parts, const std::string& narrow_option,
+                              bool inside_allowed,
                               ItemKernel wide, const AttentionShape& shape, const BlockCensus& census,
                               const ItemLengths& after, const std::optional<DeviceRates>& rates, const DeviceLimits& device);
 
