@@ -111,18 +111,18 @@ void plan_cut(const AttentionShape& shape, const std::vector<Group>& groups, Cut
       log(leaf_layout(options.at("leaves"), parts, options.at("narrow_kernel"),
                       options.at("wide_tile") != "192" && options.at("narrow_product") != "rows", d.wide_kernel, shape,
                       chosen.census, after, d.rates, d.device));
-  if (layout.inside) {
-    // The leaves share every wgmma block's SM: a wave of blocks, whatever leaves after would have asked.
-    d.leaves_inside = true;
-    if (parts == "auto") d.build.wide_target_blocks = log(wide_target_blocks(d.wide_kernel, nullptr, shape, d.rates, d.device));
-    d.log.push_back(split);
-  } else if (layout.beside) {
+  if (layout.beside) {
     // The wgmma launch on fewer persistent blocks: the narrow split for the leaves' SMs.
     d.build.wide_target_blocks = layout.wide_target_blocks;
     d.build.wide_workers = layout.wide_workers;
     d.leaf_sms = layout.leaf_sms;
     d.build.narrow_parts = log(narrow_split(chosen.census, (d.device.sms - layout.wide_workers) * kMmaBlocksPerSm, d.device));
   } else {
+    if (layout.inside) {
+      // The leaves share every wgmma block's SM: a wave of blocks, whatever leaves after would have asked.
+      d.leaves_inside = true;
+      if (parts == "auto") d.build.wide_target_blocks = log(wide_target_blocks(d.wide_kernel, nullptr, shape, d.rates, d.device));
+    }
     d.log.push_back(split);
   }
   p.schedule = build(shape, groups, chosen.census, d.build);
