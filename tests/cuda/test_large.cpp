@@ -52,6 +52,9 @@ const std::vector<LargeCase>& large_cases() {
       // Few leaves beside a long prefix: cuda-hydragen runs them in the wgmma blocks' leaf warps (rule leaf_layout inside).
       {"paper_B1024_P16384_S64_mqa_hq8_d128", 1, 8, 1, 128, 16384, std::vector<int>(1024, 64), 16384},
       {"mha_B64_P8192_S64_h32_d128", 1, 32, 32, 128, 8192, std::vector<int>(64, 64), 8192},
+      // A prefix alone at B = 1024: each 128-row block's two parts run as a cluster of two wgmma blocks that
+      // combine their rows on chip (rule part_merge), with no merge kernel.
+      {"pairs_B1024_P4096_S0_mqa_hq8_d128", 1, 8, 1, 128, 4096, std::vector<int>(1024, 0), 4096},
       // 512 x 32 one-tile leaves: enough that cuda-hydragen runs them on persistent warps (and with
       // narrow_kernel=token_warps on persistent blocks).
       {"mha_B512_P1024_S64_h32_d64", 1, 32, 32, 64, 1024, std::vector<int>(512, 64), 1024},

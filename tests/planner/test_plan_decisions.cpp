@@ -110,5 +110,64 @@ TEST(PlanDecisions, LeavesInsideRunInTheWgmmaBlocksOrSayWhyNot) {
                std::invalid_argument);
 }
 
+TEST(PartMerge, PairsOfWgmmaBlocksShareTheirRowsWhereTheyAreTheirQueriesOnlyRows) {
+  const AttentionShape shape = make_shape(1024, 1, 8, 1, 128, DType::bf16);
+  const Planned p = plan_hydragen(shape, SharingTree::prefix_suffix(16384, std::vector<int>(1024, 0)), hydragen(""), kH100);
+  EXPECT_EQ(p.decisions.build.wide_cluster, 2) << explain(p.decisions.log);
+  const Schedule& s = p.schedule;
+  ASSERT_EQ(s.wide_items.size(), 128u);
+  EXPECT_EQ(s.num_rows(), 1024 * 8) << "a row per query: the pair's parts share it";
+  for (std::size_t i = 0; i < s.wide_items.size(); i += 2) {
+    const WorkItem &a = s.wide_items[i], &b = s.wide_items[i + 1];
+    EXPECT_EQ(a.first_row, b.first_row);
+    EXPECT_EQ(a.num_rows, b.num_rows);
+    EXPECT_EQ(a.token_end, b.token_begin) << "a cluster's blocks are one row block's parts, in order";
+    EXPECT_EQ(b.token_end - a.token_begin, 16384);
+  }
+  EXPECT_FALSE(p.decisions.launches.run_merge) << "the pairs write O and LSE: no merge kernel";
+  EXPECT_EQ(p.decisions.recipe, LaunchRecipe::one_launch);
+}
+
+TEST(PartMerge, AutoKeepsTheMergeKernelWhereClustersWouldNotAllFitOrTheQueriesHaveOtherRows) {
+  const AttentionShape shape = make_shape(1024, 1, 8, 1, 128, DType::bf16);
+  const Planned leaves = plan_hydragen(shape, SharingTree::prefix_suffix(16384, std::vector<int>(1024, 64)), hydragen(""), kH100);
+  EXPECT_EQ(leaves.decisions.build.wide_cluster, 1);
+  EXPECT_NE(explain(leaves.decisions.log).find("part_merge: kernel -- other rows of the queries"), std::string::npos)
+      << explain(leaves.decisions.log);
+  // Forced, the leaves' queries keep two rows: the pair's and the leaf's, for the merge kernel.
+  const Planned forced = plan_hydragen(shape, SharingTree::prefix_suffix(16384, std::vector<int>(1024, 64)),
+                                       hydragen("part_merge=cluster"), kH100);
+  EXPECT_EQ(forced.decisions.build.wide_cluster, 2);
+  EXPECT_EQ(forced.schedule.max_partials(), 2);
+  EXPECT_TRUE(forced.decisions.launches.run_merge);
+
+  // B = 512: four parts a row block; clusters of 4 fit 120 blocks of the 132 at once.
+  const AttentionShape half = make_shape(512, 1, 8, 1, 128, DType::bf16);
+  const SharingTree tree = SharingTree::prefix_suffix(16384, std::vector<int>(512, 0));
+  const Planned four = plan_hydragen(half, tree, hydragen(""), kH100);
+  EXPECT_EQ(four.decisions.build.wide_cluster, 1);
+  EXPECT_NE(explain(four.decisions.log).find("part_merge: kernel -- 4 parts"), std::string::npos) << explain(four.decisions.log);
+  EXPECT_EQ(plan_hydragen(half, tree, hydragen("part_merge=cluster"), kH100).decisions.build.wide_cluster, 4);
+  EXPECT_EQ(plan_hydragen(shape, SharingTree::prefix_suffix(16384, std::vector<int>(1024, 0)), hydragen("part_merge=kernel"), kH100)
+                .decisions.build.wide_cluster,
+            1);
+}
+
+TEST(PartMerge, ClusterFallsBackToTheMergeKernelAndSaysWhy) {
+  const AttentionShape shape = make_shape(1024, 1, 8, 1, 128, DType::bf16);
+  const SharingTree prefix = SharingTree::prefix_suffix(16384, std::vector<int>(1024, 0));
+  const Planned a100 = plan_hydragen(shape, prefix, hydragen("part_merge=cluster"), kA100);
+  EXPECT_EQ(a100.decisions.build.wide_cluster, 1);
+  EXPECT_NE(explain(a100.decisions.log).find("part_merge: kernel -- part_merge=cluster, but no wgmma items"), std::string::npos);
+  const Planned whole = plan_hydragen(make_shape(2048, 1, 8, 1, 128, DType::bf16), SharingTree::prefix_suffix(16384, std::vector<int>(2048, 0)),
+                                      hydragen("part_merge=cluster"), kH100);
+  EXPECT_EQ(whole.decisions.build.wide_cluster, 1);
+  EXPECT_NE(explain(whole.decisions.log).find("part_merge=cluster, but the wide blocks are not split"), std::string::npos)
+      << explain(whole.decisions.log);
+  const Planned beside = plan_hydragen(shape, SharingTree::prefix_suffix(16256, std::vector<int>(1024, 64)),
+                                       hydragen("form=wide:leaves=beside:part_merge=cluster"), kH100);
+  EXPECT_EQ(beside.decisions.build.wide_cluster, 1) << explain(beside.decisions.log);
+}
+
 }  // namespace
 }  // namespace hydragen::cuda

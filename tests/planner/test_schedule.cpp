@@ -68,6 +68,7 @@ struct Cuts {
   long long wide_target_blocks = 1188;
   int wide_workers = 0;
   std::string inline_option = "auto";
+  int wide_cluster = 1;  // > 1: each wide block's parts share its rows (rule part_merge)
 };
 
 Cuts cuts_of(int narrow_slots, int max_rows, long long wide_target_blocks, int sms = 132) {
@@ -86,7 +87,7 @@ Cuts segments_apart(Cuts c) {
 Cuts cuts_of(const Planned& p, const std::string& inline_option = "auto") {
   const PlanDecisions& d = p.decisions;
   return {d.device.sms, resident_blocks(ItemKernel::token_warps, d.device), d.build.max_rows, d.build.wide_target_blocks,
-          d.build.wide_workers, inline_option};
+          d.build.wide_workers, inline_option, d.build.wide_cluster};
 }
 
 DeviceLimits device_of(const Cuts& c) { return {c.sms, false, false, "test device"}; }
@@ -111,7 +112,7 @@ Schedule make_schedule(Kind kind, const AttentionShape& shape, const SharingTree
   const BlockCensus blocks = census(shape, groups, c.max_rows);
   const long long parts = narrow_split(blocks, c.narrow_slots, device_of(c)).choice;
   const long long chunks = kind == Kind::gemm ? chunk_scores : 0;
-  return build(shape, groups, blocks, BuildChoices{c.max_rows, parts, c.wide_target_blocks, c.wide_workers, chunks});
+  return build(shape, groups, blocks, BuildChoices{c.max_rows, parts, c.wide_target_blocks, c.wide_workers, chunks, c.wide_cluster});
 }
 
 // The decision of `rule` in a plan's log (a failure where it did not fire).
@@ -216,6 +217,11 @@ struct Run {
     for (std::size_t i = 0; i < items.size(); ++i, ++item_number) {
       const WorkItem& it = items[i];
       const std::string name = item_text(wide, i, it);
+      // A cluster's parts after its first compute the first's rows over their own tokens.
+      const bool shares_rows = wide && cuts.wide_cluster > 1 && i % cuts.wide_cluster != 0;
+      if (shares_rows && (it.first_row != items[i - 1].first_row || it.num_rows != items[i - 1].num_rows)) {
+        return fail() << name << ": a part of a cluster of " << cuts.wide_cluster << " without its first part's rows";
+      }
       if (it.kv_head < 0 || it.kv_head >= shape.kv_heads) return fail() << name << ": KV head out of range";
       if (!wide && (it.num_rows < 1 || it.num_rows > kNarrowRows)) return fail() << name << ": a narrow item needs 1..16 rows";
       if (wide && (it.num_rows <= kNarrowRows || it.num_rows > cuts.max_rows)) {
@@ -258,8 +264,8 @@ struct Run {
       }
 
       for (int r = it.first_row; r < it.first_row + it.num_rows; ++r) {
-        if (row_owner[r] != -1) return fail() << name << ": row " << r << " also belongs to item " << row_owner[r];
-        row_owner[r] = item_number;
+        if (row_owner[r] != -1 && !shares_rows) return fail() << name << ": row " << r << " also belongs to item " << row_owner[r];
+        if (!shares_rows) row_owner[r] = item_number;
         const int q = s.row_query[r];
         if (q < 0 || q >= queries) return fail() << name << ": row " << r << " has row_query " << q << " outside [0, " << queries << ")";
         const int h = q % shape.q_heads;
@@ -1064,6 +1070,18 @@ TEST(BothSchedules, CoverTheLargeProblemsOfTheGpuTests) {
   check_all_options(make_shape(1024, 1, 8, 1, 128, DType::bf16), SharingTree::prefix_suffix(16384, std::vector<int>(1024, 64)), plan_chunk);
   check_all_options(make_shape(64, 1, 32, 32, 128, DType::bf16), SharingTree::prefix_suffix(8192, std::vector<int>(64, 64)), plan_chunk);
   check_all_options(make_shape(256, 4, 8, 2, 64, DType::bf16), SharingTree::prefix_suffix(4096, ragged), plan_chunk);
+}
+
+TEST(SegmentSchedule, ClustersOfPartsShareTheirRowsAndStillAttendEachTokenOnce) {
+  for (const char* asked : {"", "part_merge=cluster", "wide_parts=4:part_merge=cluster", "wide_parts=8:part_merge=cluster"}) {
+    for (int suffix : {0, 64}) {
+      const AttentionShape shape = make_shape(1024, 1, 8, 1, 128, DType::bf16);
+      const SharingTree tree = SharingTree::prefix_suffix(4096, std::vector<int>(1024, suffix));
+      const Planned p = plan_hydragen(shape, tree, hydragen(asked), kH100);
+      EXPECT_EQ(p.decisions.build.wide_cluster > 1, std::string(asked) != "" || suffix == 0) << asked << " S = " << suffix;
+      EXPECT_TRUE(check_schedule(Kind::segment, shape, tree, cuts_of(p), p.schedule)) << asked << " S = " << suffix;
+    }
+  }
 }
 
 TEST(SegmentSchedule, StacksRowsSequenceBySequenceQueryByQueryHeadByHeadInABlock) {

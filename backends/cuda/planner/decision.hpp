@@ -39,6 +39,8 @@ struct BuildChoices {
   long long wide_target_blocks = 0;  // the wide launch's blocks: each wide block its share by tokens
   int wide_workers = 0;             // > 0: persistent wgmma blocks the wide items are dealt to; 0: a block per item
   long long max_chunk_scores = 0;   // cuda-hydragen-cublas: the most scores of one GEMM chunk; 0: no GEMM chunks
+  int wide_cluster = 1;             // > 1: every wide block's parts (that many) share its rows and run as one cluster
+                                    // of wgmma blocks, which combines them (rule part_merge); 1: rows per part
 };
 
 // How the launches of a built schedule run.

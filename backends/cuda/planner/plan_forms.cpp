@@ -57,6 +57,12 @@ std::vector<PlanOption> hydragen_options() {
            "shared segments' parts on fewer persistent wgmma blocks and the leaves, a warp each, on the other SMs from "
            "the start; inside, the leaves in three warps of every wgmma block (leaves of at most 8 rows; 128-token "
            "tiles), the merge after; auto: beside where rule leaf_layout's cost model predicts it faster"},
+          {"part_merge",
+           {"auto", "kernel", "cluster"},
+           "where a wgmma launch's split row blocks combine their parts: kernel, each part writes fp32 rows that the "
+           "merge kernel (or a folding leaf) combines; cluster, a block's parts run as one thread-block cluster that "
+           "combines them through distributed shared memory (every wide block cut into the same 2, 4 or 8 parts, a "
+           "block per item; elsewhere kernel, and --explain says why); auto: rule part_merge"},
           {"leaf_launch",
            {"auto", "chained", "stream"},
            "how leaves beside or after a wgmma launch that they do not fold are launched: chained, as its dependent "
@@ -72,6 +78,7 @@ std::vector<PlanOptions> hydragen_variants() {
           PlanOptions::parse("form=wide:wide_parts=2"), PlanOptions::parse("narrow_workers=resident"),
           PlanOptions::parse("narrow_kernel=item_warps:narrow_product=tokens"), PlanOptions::parse("narrow_product=rows"),
           PlanOptions::parse("form=wide:leaves=beside:narrow_product=tokens"), PlanOptions::parse("form=wide:leaves=inside"),
+          PlanOptions::parse("form=wide:wide_parts=2:part_merge=cluster"), PlanOptions::parse("form=wide:leaves=inside:part_merge=cluster"),
           PlanOptions::parse("inline=never")};
 }
 

@@ -125,6 +125,7 @@ void plan_cut(const AttentionShape& shape, const std::vector<Group>& groups, Cut
     }
     d.log.push_back(split);
   }
+  d.build.wide_cluster = log(part_merge(options.at("part_merge"), d.wide_kernel, chosen.census, d.build, d.device));
   p.schedule = build(shape, groups, chosen.census, d.build);
   decide_launches(shape, p.schedule,
                   LaunchOptions{options.at("narrow_kernel"), options.at("narrow_workers"), options.at("wide_tile"),

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -517,6 +518,49 @@ Ruled<int> wide_tile(const std::string& option, ItemKernel wide, const std::vect
   }
   return ruled(small, "wide_tile", std::to_string(small), in,
                "an item under " + std::to_string(kWideTileLongTokens) + " tokens: longer tiles lengthen a short item's chain and its last tile's waste");
+}
+
+Ruled<int> part_merge(const std::string& option, ItemKernel wide, const BlockCensus& census, const BuildChoices& build,
+                      const DeviceLimits& device) {
+  std::set<long long> splits;
+  std::set<const Group*> groups;
+  for (const RowBlock& b : census.blocks) {
+    if (!b.narrow()) groups.insert(b.group);
+  }
+  for (long long tokens : census.wide_block_tokens) splits.insert(wide_split_count(tokens, build.wide_target_blocks, census.wide_tokens));
+  const long long parts = splits.size() == 1 ? *splits.begin() : 0;
+  const long long blocks = parts * static_cast<long long>(census.wide_block_tokens.size());
+  const int pair_blocks = device.sms - device.sms % 2;
+  Inputs in;
+  in("part_merge_option", option)("kernel", kernel_name(wide))("wide_blocks", census.wide_block_tokens.size())(
+      "parts", splits.size() == 1 ? std::to_string(parts) : "mixed")("persistent", yes_no(build.wide_workers > 0))(
+      "wide_groups", groups.size())("narrow_blocks", census.narrow_blocks)("sms", device.sms);
+  auto kernel = [&](const std::string& why) {
+    return ruled(1, "part_merge", "kernel", in, option == "cluster" ? "part_merge=cluster, but " + why : why);
+  };
+  if (wide != ItemKernel::wgmma || census.wide_block_tokens.empty()) return kernel("no wgmma items");
+  if (option == "kernel") return kernel("part_merge=kernel");
+  if (parts < 2) return kernel(splits.size() == 1 ? "the wide blocks are not split" : "the wide blocks are cut into different numbers of parts");
+  if (std::find(std::begin(kClusterParts), std::end(kClusterParts), parts) == std::end(kClusterParts)) {
+    return kernel(std::to_string(parts) + " parts: a cluster is 2, 4 or 8 blocks");
+  }
+  if (build.wide_workers > 0) return kernel("persistent wgmma blocks run several row blocks' parts");
+  if (option == "cluster") {
+    return ruled(static_cast<int>(parts), "part_merge", "cluster of " + std::to_string(parts), in, "part_merge=cluster");
+  }
+  // Auto: where the combine replaces the merge kernel, and every cluster is placed in the first wave.
+  if (parts != 2) {
+    return kernel(std::to_string(parts) + " parts: clusters of 4 and 8 fit 120 blocks of an H100's 132 at once, and each "
+                  "block's combine reads the others' rows in turn (perf-notes v38)");
+  }
+  if (blocks > pair_blocks) return kernel("more blocks than a wave of pairs: " + std::to_string(blocks));
+  if (census.narrow_blocks > 0 || groups.size() > 1) {
+    return kernel("other rows of the queries (leaves, other segments) still go to the merge kernel: the combine saves "
+                  "little ((1024, 16384, 64) 1.008x, perf-notes v38)");
+  }
+  return ruled(2, "part_merge", "cluster of 2", in,
+               "a wave of block pairs whose rows are their queries' only ones: the pair combines them on chip and no merge "
+               "kernel runs (0.91x-0.97x, perf-notes v38)");
 }
 
 Ruled<int> merge_warps(const Schedule& s) {

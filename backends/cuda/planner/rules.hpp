@@ -127,6 +127,14 @@ Ruled<LeafLayout> leaf_layout(const std::string& option, const std::string& wide
                               ItemKernel wide, const AttentionShape& shape, const BlockCensus& census,
                               const ItemLengths& after, const std::optional<DeviceRates>& rates, const DeviceLimits& device);
 
+// Where a wgmma launch's split row blocks combine their parts: 1, each part writes its rows and the merge
+// kernel (or a folding leaf) combines them; n > 1, a block's n parts run as one thread-block cluster that
+// shares its rows and combines them on chip (combine_cluster_rows). Only where every wide block is cut into
+// the same n parts, n of kClusterParts, a block per item. `option`: part_merge (auto, kernel, cluster);
+// auto takes pairs in one wave (the SMs rounded down to even) where no query has rows elsewhere.
+Ruled<int> part_merge(const std::string& option, ItemKernel wide, const BlockCensus& census, const BuildChoices& build,
+                      const DeviceLimits& device);
+
 // ---- the launches of the built schedule ----
 
 // The kernel of the narrow items: CUDA-core blocks for fp32; a warp per item, an SM's twelve to a

@@ -225,11 +225,11 @@ Schedule build(const AttentionShape& shape, const std::vector<Group>& groups, co
   for (const Group& grp : groups) {
     if (grp.gemm && grp.tokens > 0) add_gemm_chunks(shape, grp, choices.max_chunk_scores, s);
   }
-  auto add_item = [&](const RowBlock& b, long long token_begin, long long token_end) {
+  auto add_item = [&](const RowBlock& b, long long token_begin, long long token_end, bool new_rows) {
     const Group& grp = *b.group;
     WorkItem item;
     item.kv_head = b.kv_head;
-    item.first_row = s.num_rows();
+    item.first_row = new_rows ? s.num_rows() : s.wide_items.back().first_row;
     item.num_rows = b.count;
     item.first_segment = static_cast<int>(s.item_segments.size());
     item.num_segments = static_cast<int>(grp.segments.size());
@@ -237,15 +237,20 @@ Schedule build(const AttentionShape& shape, const std::vector<Group>& groups, co
     item.token_end = checked_int(token_end, "token");
     (b.narrow() ? s.narrow_items : s.wide_items).push_back(item);
     s.item_segments.insert(s.item_segments.end(), grp.segments.begin(), grp.segments.end());
-    add_rows(shape, grp, b.kv_head, b.first, b.count, s);
+    if (new_rows) add_rows(shape, grp, b.kv_head, b.first, b.count, s);
   };
   std::vector<long long> wide_part;  // each wide item's part of its block
   for (const RowBlock& b : census.blocks) {
     const long long tokens = b.group->tokens;
     const long long splits = b.narrow() ? split_count(tokens, choices.narrow_parts)
                                         : wide_split_count(tokens, choices.wide_target_blocks, census.wide_tokens);
+    const bool clustered = !b.narrow() && choices.wide_cluster > 1;
+    if (clustered && (splits != choices.wide_cluster || choices.wide_workers > 0)) {
+      throw std::logic_error("build: clusters of " + std::to_string(choices.wide_cluster) + " parts, a wide block of " +
+                             std::to_string(splits) + (choices.wide_workers > 0 ? " on persistent workers" : ""));
+    }
     for (long long part = 0; part < splits; ++part) {
-      add_item(b, tokens * part / splits, tokens * (part + 1) / splits);
+      add_item(b, tokens * part / splits, tokens * (part + 1) / splits, !clustered || part == 0);  // a cluster's parts share rows
       if (!b.narrow()) wide_part.push_back(part);
     }
   }

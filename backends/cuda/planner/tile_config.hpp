@@ -102,6 +102,8 @@ inline constexpr int kWgmmaStages = 2;
 // product), each with its own two stages, so that the leaves' bytes stream on the SMs whose tensor
 // cores the consumers keep busy (kernel-notes: leaf-warps-inside).
 inline constexpr int kWgmmaLeafWarps = 3;
+// The wgmma launch's cluster sizes (rule part_merge): a row block's parts, within the portable limit of 8.
+inline constexpr int kClusterParts[] = {2, 4, 8};
 
 template <int D, int KT, bool LEAVES = false>
 struct WgmmaTile {

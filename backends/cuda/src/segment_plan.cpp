@@ -134,7 +134,8 @@ class SegmentPlan final : public CudaPlan {
   }
   void launch_wide(const Launches& l) const {
     launch_segment_attention(l.wide, decisions_.launches.wide_workers, decisions_.wide_kernel, shape_.dtype, shape_.head_dim,
-                             l.stream, false, decisions_.launches.wide_tile_tokens);
+                             l.stream, false, decisions_.launches.wide_tile_tokens, NarrowProduct::rows,
+                             decisions_.build.wide_cluster);
   }
   void merge(const Launches& l) const {
     if (decisions_.launches.run_merge) {

@@ -9,8 +9,12 @@
 
 namespace hydragen::cuda::detail {
 
-void launch_wgmma(const SegmentAttentionParams& params, int blocks, int tile_tokens, DType dtype, int head_dim,
-                  cudaStream_t stream) {
+void launch_wgmma(const SegmentAttentionParams& params, int blocks, int tile_tokens, int cluster, DType dtype,
+                  int head_dim, cudaStream_t stream) {
+  if (cluster > 1 && (blocks != params.num_items || blocks % cluster != 0 || params.worker_items != nullptr)) {
+    throw std::logic_error("segment attention: clusters of " + std::to_string(cluster) + " wgmma blocks need a block per item, " +
+                           std::to_string(blocks) + " blocks for " + std::to_string(params.num_items) + " items");
+  }
   dispatch_16bit(dtype, head_dim, "segment attention: the wgmma kernel takes 16-bit storage", [&](auto element, auto dim) {
     using T = decltype(element);
     constexpr int D = decltype(dim)::value;
@@ -18,8 +22,16 @@ void launch_wgmma(const SegmentAttentionParams& params, int blocks, int tile_tok
       constexpr int KT = decltype(tokens)::value;
       constexpr bool LEAVES = decltype(leaves)::value;
       constexpr int smem = wgmma_launch_bytes<D, KT, LEAVES>();
-      allow_smem<segment_attention_wgmma<T, D, KT, LEAVES>>(smem);
-      segment_attention_wgmma<T, D, KT, LEAVES><<<blocks, WgmmaTile<D, KT>::kThreads, smem, stream>>>(params);
+      auto run = [&](auto clustered) {
+        constexpr auto kernel = segment_attention_wgmma<T, D, KT, LEAVES, decltype(clustered)::value>;
+        allow_smem<kernel>(smem);
+        launch_kernel(kernel, dim3(blocks), dim3(WgmmaTile<D, KT>::kThreads), smem, stream, false, params, cluster);
+      };
+      if (cluster > 1) {
+        run(std::true_type{});
+      } else {
+        run(std::false_type{});
+      }
       check_launch("segment_attention_wgmma");
     };
     static_assert(std::size(kWgmmaTileTokens) == 2, "one case per tile");

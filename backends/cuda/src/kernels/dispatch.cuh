@@ -68,20 +68,28 @@ void allow_smem(int bytes) {
 }
 
 // kernel<<<grid, block, smem, stream>>>(params); `dependent`: as a programmatic dependent launch,
-// which may start while the stream's previous kernel ends (dependent_launch.cuh).
+// which may start while the stream's previous kernel ends (dependent_launch.cuh); `cluster` > 1: in
+// thread-block clusters of that many consecutive blocks (grid.x a multiple of it).
 template <typename Params>
 void launch_kernel(void (*kernel)(Params), dim3 grid, dim3 block, int smem, cudaStream_t stream, bool dependent,
-                   const Params& params) {
-  cudaLaunchAttribute attribute{};
-  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attribute.val.programmaticStreamSerializationAllowed = 1;
+                   const Params& params, int cluster = 1) {
+  cudaLaunchAttribute attributes[2]{};
+  int count = 0;
+  if (dependent) {
+    attributes[count].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attributes[count++].val.programmaticStreamSerializationAllowed = 1;
+  }
+  if (cluster > 1) {
+    attributes[count].id = cudaLaunchAttributeClusterDimension;
+    attributes[count++].val.clusterDim = {static_cast<unsigned>(cluster), 1, 1};
+  }
   cudaLaunchConfig_t config{};
   config.gridDim = grid;
   config.blockDim = block;
   config.dynamicSmemBytes = static_cast<std::size_t>(smem);
   config.stream = stream;
-  config.attrs = &attribute;
-  config.numAttrs = dependent ? 1 : 0;
+  config.attrs = attributes;
+  config.numAttrs = static_cast<unsigned>(count);
   CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, params));
 }
 

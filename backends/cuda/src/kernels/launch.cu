@@ -32,7 +32,8 @@ bool has_kernels(DType dtype, int head_dim) {
 }
 
 void launch_segment_attention(const SegmentAttentionParams& params, int workers, ItemKernel kernel, DType dtype,
-                              int head_dim, cudaStream_t stream, bool dependent, int tile_tokens, NarrowProduct product) {
+                              int head_dim, cudaStream_t stream, bool dependent, int tile_tokens, NarrowProduct product,
+                              int cluster) {
   if (params.num_items == 0) return;
   if (workers < 1 || workers > params.num_items) {
     throw std::logic_error("segment attention: " + std::to_string(workers) + " workers for " +
@@ -41,6 +42,9 @@ void launch_segment_attention(const SegmentAttentionParams& params, int workers,
   if (dependent && (kernel == ItemKernel::wgmma || dtype == DType::fp32)) {
     throw std::logic_error("segment attention: only the mma.sync kernels launch as dependents");
   }
+  if (cluster > 1 && kernel != ItemKernel::wgmma) {
+    throw std::logic_error("segment attention: only the wgmma kernel runs in clusters");
+  }
   if (product == NarrowProduct::tokens && kernel != ItemKernel::item_warps && kernel != ItemKernel::sm_item_warps) {
     throw std::logic_error("segment attention: the token product is the warp kernels' (item_warps, sm_item_warps)");
   }
@@ -48,7 +52,7 @@ void launch_segment_attention(const SegmentAttentionParams& params, int workers,
     if (kernel != ItemKernel::simt) throw std::logic_error("segment attention: fp32 has only CUDA-core (simt) blocks");
     detail::launch_simt(params, workers, dtype, head_dim, stream);
   } else if (kernel == ItemKernel::wgmma) {
-    detail::launch_wgmma(params, workers, tile_tokens, dtype, head_dim, stream);
+    detail::launch_wgmma(params, workers, tile_tokens, cluster, dtype, head_dim, stream);
   } else {
     detail::launch_mma(params, workers, kernel, product, dtype, head_dim, stream, dependent);
   }

@@ -22,9 +22,11 @@ bool has_kernels(DType dtype, int head_dim);
 // dependent launch after the wide launch whose rows it folds (MergeParams::fold_wide_rows). `tile_tokens`:
 // the wgmma kernel's K/V tile (kWgmmaTileTokens; rule wide_tile), unused by the others. `product`: the
 // warp kernels' product layout (rule narrow_product; tokens needs items of at most kTokenProductRows rows).
+// `cluster` (wgmma only): > 1, a block per item in clusters of that many, a row block's parts (rule part_merge).
 void launch_segment_attention(const SegmentAttentionParams& params, int workers, ItemKernel kernel, DType dtype,
                               int head_dim, cudaStream_t stream, bool dependent = false,
-                              int tile_tokens = kWgmmaTileTokens[0], NarrowProduct product = NarrowProduct::rows);
+                              int tile_tokens = kWgmmaTileTokens[0], NarrowProduct product = NarrowProduct::rows,
+                              int cluster = 1);
 // `warps`: per query, 1 or kMergeWarps (rule merge_warps). `overlap`: the stream's last work is the one segment-attention launch that
 // writes the partials, and the merge starts while that launch ends (dependent_launch.cuh; only where
 // the device has dependent launch).
@@ -39,8 +41,8 @@ namespace detail {
 // One per kernel family, each in its own translation unit (attention_*.cu).
 void launch_mma(const SegmentAttentionParams& params, int workers, ItemKernel kernel, NarrowProduct product, DType dtype,
                 int head_dim, cudaStream_t stream, bool dependent);
-void launch_wgmma(const SegmentAttentionParams& params, int blocks, int tile_tokens, DType dtype, int head_dim,
-                  cudaStream_t stream);
+void launch_wgmma(const SegmentAttentionParams& params, int blocks, int tile_tokens, int cluster, DType dtype,
+                  int head_dim, cudaStream_t stream);
 void launch_simt(const SegmentAttentionParams& params, int blocks, DType dtype, int head_dim, cudaStream_t stream);
 }  // namespace detail
 

@@ -23,6 +23,7 @@
 #include <type_traits>
 
 #include "async_copy.cuh"
+#include "cluster.cuh"
 #include "dependent_launch.cuh"
 #include "hydragen/cuda/element.cuh"
 #include "leaf_length.cuh"
@@ -70,9 +71,10 @@ constexpr int wgmma_launch_bytes() {
 
 // The consumers' named barriers (id 0 is __syncthreads').
 enum class WgmmaBarrier : int {
-  q_ready = 1,  // Q has landed, for both warpgroups
-  turn0 = 2,    // warpgroup 0's turn at the tensor cores
-  turn1 = 3,    // warpgroup 1's
+  q_ready = 1,      // Q has landed, for both warpgroups
+  turn0 = 2,        // warpgroup 0's turn at the tensor cores
+  turn1 = 3,        // warpgroup 1's
+  stages_done = 4,  // both warpgroups' products are done with the stages (combine_cluster_rows)
 };
 
 __device__ __forceinline__ void consumer_sync(WgmmaBarrier b) { named_sync(static_cast<int>(b), kWgmmaConsumerThreads); }
@@ -225,17 +227,18 @@ __device__ __forceinline__ int item_tiles(const WorkItem& item) {
 // rows of O through the warp's own rows of the Q tile, which no product reads again (its warpgroup's
 // last S has landed), then 16-byte stores, a row's D * 2 bytes from D / 8 lanes together
 // (kernel-notes: staged-o-store).
-template <typename T, int D, int KT>
-__device__ __forceinline__ void store_direct_rows(const SegmentAttentionParams& p, const float (&acc)[D / 2],
-                                                  const float (&inv)[2], const float (&lse)[2], const RowOutput& out0,
-                                                  const RowOutput& out1, int wg, WgmmaSharedStorage<D, KT>& smem) {
+// `row_values(r, o)` gives the lane's D / 4 values of its row r (0 or 1), normalized, at FragmentColumns{t}.
+template <typename T, int D, int KT, typename RowValues>
+__device__ __forceinline__ void store_direct_rows(const SegmentAttentionParams& p, RowValues row_values,
+                                                  const float (&lse)[2], const RowOutput& out0, const RowOutput& out1,
+                                                  int wg, WgmmaSharedStorage<D, KT>& smem) {
   constexpr int CHUNKS = D / 8, ROWS_AT_ONCE = 32 / CHUNKS;  // 16-byte chunks of a row; rows per warp store
   const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int first = wg * 64 + threadIdx.x / 32 % 4 * 16;  // the warp's first row in the block
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     float o[D / 4];
-    fragment_row<D>(acc, r, inv[r], o);
+    row_values(r, o);
     const FragmentColumns columns{t};
 #pragma unroll
     for (int v = 0; v < D / 4; v += 2) {
@@ -259,8 +262,73 @@ __device__ __forceinline__ void store_direct_rows(const SegmentAttentionParams& 
   }
 }
 
-// One item of `tiles` tiles, for the consumer warpgroup `wg`: load Q, every tile, store the rows.
+// Whether each of the warp's rows is its query's only partial row (or past the item's rows).
+__device__ __forceinline__ bool all_direct(const RowOutput& out0, const RowOutput& out1) {
+  return __all_sync(0xffffffffu, (out0.row < 0 || out0.direct) && (out1.row < 0 || out1.direct));
+}
+
+// Store step where a row block's parts run as one cluster and share its rows (rule part_merge): each
+// consumer warp leaves its two rows per lane (normalized) and their LSEs in its block's K and V stages,
+// which no product reads any more; then warp w of the 8 in block w * size / 8 of the cluster folds the
+// other blocks' copies of its rows into its own (the core merge, in rank order from its own, both rows'
+// loads from a block's shared memory issued together) and stores them as store_direct_rows or row_output.cuh does. The last barrier keeps every
+// block's shared memory until the others have read it.
 template <typename T, int D, int KT>
+__device__ __forceinline__ void combine_cluster_rows(const SegmentAttentionParams& p, const float (&acc)[D / 2],
+                                                     const float (&inv)[2], float (&lse)[2], const RowOutput& out0,
+                                                     const RowOutput& out1, int wg, WgmmaSharedStorage<D, KT>& smem) {
+  constexpr int N = D / 4, N4 = N / 4;  // a lane's values of a row, and their float4s
+  static_assert(sizeof(smem.k) >= kWgmmaConsumerThreads * 2 * N * sizeof(float), "the rows fit the K stages");
+  static_assert(sizeof(smem.v) >= kWgmmaConsumerThreads * 2 * sizeof(float), "the LSEs fit the V stages");
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;  // warp: 0-7, both consumer warpgroups
+  float rows[2][N];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) fragment_row<D>(acc, r, inv[r], rows[r]);
+  float4* const exchange = reinterpret_cast<float4*>(smem.k);  // [8 warps][2 rows][N4][32 lanes]
+  float* const exchange_lse = reinterpret_cast<float*>(smem.v);  // [8 warps][2 rows][32 lanes]
+  auto at = [&](int r, int j) { return ((warp * 2 + r) * N4 + j) * 32 + lane; };
+  consumer_sync(WgmmaBarrier::stages_done);  // both warpgroups' last products have landed
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+#pragma unroll
+    for (int j = 0; j < N4; ++j) exchange[at(r, j)] = make_float4(rows[r][4 * j], rows[r][4 * j + 1], rows[r][4 * j + 2], rows[r][4 * j + 3]);
+    exchange_lse[(warp * 2 + r) * 32 + lane] = lse[r];
+  }
+  cluster_sync();
+  const unsigned size = cluster_size(), rank = cluster_rank();
+  if (warp * size / 8 == rank) {
+    for (unsigned step = 1; step < size; ++step) {  // the others in rank order from this one: both rows' loads at once
+      const unsigned k = (rank + step) % size;
+      float part[2][N], part_lse[2];
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+#pragma unroll
+        for (int j = 0; j < N4; ++j) {
+          const float4 v = load_cluster_float4(cluster_address(smem_address(&exchange[at(r, j)]), k));
+          part[r][4 * j] = v.x, part[r][4 * j + 1] = v.y, part[r][4 * j + 2] = v.z, part[r][4 * j + 3] = v.w;
+        }
+        part_lse[r] = load_cluster_float(cluster_address(smem_address(&exchange_lse[(warp * 2 + r) * 32 + lane]), k));
+      }
+#pragma unroll
+      for (int r = 0; r < 2; ++r) merge_into(rows[r], lse[r], part[r], part_lse[r], N);
+    }
+    if (all_direct(out0, out1)) {
+      store_direct_rows<T, D, KT>(p, [&](int r, float (&v)[N]) {
+#pragma unroll
+        for (int i = 0; i < N; ++i) v[i] = rows[r][i];
+      }, lse, out0, out1, wg, smem);
+    } else {
+      const FragmentColumns columns{lane % 4};
+      finish_row<T, D>(p, out0, rows[0], lse[0], columns);
+      finish_row<T, D>(p, out1, rows[1], lse[1], columns);
+    }
+  }
+  cluster_sync();
+}
+
+// One item of `tiles` tiles, for the consumer warpgroup `wg`: load Q, every tile, store the rows.
+// CLUSTER: the item is one part of a row block whose parts are this block's cluster (combine_cluster_rows).
+template <typename T, int D, int KT, bool CLUSTER>
 __device__ __forceinline__ void consume_item(const SegmentAttentionParams& p, const WorkItem& item, int used, int tiles,
                                              int wg, WgmmaSharedStorage<D, KT>& smem) {
   load_q<T, D, KT>(p, item, smem);
@@ -283,8 +351,11 @@ __device__ __forceinline__ void consume_item(const SegmentAttentionParams& p, co
 
   float inv[2], lse[2];
   softmax.finish(inv, lse);
-  if (__all_sync(0xffffffffu, (out0.row < 0 || out0.direct) && (out1.row < 0 || out1.direct))) {
-    store_direct_rows<T, D, KT>(p, o, inv, lse, out0, out1, wg, smem);
+  if constexpr (CLUSTER) {
+    combine_cluster_rows<T, D, KT>(p, o, inv, lse, out0, out1, wg, smem);
+  } else if (all_direct(out0, out1)) {
+    store_direct_rows<T, D, KT>(p, [&](int r, float (&v)[D / 4]) { fragment_row<D>(o, r, inv[r], v); }, lse, out0, out1,
+                                wg, smem);
   } else {  // rows for the workspace: fp32, as the other kernels write them
     finish_row_pair<T, D>(p, o, 0, out0, inv[0], lse[0], t);
     finish_row_pair<T, D>(p, o, 1, out1, inv[1], lse[1], t);
@@ -293,8 +364,10 @@ __device__ __forceinline__ void consume_item(const SegmentAttentionParams& p, co
 
 // A block per item, or a persistent block over its run of items (worker_items.cuh): the producer
 // streams the run's tiles without a break, so the next item's first tiles load while the consumers
-// store the last item's rows.
-template <typename T, int D, int KT, bool LEAVES>
+// store the last item's rows. CLUSTER: a block per item, launched in clusters of a row block's parts
+// (rule part_merge), which combine their rows before storing them; every thread takes part in the
+// cluster's two barriers (combine_cluster_rows).
+template <typename T, int D, int KT, bool LEAVES, bool CLUSTER>
 __global__ void __launch_bounds__(WgmmaTile<D, KT>::kThreads, 1) segment_attention_wgmma(const SegmentAttentionParams p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   allow_dependents();  // the merge may start once every block has (dependent_launch.cuh)
@@ -340,6 +413,10 @@ __global__ void __launch_bounds__(WgmmaTile<D, KT>::kThreads, 1) segment_attenti
             reinterpret_cast<unsigned char*>(&smem + 1));
       }
     }
+    if constexpr (CLUSTER) {
+      cluster_sync();  // the consumers' rows are in every block's stages
+      cluster_sync();  // and have been read
+    }
     return;
   }
 
@@ -349,7 +426,7 @@ __global__ void __launch_bounds__(WgmmaTile<D, KT>::kThreads, 1) segment_attenti
     // Both warpgroups' products that read the last item's Q have landed before it is overwritten.
     if (i > range.first) consumer_sync(WgmmaBarrier::q_ready);
     const int tiles = item_tiles<KT>(item);
-    consume_item<T, D, KT>(p, item, used, tiles, wg, smem);
+    consume_item<T, D, KT, CLUSTER>(p, item, used, tiles, wg, smem);
     used += tiles;
   }
 #else
