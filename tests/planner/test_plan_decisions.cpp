@@ -96,8 +96,15 @@ TEST(PlanDecisions, LeavesInsideRunInTheWgmmaBlocksOrSayWhyNot) {
   EXPECT_EQ(p.decisions.build.wide_target_blocks, kH100.sms) << "a wave of wgmma blocks: the leaves share every one";
   EXPECT_EQ(p.decisions.launches.wide_tile_tokens, 128) << "the leaf warps' stages fit beside 128-token tiles only";
   EXPECT_EQ(p.decisions.launches.narrow_product, NarrowProduct::tokens);
-  EXPECT_TRUE(p.decisions.launches.run_merge) << "the leaves end before the wgmma rows: the merge after";
-  EXPECT_FALSE(p.decisions.launches.fold);
+  // Two parts a row block: the pairs' combine folds the leaves' rows (rule part_merge, fold_leaves).
+  EXPECT_EQ(p.decisions.build.wide_cluster, 2);
+  EXPECT_TRUE(p.decisions.launches.fold);
+  EXPECT_FALSE(p.decisions.launches.run_merge);
+  const Planned merged =
+      plan_hydragen(make_shape(1024, 1, 8, 1, 128, DType::bf16), tree, hydragen("form=wide:leaves=inside:part_merge=kernel"), kH100);
+  EXPECT_EQ(merged.decisions.recipe, LaunchRecipe::leaves_inside);
+  EXPECT_TRUE(merged.decisions.launches.run_merge) << "the leaves end before the wgmma rows: the merge after";
+  EXPECT_FALSE(merged.decisions.launches.fold);
 
   // Leaves of 16 rows (q_len 2, g = 8) are more than the token product holds: after, saying so.
   const Planned rows16 = plan_hydragen(make_shape(1024, 2, 8, 1, 128, DType::bf16), tree, hydragen("form=wide:leaves=inside"), kH100);
@@ -130,16 +137,24 @@ TEST(PartMerge, PairsOfWgmmaBlocksShareTheirRowsWhereTheyAreTheirQueriesOnlyRows
 
 TEST(PartMerge, AutoKeepsTheMergeKernelWhereClustersWouldNotAllFitOrTheQueriesHaveOtherRows) {
   const AttentionShape shape = make_shape(1024, 1, 8, 1, 128, DType::bf16);
-  const Planned leaves = plan_hydragen(shape, SharingTree::prefix_suffix(16384, std::vector<int>(1024, 64)), hydragen(""), kH100);
-  EXPECT_EQ(leaves.decisions.build.wide_cluster, 1);
-  EXPECT_NE(explain(leaves.decisions.log).find("part_merge: kernel -- other rows of the queries"), std::string::npos)
-      << explain(leaves.decisions.log);
-  // Forced, the leaves' queries keep two rows: the pair's and the leaf's, for the merge kernel.
-  const Planned forced = plan_hydragen(shape, SharingTree::prefix_suffix(16384, std::vector<int>(1024, 64)),
-                                       hydragen("part_merge=cluster"), kH100);
+  const SharingTree leaves = SharingTree::prefix_suffix(16384, std::vector<int>(1024, 64));
+  const Planned after = plan_hydragen(shape, leaves, hydragen("form=wide:leaves=after"), kH100);
+  EXPECT_EQ(after.decisions.build.wide_cluster, 1);
+  EXPECT_NE(explain(after.decisions.log).find("part_merge: kernel -- other rows of the queries"), std::string::npos)
+      << explain(after.decisions.log);
+  // Forced, the leaves after keep two rows a query: the pair's and the leaf's, which the leaves fold
+  // or the merge kernel merges.
+  const Planned forced = plan_hydragen(shape, leaves, hydragen("form=wide:leaves=after:part_merge=cluster"), kH100);
   EXPECT_EQ(forced.decisions.build.wide_cluster, 2);
   EXPECT_EQ(forced.schedule.max_partials(), 2);
-  EXPECT_TRUE(forced.decisions.launches.run_merge);
+  EXPECT_TRUE(forced.schedule.cluster_leaf_items.empty()) << "leaves after: nothing to group by cluster";
+  // Leaves inside: the pairs fold them (auto).
+  const Planned inside = plan_hydragen(shape, leaves, hydragen(""), kH100);
+  EXPECT_EQ(inside.decisions.build.wide_cluster, 2) << explain(inside.decisions.log);
+  ASSERT_EQ(inside.schedule.cluster_leaf_items.size(), 65u);
+  for (int c = 0; c <= 64; ++c) EXPECT_EQ(inside.schedule.cluster_leaf_items[c], 16 * c) << "16 sequences' leaves per pair";
+  EXPECT_TRUE(inside.decisions.launches.fold);
+  EXPECT_FALSE(inside.decisions.launches.run_merge);
 
   // B = 512: four parts a row block; clusters of 4 fit 120 blocks of the 132 at once.
   const AttentionShape half = make_shape(512, 1, 8, 1, 128, DType::bf16);
@@ -159,8 +174,8 @@ TEST(PartMerge, ClusterFallsBackToTheMergeKernelAndSaysWhy) {
   const Planned a100 = plan_hydragen(shape, prefix, hydragen("part_merge=cluster"), kA100);
   EXPECT_EQ(a100.decisions.build.wide_cluster, 1);
   EXPECT_NE(explain(a100.decisions.log).find("part_merge: kernel -- part_merge=cluster, but no wgmma items"), std::string::npos);
-  const Planned whole = plan_hydragen(make_shape(2048, 1, 8, 1, 128, DType::bf16), SharingTree::prefix_suffix(16384, std::vector<int>(2048, 0)),
-                                      hydragen("part_merge=cluster"), kH100);
+  const Planned whole = plan_hydragen(make_shape(2048, 1, 8, 1, 128, DType::bf16),
+                                      SharingTree::prefix_suffix(16384, std::vector<int>(2048, 0)), hydragen("part_merge=cluster"), kH100);
   EXPECT_EQ(whole.decisions.build.wide_cluster, 1);
   EXPECT_NE(explain(whole.decisions.log).find("part_merge=cluster, but the wide blocks are not split"), std::string::npos)
       << explain(whole.decisions.log);

@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <functional>
 #include <map>
+#include <set>
 #include <random>
 #include <sstream>
 #include <stdexcept>
@@ -1081,6 +1082,40 @@ TEST(SegmentSchedule, ClustersOfPartsShareTheirRowsAndStillAttendEachTokenOnce) 
       EXPECT_EQ(p.decisions.build.wide_cluster > 1, std::string(asked) != "" || suffix == 0) << asked << " S = " << suffix;
       EXPECT_TRUE(check_schedule(Kind::segment, shape, tree, cuts_of(p), p.schedule)) << asked << " S = " << suffix;
     }
+  }
+}
+
+TEST(SegmentSchedule, ClustersTakeTheLeavesOfTheirOwnQueriesWhenTheyFoldThem) {
+  struct Case {
+    int batch, q_len, q_heads, kv_heads, prefix;
+    std::vector<int> suffixes;
+  };
+  std::vector<int> ragged;
+  for (int i = 0; i < 512; ++i) ragged.push_back(3 + (i * 37) % 65);
+  for (const Case& c : {Case{1024, 1, 8, 1, 16384, std::vector<int>(1024, 64)}, Case{256, 1, 32, 8, 8192, std::vector<int>(256, 64)},
+                        Case{512, 1, 8, 2, 4096, ragged}, Case{1024, 1, 5, 5, 4096, std::vector<int>(1024, 16)}}) {
+    const AttentionShape shape = make_shape(c.batch, c.q_len, c.q_heads, c.kv_heads, 128, DType::bf16);
+    const SharingTree tree = SharingTree::prefix_suffix(c.prefix, c.suffixes);
+    const Planned p = plan_hydragen(shape, tree, hydragen("form=wide:leaves=inside:part_merge=cluster"), kH100);
+    const Schedule& s = p.schedule;
+    const std::string label = "B " + std::to_string(c.batch) + " Hq/Hkv " + std::to_string(c.q_heads) + "/" + std::to_string(c.kv_heads);
+    EXPECT_TRUE(check_schedule(Kind::segment, shape, tree, cuts_of(p), s)) << label;
+    if (p.decisions.build.wide_cluster < 2 || !p.decisions.leaves_inside) continue;  // the plan says why (other tests)
+    const int n = p.decisions.build.wide_cluster;
+    ASSERT_EQ(s.cluster_leaf_items.size(), s.wide_items.size() / n + 1) << label;
+    EXPECT_EQ(s.cluster_leaf_items.back(), static_cast<int>(s.narrow_items.size())) << label;
+    for (std::size_t cl = 0; cl + 1 < s.cluster_leaf_items.size(); ++cl) {
+      const WorkItem& rows = s.wide_items[cl * n];
+      std::set<int> queries;
+      for (int r = rows.first_row; r < rows.first_row + rows.num_rows; ++r) queries.insert(s.row_query[r]);
+      for (int i = s.cluster_leaf_items[cl]; i < s.cluster_leaf_items[cl + 1]; ++i) {
+        const WorkItem& leaf = s.narrow_items[i];
+        for (int r = leaf.first_row; r < leaf.first_row + leaf.num_rows; ++r) {
+          EXPECT_TRUE(queries.count(s.row_query[r])) << label << ": leaf " << i << " of cluster " << cl;
+        }
+      }
+    }
+    EXPECT_EQ(p.decisions.launches.fold, s.cluster_rows_fold(kFoldRounds)) << label;
   }
 }
 

@@ -41,13 +41,15 @@ struct BuildChoices {
   long long max_chunk_scores = 0;   // cuda-hydragen-cublas: the most scores of one GEMM chunk; 0: no GEMM chunks
   int wide_cluster = 1;             // > 1: every wide block's parts (that many) share its rows and run as one cluster
                                     // of wgmma blocks, which combines them (rule part_merge); 1: rows per part
+  bool cluster_leaves = false;      // with wide_cluster and leaves inside: Schedule::cluster_leaf_items
 };
 
 // How the launches of a built schedule run.
 struct LaunchChoices {
   int narrow_workers = 0, wide_workers = 0;  // of each launch: one per item, or fewer persistent ones
   NarrowProduct narrow_product = NarrowProduct::rows;  // the warp kernels' product layout (rule narrow_product)
-  bool fold = false;                         // the narrow launch does the merge (MergeParams::fold_wide_rows)
+  bool fold = false;                         // the narrow launch does the merge (MergeParams::fold_wide_rows); leaves
+                                             // inside a cluster launch: its combine folds their rows
   bool run_merge = false;                    // some query needs the merge kernel
   bool overlap_merge = false;                // the merge starts as the one attention launch before it ends
   int merge_warps = 1;                       // warps per query of the merge kernel

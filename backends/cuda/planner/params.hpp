@@ -56,6 +56,9 @@ struct SegmentAttentionParams {
                                          // null: an even share by count (worker_items.cuh)
   const WorkItem* leaf_items = nullptr;  // [num_leaf_items] narrow items the wgmma blocks' leaf warps take, an even
   int num_leaf_items = 0;                // share each (LaunchRecipe::leaves_inside); none otherwise
+  const int* cluster_leaf_items = nullptr;  // [clusters + 1] with leaf_items in a cluster launch that folds them
+                                            // (Schedule::cluster_leaf_items): cluster c's leaf warps take leaf_items
+                                            // [cluster_leaf_items[c], cluster_leaf_items[c + 1]); null: an even share
   const int* item_segments = nullptr;    // segment ids; WorkItem::first_segment indexes here
   const int* row_query = nullptr;        // [rows] the query row (indexing.hpp) of each partial row
   const int* row_limit = nullptr;        // [rows] positions of its item's token list the row may see (causal leaf)

@@ -78,7 +78,8 @@ std::vector<PlanOptions> hydragen_variants() {
           PlanOptions::parse("form=wide:wide_parts=2"), PlanOptions::parse("narrow_workers=resident"),
           PlanOptions::parse("narrow_kernel=item_warps:narrow_product=tokens"), PlanOptions::parse("narrow_product=rows"),
           PlanOptions::parse("form=wide:leaves=beside:narrow_product=tokens"), PlanOptions::parse("form=wide:leaves=inside"),
-          PlanOptions::parse("form=wide:wide_parts=2:part_merge=cluster"), PlanOptions::parse("form=wide:leaves=inside:part_merge=cluster"),
+          PlanOptions::parse("form=wide:wide_parts=2:part_merge=cluster"),
+          PlanOptions::parse("form=wide:leaves=inside:part_merge=cluster"),
           PlanOptions::parse("inline=never")};
 }
 

@@ -58,8 +58,11 @@ void decide_launches(const AttentionShape& shape, const Schedule& s, const Launc
     l.narrow_workers =
         log(launch_workers("narrow", o.narrow_workers, d.narrow_kernel, shape.dtype, narrow, d.leaf_sms, 0, d.device));
   }
-  l.fold = log(fold_leaves(s, d.wide_kernel, d.narrow_kernel, l.narrow_workers, d.leaf_sms, d.device, inside));
-  if (!s.narrow_items.empty()) l.narrow_product = log(narrow_product(o.narrow_product, d.narrow_kernel, l.fold, s, inside));
+  l.fold = log(fold_leaves(s, d.wide_kernel, d.narrow_kernel, l.narrow_workers, d.leaf_sms, d.device, inside,
+                           d.build.wide_cluster));
+  if (!s.narrow_items.empty()) {  // leaves inside fold nothing themselves: their clusters do
+    l.narrow_product = log(narrow_product(o.narrow_product, d.narrow_kernel, l.fold && !inside, s, inside));
+  }
   l.chain_leaves = log(chain_leaves(o.leaf_launch, s, d.wide_kernel, l.fold, d.leaf_sms, d.device, inside));
   l.run_merge = log(run_merge(s, l.fold));
   l.overlap_merge = log(overlap_merge(s, d.wide_kernel, d.narrow_kernel, l, d.device));
@@ -125,8 +128,18 @@ void plan_cut(const AttentionShape& shape, const std::vector<Group>& groups, Cut
     }
     d.log.push_back(split);
   }
-  d.build.wide_cluster = log(part_merge(options.at("part_merge"), d.wide_kernel, chosen.census, d.build, d.device));
+  d.build.wide_cluster =
+      log(part_merge(options.at("part_merge"), d.wide_kernel, chosen.census, d.build, d.device, d.leaves_inside));
+  d.build.cluster_leaves = d.leaves_inside && d.build.wide_cluster > 1;
   p.schedule = build(shape, groups, chosen.census, d.build);
+  if (d.build.cluster_leaves && options.at("part_merge") == "auto" && !p.schedule.cluster_rows_fold(kFoldRounds)) {
+    // Auto took pairs for their combine to fold the leaves; where it cannot, the merge kernel: rows per part.
+    d.build.wide_cluster = 1;
+    d.build.cluster_leaves = false;
+    d.log.push_back({"part_merge", "kernel", "", "the leaves' rows cannot fold in the pairs (a leaf's queries in two, or more "
+                                                  "than four rows a query): the pairs would save little"});
+    p.schedule = build(shape, groups, chosen.census, d.build);
+  }
   decide_launches(shape, p.schedule,
                   LaunchOptions{options.at("narrow_kernel"), options.at("narrow_workers"), options.at("wide_tile"),
                                 options.at("leaf_launch"), options.at("narrow_product")},

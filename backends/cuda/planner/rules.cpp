@@ -391,10 +391,19 @@ Ruled<int> launch_workers(const char* launch, const std::string& option, ItemKer
 }
 
 Ruled<bool> fold_leaves(const Schedule& s, ItemKernel wide, ItemKernel narrow, int narrow_workers, int leaf_sms,
-                        const DeviceLimits& device, bool inside) {
+                        const DeviceLimits& device, bool inside, int cluster) {
   Inputs in;
-  in("wide_kernel", kernel_name(wide))("dependent_launch", yes_no(device.dependent_launch))("leaf_sms", leaf_sms);
+  in("wide_kernel", kernel_name(wide))("dependent_launch", yes_no(device.dependent_launch))("leaf_sms", leaf_sms)(
+      "cluster", cluster);
   auto no = [&](const std::string& why) { return ruled(false, "fold_leaves", "no", in, why); };
+  if (inside && cluster > 1) {
+    if (s.cluster_rows_fold(kFoldRounds)) {
+      return ruled(true, "fold_leaves", "yes (in the clusters)", in,
+                   "each cluster's leaf warps run its queries' leaves before its combine, which folds their rows: no "
+                   "merge kernel");
+    }
+    return no("the leaves run inside the clusters, but some query's leaf rows are another cluster's or more than four");
+  }
   if (inside) return no("the leaves run inside the wgmma blocks, before their rows are done");
   if (wide != ItemKernel::wgmma) return no("only after a wgmma launch");
   if (!s.gemm_chunks.empty()) return no("cuBLAS products write the workspace only");
@@ -521,26 +530,31 @@ Ruled<int> wide_tile(const std::string& option, ItemKernel wide, const std::vect
 }
 
 Ruled<int> part_merge(const std::string& option, ItemKernel wide, const BlockCensus& census, const BuildChoices& build,
-                      const DeviceLimits& device) {
+                      const DeviceLimits& device, bool leaves_inside) {
   std::set<long long> splits;
   std::set<const Group*> groups;
   for (const RowBlock& b : census.blocks) {
     if (!b.narrow()) groups.insert(b.group);
   }
-  for (long long tokens : census.wide_block_tokens) splits.insert(wide_split_count(tokens, build.wide_target_blocks, census.wide_tokens));
+  for (long long tokens : census.wide_block_tokens) {
+    splits.insert(wide_split_count(tokens, build.wide_target_blocks, census.wide_tokens));
+  }
   const long long parts = splits.size() == 1 ? *splits.begin() : 0;
   const long long blocks = parts * static_cast<long long>(census.wide_block_tokens.size());
   const int pair_blocks = device.sms - device.sms % 2;
   Inputs in;
   in("part_merge_option", option)("kernel", kernel_name(wide))("wide_blocks", census.wide_block_tokens.size())(
       "parts", splits.size() == 1 ? std::to_string(parts) : "mixed")("persistent", yes_no(build.wide_workers > 0))(
-      "wide_groups", groups.size())("narrow_blocks", census.narrow_blocks)("sms", device.sms);
+      "wide_groups", groups.size())("narrow_blocks", census.narrow_blocks)("leaves_inside", yes_no(leaves_inside))(
+      "sms", device.sms);
   auto kernel = [&](const std::string& why) {
     return ruled(1, "part_merge", "kernel", in, option == "cluster" ? "part_merge=cluster, but " + why : why);
   };
   if (wide != ItemKernel::wgmma || census.wide_block_tokens.empty()) return kernel("no wgmma items");
   if (option == "kernel") return kernel("part_merge=kernel");
-  if (parts < 2) return kernel(splits.size() == 1 ? "the wide blocks are not split" : "the wide blocks are cut into different numbers of parts");
+  if (parts < 2) {
+    return kernel(splits.size() == 1 ? "the wide blocks are not split" : "the wide blocks are cut into different numbers of parts");
+  }
   if (std::find(std::begin(kClusterParts), std::end(kClusterParts), parts) == std::end(kClusterParts)) {
     return kernel(std::to_string(parts) + " parts: a cluster is 2, 4 or 8 blocks");
   }
@@ -554,9 +568,14 @@ Ruled<int> part_merge(const std::string& option, ItemKernel wide, const BlockCen
                   "block's combine reads the others' rows in turn (perf-notes v38)");
   }
   if (blocks > pair_blocks) return kernel("more blocks than a wave of pairs: " + std::to_string(blocks));
-  if (census.narrow_blocks > 0 || groups.size() > 1) {
-    return kernel("other rows of the queries (leaves, other segments) still go to the merge kernel: the combine saves "
-                  "little ((1024, 16384, 64) 1.008x, perf-notes v38)");
+  if ((census.narrow_blocks > 0 && !leaves_inside) || groups.size() > 1) {
+    return kernel("other rows of the queries (leaves after, other segments) still go to the merge kernel: the combine "
+                  "saves little ((1024, 16384, 64) 1.008x, perf-notes v38)");
+  }
+  if (census.narrow_blocks > 0) {
+    return ruled(2, "part_merge", "cluster of 2", in,
+                 "a wave of block pairs with the leaves inside: each pair's combine folds its queries' leaf rows too, and no "
+                 "merge kernel runs (fold_leaves; perf-notes v38)");
   }
   return ruled(2, "part_merge", "cluster of 2", in,
                "a wave of block pairs whose rows are their queries' only ones: the pair combines them on chip and no merge "

@@ -131,9 +131,10 @@ Ruled<LeafLayout> leaf_layout(const std::string& option, const std::string& wide
 // kernel (or a folding leaf) combines them; n > 1, a block's n parts run as one thread-block cluster that
 // shares its rows and combines them on chip (combine_cluster_rows). Only where every wide block is cut into
 // the same n parts, n of kClusterParts, a block per item. `option`: part_merge (auto, kernel, cluster);
-// auto takes pairs in one wave (the SMs rounded down to even) where no query has rows elsewhere.
+// auto takes pairs in one wave (the SMs rounded down to even) where no query has rows elsewhere or the
+// other rows are leaves inside the clusters (`leaves_inside`), which their combine folds (fold_leaves).
 Ruled<int> part_merge(const std::string& option, ItemKernel wide, const BlockCensus& census, const BuildChoices& build,
-                      const DeviceLimits& device);
+                      const DeviceLimits& device, bool leaves_inside = false);
 
 // ---- the launches of the built schedule ----
 
@@ -166,8 +167,9 @@ Ruled<int> wide_tile(const std::string& option, ItemKernel wide, const std::vect
 
 // Whether the narrow launch does the merge, as the wgmma launch's dependent: where its rows can
 // (Schedule::narrow_rows_fold) and waiting for the wgmma launch costs less than the merge.
+// Leaves inside a cluster launch (`cluster` > 1): its combine folds them where Schedule::cluster_rows_fold.
 Ruled<bool> fold_leaves(const Schedule& s, ItemKernel wide, ItemKernel narrow, int narrow_workers, int leaf_sms,
-                        const DeviceLimits& device, bool inside = false);
+                        const DeviceLimits& device, bool inside = false, int cluster = 1);
 
 // Whether leaves after a wgmma launch that they do not fold run as its programmatic dependent launch
 // (LaunchRecipe::chained_leaves) rather than on a second stream (side_by_side): `option` leaf_launch,

@@ -215,6 +215,38 @@ ItemLengths item_lengths(const BlockCensus& c, const BuildChoices& choices) {
   return out;
 }
 
+namespace {
+
+// Schedule::cluster_leaf_items: the narrow items in the order of the clusters whose rows their queries'
+// are (stable within one), or none where an item's queries are in no cluster's rows or in two.
+void group_leaves_by_cluster(const AttentionShape& shape, int cluster, Schedule& s) {
+  std::vector<int> query_cluster(static_cast<std::size_t>(shape.num_seqs) * shape.q_len * shape.q_heads, -1);
+  for (std::size_t i = 0; i < s.wide_items.size(); i += static_cast<std::size_t>(cluster)) {
+    const WorkItem& item = s.wide_items[i];
+    for (int r = item.first_row; r < item.first_row + item.num_rows; ++r) {
+      query_cluster[s.row_query[r]] = static_cast<int>(i) / cluster;
+    }
+  }
+  std::vector<std::pair<int, WorkItem>> keyed;
+  for (const WorkItem& item : s.narrow_items) {
+    const int c = query_cluster[s.row_query[item.first_row]];
+    for (int r = item.first_row; r < item.first_row + item.num_rows; ++r) {
+      if (c < 0 || query_cluster[s.row_query[r]] != c) return;
+    }
+    keyed.push_back({c, item});
+  }
+  std::stable_sort(keyed.begin(), keyed.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  const int clusters = static_cast<int>(s.wide_items.size()) / cluster;
+  s.cluster_leaf_items.assign(static_cast<std::size_t>(clusters) + 1, 0);
+  for (std::size_t i = 0; i < keyed.size(); ++i) {
+    s.narrow_items[i] = keyed[i].second;
+    ++s.cluster_leaf_items[static_cast<std::size_t>(keyed[i].first) + 1];
+  }
+  for (int c = 0; c < clusters; ++c) s.cluster_leaf_items[c + 1] += s.cluster_leaf_items[c];
+}
+
+}  // namespace
+
 Schedule build(const AttentionShape& shape, const std::vector<Group>& groups, const BlockCensus& census,
                const BuildChoices& choices) {
   if (census.max_rows != choices.max_rows) {
@@ -255,6 +287,7 @@ Schedule build(const AttentionShape& shape, const std::vector<Group>& groups, co
     }
   }
   if (choices.wide_workers > 0) deal_wide_items(wide_part, choices.wide_workers, s);
+  if (choices.cluster_leaves && choices.wide_cluster > 1) group_leaves_by_cluster(shape, choices.wide_cluster, s);
   const int queries = shape.num_seqs * shape.q_len * shape.q_heads;
   std::vector<std::vector<int>> lists(queries);
   for (int r = 0; r < s.num_rows(); ++r) lists[s.row_query[r]].push_back(r);
@@ -277,6 +310,21 @@ bool Schedule::needs_merge() const {
     if (merge_offsets[q + 1] - merge_offsets[q] != 1) return true;
   }
   return false;
+}
+
+bool Schedule::cluster_rows_fold(int most_rounds) const {
+  if (cluster_leaf_items.empty()) return false;
+  std::vector<bool> wide_row(static_cast<std::size_t>(num_rows()), false);
+  for (const WorkItem& item : wide_items) std::fill_n(wide_row.begin() + item.first_row, item.num_rows, true);
+  for (std::size_t q = 0; q + 1 < merge_offsets.size(); ++q) {
+    const int first = merge_offsets[q], count = merge_offsets[q + 1] - first;
+    if (count == 0) return false;  // the merge writes its identity
+    if (count == 1) continue;
+    const long long wide = std::count_if(merge_rows.begin() + first, merge_rows.begin() + first + count,
+                                         [&](int row) { return wide_row[static_cast<std::size_t>(row)]; });
+    if (wide != 1 || count - 1 > most_rounds) return false;
+  }
+  return true;
 }
 
 bool Schedule::narrow_rows_fold(int most_rounds) const {

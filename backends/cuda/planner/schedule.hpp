@@ -98,6 +98,10 @@ struct Schedule {
   std::vector<int> row_query;          // [rows] the query row (indexing.hpp) of each partial row
   std::vector<int> row_limit;          // [rows] positions of its item's token list the row may see
   std::vector<int> row_leaf;           // [rows] the sequence whose leaf ends the row's token list, or -1
+  // [clusters + 1] with BuildChoices::cluster_leaves: the narrow items, ordered by the cluster whose rows
+  // their queries' are, cluster c's from cluster_leaf_items[c]; empty where some narrow item's queries are
+  // in no cluster's rows or in two.
+  std::vector<int> cluster_leaf_items;
   std::vector<int> merge_offsets;      // [B * q_len * Hq + 1]
   std::vector<int> merge_rows;         // partial rows per query, ascending
   int num_rows() const { return static_cast<int>(row_query.size()); }
@@ -108,6 +112,10 @@ struct Schedule {
   // the others (their number, twice for a narrow item of more than 8 rows: a lane holds two) are at
   // most `most_rounds`.
   bool narrow_rows_fold(int most_rounds) const;
+  // Whether a cluster launch's combine can fold its leaves' rows (MergeParams::fold_wide_rows in the
+  // wgmma launch): the narrow items grouped by cluster, every query has rows, and each of several has
+  // one cluster row and at most `most_rounds` others.
+  bool cluster_rows_fold(int most_rounds) const;
 };
 
 // The schedule of `groups` (every one with tokens has rows) cut by `choices`: the census's row blocks

@@ -118,7 +118,7 @@ struct WgmmaTile {
   // live values: 160 at KT = 128, 208 at 192). With leaf warps the producer warpgroup keeps 120 for
   // them and the consumers take 192, the fewest without spills at KT = 128 (184 spilled 52 bytes):
   // 2 x 128 x 192 + 128 x 120 is the block's 384 x 168. The leaf warps' token product (126 registers
-  // in the warp kernel) spills 128 bytes at 120.
+  // in the warp kernel) spills 64 bytes at 120.
   static constexpr int kProducerRegisters = LEAVES ? 120 : KT > 128 ? 24 : 40;
   static constexpr int kConsumerRegisters = LEAVES ? 192 : KT > 128 ? 240 : 232;
   static constexpr int kRowBytes = 128;             // one swizzled row: 64 16-bit values (a TMA box row)

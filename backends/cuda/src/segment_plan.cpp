@@ -30,6 +30,7 @@ class SegmentPlan final : public CudaPlan {
         narrow_(upload(planned.schedule.narrow_items)),
         wide_(upload(planned.schedule.wide_items)),
         wide_worker_items_(upload(planned.schedule.wide_worker_items)),
+        cluster_leaf_items_(upload(planned.schedule.cluster_leaf_items)),
         item_segments_(upload(planned.schedule.item_segments)),
         row_query_(upload(planned.schedule.row_query)),
         row_limit_(upload(planned.schedule.row_limit)),
@@ -124,6 +125,10 @@ class SegmentPlan final : public CudaPlan {
     if (decisions_.recipe == LaunchRecipe::leaves_inside) {
       l.wide.leaf_items = narrow_.data();
       l.wide.num_leaf_items = static_cast<int>(narrow_.size());
+      if (decisions_.launches.fold) {  // the clusters fold their own leaves' rows (rule fold_leaves)
+        l.wide.cluster_leaf_items = cluster_leaf_items_.data();
+        l.wide.merge.fold_wide_rows = true;
+      }
     }
     return l;
   }
@@ -224,6 +229,7 @@ class SegmentPlan final : public CudaPlan {
   PlanDecisions decisions_;
   DeviceArray<WorkItem> narrow_, wide_;
   DeviceArray<int> wide_worker_items_;  // [wide workers + 1] persistent wgmma blocks' runs; empty: a block per item
+  DeviceArray<int> cluster_leaf_items_;  // [clusters + 1] the leaves of each cluster (Schedule::cluster_leaf_items); or empty
   DeviceArray<int> item_segments_, row_query_, row_limit_, row_leaf_, merge_offsets_, merge_rows_;
   DeviceArray<float> partial_o_;    // [rows, D]
   DeviceArray<float> partial_lse_;  // [rows]

@@ -27,6 +27,16 @@ __device__ __forceinline__ void cluster_sync() {
           : "memory");
 }
 
+// The same without ordering memory: only that every thread has reached it (that a block's shared memory
+// is no longer read by the others before it exits). A release here waited for the stores before it
+// (ncu: membar stalls at the combine's end).
+__device__ __forceinline__ void cluster_sync_relaxed() {
+  asm volatile(
+      "barrier.cluster.arrive.relaxed;\n"
+      "barrier.cluster.wait;\n" ::
+          : "memory");
+}
+
 // The address in block `rank`'s shared memory of what `local` addresses in this block's.
 __device__ __forceinline__ unsigned cluster_address(unsigned local, unsigned rank) {
   unsigned remote;

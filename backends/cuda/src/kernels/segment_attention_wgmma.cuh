@@ -15,7 +15,8 @@
 //            the next turn. K stages are released when S is done, V stages when the product that
 //            read them is, so each stage is refilled as early as possible.
 //   store    store_direct_rows through the Q tile where the warp's rows are their queries' only ones,
-//            else row_output.cuh
+//            else row_output.cuh; with CLUSTER (a row block's parts as one cluster, rule part_merge)
+//            combine_cluster_rows first folds the cluster's copies of each row through shared memory
 // With LEAVES (LaunchRecipe::leaves_inside) the producer warpgroup's other three warps run narrow
 // items (params.leaf_items) as the warp kernel's workers with the token product, each with its own
 // two stages after the block's, while the consumers compute: the leaves' bytes stream on SMs whose
@@ -271,8 +272,10 @@ __device__ __forceinline__ bool all_direct(const RowOutput& out0, const RowOutpu
 // consumer warp leaves its two rows per lane (normalized) and their LSEs in its block's K and V stages,
 // which no product reads any more; then warp w of the 8 in block w * size / 8 of the cluster folds the
 // other blocks' copies of its rows into its own (the core merge, in rank order from its own, both rows'
-// loads from a block's shared memory issued together) and stores them as store_direct_rows or row_output.cuh does. The last barrier keeps every
-// block's shared memory until the others have read it.
+// loads from a block's shared memory issued together), folds the queries' leaf rows where the plan says
+// (fold_leaves: the cluster's leaf warps wrote them before the first barrier) and stores them as
+// store_direct_rows or row_output.cuh does. The last barrier keeps every block's shared memory until the
+// others have read it.
 template <typename T, int D, int KT>
 __device__ __forceinline__ void combine_cluster_rows(const SegmentAttentionParams& p, const float (&acc)[D / 2],
                                                      const float (&inv)[2], float (&lse)[2], const RowOutput& out0,
@@ -291,7 +294,9 @@ __device__ __forceinline__ void combine_cluster_rows(const SegmentAttentionParam
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
 #pragma unroll
-    for (int j = 0; j < N4; ++j) exchange[at(r, j)] = make_float4(rows[r][4 * j], rows[r][4 * j + 1], rows[r][4 * j + 2], rows[r][4 * j + 3]);
+    for (int j = 0; j < N4; ++j) {
+      exchange[at(r, j)] = make_float4(rows[r][4 * j], rows[r][4 * j + 1], rows[r][4 * j + 2], rows[r][4 * j + 3]);
+    }
     exchange_lse[(warp * 2 + r) * 32 + lane] = lse[r];
   }
   cluster_sync();
@@ -312,18 +317,23 @@ __device__ __forceinline__ void combine_cluster_rows(const SegmentAttentionParam
 #pragma unroll
       for (int r = 0; r < 2; ++r) merge_into(rows[r], lse[r], part[r], part_lse[r], N);
     }
-    if (all_direct(out0, out1)) {
+    const FragmentColumns columns{lane % 4};
+    if (p.merge.fold_wide_rows) {  // the queries' leaf rows, which the cluster's leaf warps wrote before the barrier
+      if (out0.fold) fold_wide_rows<D>(p.merge, out0, rows[0], lse[0], columns);
+      if (out1.fold) fold_wide_rows<D>(p.merge, out1, rows[1], lse[1], columns);
+    }
+    auto done = [](const RowOutput& out) { return out.row < 0 || out.direct || out.fold; };  // O and LSE are final
+    if (__all_sync(0xffffffffu, done(out0) && done(out1))) {
       store_direct_rows<T, D, KT>(p, [&](int r, float (&v)[N]) {
 #pragma unroll
         for (int i = 0; i < N; ++i) v[i] = rows[r][i];
       }, lse, out0, out1, wg, smem);
     } else {
-      const FragmentColumns columns{lane % 4};
       finish_row<T, D>(p, out0, rows[0], lse[0], columns);
       finish_row<T, D>(p, out1, rows[1], lse[1], columns);
     }
   }
-  cluster_sync();
+  cluster_sync_relaxed();
 }
 
 // One item of `tiles` tiles, for the consumer warpgroup `wg`: load Q, every tile, store the rows.
@@ -408,14 +418,24 @@ __global__ void __launch_bounds__(WgmmaTile<D, KT>::kThreads, 1) segment_attenti
         leaves.items = p.leaf_items;
         leaves.num_items = p.num_leaf_items;
         leaves.worker_items = nullptr;
-        run_mma_worker<T, D, 1, 1, kWgmmaLeafWarps, NarrowProduct::tokens>(
-            leaves, leaf_warp, blockIdx.x * kWgmmaLeafWarps + leaf_warp, gridDim.x * kWgmmaLeafWarps,
-            reinterpret_cast<unsigned char*>(&smem + 1));
+        leaves.merge.fold_wide_rows = false;  // a leaf's row goes to the workspace: its cluster folds it
+        int worker = blockIdx.x * kWgmmaLeafWarps + leaf_warp, workers = gridDim.x * kWgmmaLeafWarps;
+        if constexpr (CLUSTER) {
+          if (p.cluster_leaf_items != nullptr) {  // the cluster's own leaves, before its combine reads their rows
+            const unsigned size = cluster_size(), cluster = blockIdx.x / size;
+            leaves.items = p.leaf_items + p.cluster_leaf_items[cluster];
+            leaves.num_items = p.cluster_leaf_items[cluster + 1] - p.cluster_leaf_items[cluster];
+            worker = cluster_rank() * kWgmmaLeafWarps + leaf_warp;
+            workers = size * kWgmmaLeafWarps;
+          }
+        }
+        run_mma_worker<T, D, 1, 1, kWgmmaLeafWarps, NarrowProduct::tokens>(leaves, leaf_warp, worker, workers,
+                                                                            reinterpret_cast<unsigned char*>(&smem + 1));
       }
     }
     if constexpr (CLUSTER) {
-      cluster_sync();  // the consumers' rows are in every block's stages
-      cluster_sync();  // and have been read
+      cluster_sync();          // the consumers' rows are in every block's stages
+      cluster_sync_relaxed();  // and have been read
     }
     return;
   }
