@@ -155,6 +155,16 @@ TEST(PartMerge, AutoKeepsTheMergeKernelWhereClustersWouldNotAllFitOrTheQueriesHa
   for (int c = 0; c <= 64; ++c) EXPECT_EQ(inside.schedule.cluster_leaf_items[c], 16 * c) << "16 sequences' leaves per pair";
   EXPECT_TRUE(inside.decisions.launches.fold);
   EXPECT_FALSE(inside.decisions.launches.run_merge);
+  // Six query heads: 128-row blocks cut sequences in two, so a leaf's queries fall in two pairs and the
+  // built schedule cannot fold them: auto rebuilds with rows per part and says why.
+  const Planned straddled = plan_hydragen(make_shape(1024, 1, 6, 1, 128, DType::bf16), leaves, hydragen(""), kH100);
+  EXPECT_TRUE(straddled.decisions.leaves_inside) << explain(straddled.decisions.log);
+  EXPECT_EQ(straddled.decisions.build.wide_cluster, 1);
+  EXPECT_TRUE(straddled.schedule.cluster_leaf_items.empty());
+  EXPECT_TRUE(straddled.decisions.launches.run_merge);
+  EXPECT_NE(explain(straddled.decisions.log).find("part_merge: kernel -- the leaves' rows cannot fold in the pairs"),
+            std::string::npos)
+      << explain(straddled.decisions.log);
 
   // B = 512: four parts a row block; clusters of 4 fit 120 blocks of the 132 at once.
   const AttentionShape half = make_shape(512, 1, 8, 1, 128, DType::bf16);

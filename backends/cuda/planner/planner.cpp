@@ -133,11 +133,11 @@ void plan_cut(const AttentionShape& shape, const std::vector<Group>& groups, Cut
   d.build.cluster_leaves = d.leaves_inside && d.build.wide_cluster > 1;
   p.schedule = build(shape, groups, chosen.census, d.build);
   if (d.build.cluster_leaves && options.at("part_merge") == "auto" && !p.schedule.cluster_rows_fold(kFoldRounds)) {
-    // Auto took pairs for their combine to fold the leaves; where it cannot, the merge kernel: rows per part.
-    d.build.wide_cluster = 1;
+    // Auto took pairs for their combine to fold the leaves; where the built schedule cannot, the rule again
+    // says why, and the schedule is rebuilt with rows per part.
+    d.build.wide_cluster = log(
+        part_merge(options.at("part_merge"), d.wide_kernel, chosen.census, d.build, d.device, d.leaves_inside, false));
     d.build.cluster_leaves = false;
-    d.log.push_back({"part_merge", "kernel", "", "the leaves' rows cannot fold in the pairs (a leaf's queries in two, or more "
-                                                  "than four rows a query): the pairs would save little"});
     p.schedule = build(shape, groups, chosen.census, d.build);
   }
   decide_launches(shape, p.schedule,

@@ -530,7 +530,7 @@ Ruled<int> wide_tile(const std::string& option, ItemKernel wide, const std::vect
 }
 
 Ruled<int> part_merge(const std::string& option, ItemKernel wide, const BlockCensus& census, const BuildChoices& build,
-                      const DeviceLimits& device, bool leaves_inside) {
+                      const DeviceLimits& device, bool leaves_inside, bool leaves_fold) {
   std::set<long long> splits;
   std::set<const Group*> groups;
   for (const RowBlock& b : census.blocks) {
@@ -547,6 +547,7 @@ Ruled<int> part_merge(const std::string& option, ItemKernel wide, const BlockCen
       "parts", splits.size() == 1 ? std::to_string(parts) : "mixed")("persistent", yes_no(build.wide_workers > 0))(
       "wide_groups", groups.size())("narrow_blocks", census.narrow_blocks)("leaves_inside", yes_no(leaves_inside))(
       "sms", device.sms);
+  if (leaves_inside) in("leaves_fold", yes_no(leaves_fold));
   auto kernel = [&](const std::string& why) {
     return ruled(1, "part_merge", "kernel", in, option == "cluster" ? "part_merge=cluster, but " + why : why);
   };
@@ -573,6 +574,10 @@ Ruled<int> part_merge(const std::string& option, ItemKernel wide, const BlockCen
                   "saves little ((1024, 16384, 64) 1.008x, perf-notes v38)");
   }
   if (census.narrow_blocks > 0) {
+    if (!leaves_fold) {
+      return kernel("the leaves' rows cannot fold in the pairs (a leaf's queries in two, or more than four rows a "
+                    "query): the pairs would save little");
+    }
     return ruled(2, "part_merge", "cluster of 2", in,
                  "a wave of block pairs with the leaves inside: each pair's combine folds its queries' leaf rows too, and no "
                  "merge kernel runs (fold_leaves; perf-notes v38)");

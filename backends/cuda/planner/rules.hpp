@@ -132,9 +132,10 @@ Ruled<LeafLayout> leaf_layout(const std::string& option, const std::string& wide
 // shares its rows and combines them on chip (combine_cluster_rows). Only where every wide block is cut into
 // the same n parts, n of kClusterParts, a block per item. `option`: part_merge (auto, kernel, cluster);
 // auto takes pairs in one wave (the SMs rounded down to even) where no query has rows elsewhere or the
-// other rows are leaves inside the clusters (`leaves_inside`), which their combine folds (fold_leaves).
+// other rows are leaves inside the clusters (`leaves_inside`), which their combine folds (fold_leaves);
+// `leaves_fold` false: the schedule built with pairs could not fold them (Schedule::cluster_rows_fold).
 Ruled<int> part_merge(const std::string& option, ItemKernel wide, const BlockCensus& census, const BuildChoices& build,
-                      const DeviceLimits& device, bool leaves_inside = false);
+                      const DeviceLimits& device, bool leaves_inside = false, bool leaves_fold = true);
 
 // ---- the launches of the built schedule ----
 
