@@ -127,17 +127,28 @@ __device__ __forceinline__ void produce_kv_tiles(const SegmentAttentionParams& p
 }
 
 // Load step (the consumers): row r of the block is query row row_query[first_row + r]; rows past
-// num_rows are zeros. Completes with cp_async_wait and the q_ready barrier.
+// num_rows are zeros. Every row id the thread needs is loaded before any copy is issued: a loop that
+// loads an id and then copies its row waits on the ids' lines one round trip at a time, and at a
+// block's start, with the plan's tables in DRAM, that chain is the block's first microseconds
+// (perf-notes v39). Completes with cp_async_wait and the q_ready barrier.
 template <typename T, int D, int KT>
 __device__ __forceinline__ void load_q(const SegmentAttentionParams& p, const WorkItem& item, WgmmaSharedStorage<D, KT>& smem) {
   using Tile = WgmmaTile<D, KT>;
-  constexpr int CHUNKS = D / 8;
+  constexpr int CHUNKS = D / 8, COPIES = Tile::kRows * CHUNKS / Tile::kConsumerThreads;  // 16-byte copies a thread
+  static_assert(Tile::kRows * CHUNKS % Tile::kConsumerThreads == 0, "the consumers copy Q in equal shares");
   const T* const q = static_cast<const T*>(p.q);
-  for (int c = threadIdx.x; c < Tile::kRows * CHUNKS; c += Tile::kConsumerThreads) {
-    const int r = c / CHUNKS, col = c % CHUNKS * 8;
-    const bool real = r < item.num_rows;
-    const T* src = real ? q + static_cast<long long>(p.row_query[item.first_row + r]) * D + col : q;
-    cp_async_16(smem.q_at(r, col), src, real ? 16 : 0);
+  const int col = threadIdx.x % CHUNKS * 8;  // the same column in each of the thread's rows
+  int query[COPIES];
+#pragma unroll
+  for (int i = 0; i < COPIES; ++i) {
+    const int r = (threadIdx.x + i * Tile::kConsumerThreads) / CHUNKS;
+    query[i] = r < item.num_rows ? p.row_query[item.first_row + r] : -1;
+  }
+#pragma unroll
+  for (int i = 0; i < COPIES; ++i) {
+    const int r = (threadIdx.x + i * Tile::kConsumerThreads) / CHUNKS;
+    const bool real = query[i] >= 0;
+    cp_async_16(smem.q_at(r, col), real ? q + static_cast<long long>(query[i]) * D + col : q, real ? 16 : 0);
   }
   cp_async_commit();
 }
