@@ -33,7 +33,6 @@
 #include "online_softmax.cuh"
 #include "params.hpp"
 #include "row_output.cuh"
-#include "trace.cuh"
 #include "tile_config.hpp"
 #include "tile_copies.hpp"
 #include "worker_items.cuh"
@@ -321,10 +320,8 @@ __device__ __forceinline__ void run_mma_worker(const SegmentAttentionParams& p, 
   };
 
   const ItemRange range = worker_items(p, worker, workers);
-  if (thread == 0) trace_stamp(p.merge.trace, kTraceLeafEntry);
   auto end_worker = [&] {
     if (p.merge.chain_count != nullptr && thread == 0) end_after_primary(p.merge.chain_count, workers);
-    if (thread == 0) trace_stamp(p.merge.trace, kTraceLeafEnd);
   };
   if (range.first > range.last) {  // a spare warp of the last block
     end_worker();
@@ -386,7 +383,6 @@ __device__ __forceinline__ void run_mma_worker(const SegmentAttentionParams& p, 
         cp_async_wait<0>();
       }
       sync();
-      if (thread == 0 && it == 0 && index == range.first) trace_stamp(p.merge.trace, kTraceLeafFirstTile);
       const int pos0 = item.token_begin + it * KT + tok0;
       const bool mask = pos0 + KT / TOKEN_WARPS > min(rows.limit[0], rows.limit[1]);
       if constexpr (kTokenProduct) {
@@ -400,7 +396,6 @@ __device__ __forceinline__ void run_mma_worker(const SegmentAttentionParams& p, 
       stage ^= 1;
     }
 
-    if (thread == 0 && index == range.last) trace_stamp(p.merge.trace, kTraceLeafTilesDone);
     float inv[2], row_lse[2];
     softmax.finish(inv, row_lse);
     if constexpr (kTokenProduct) {
