@@ -136,6 +136,7 @@ __device__ __forceinline__ void load_q(const SegmentAttentionParams& p, const Wo
   using Tile = WgmmaTile<D, KT>;
   constexpr int CHUNKS = D / 8, COPIES = Tile::kRows * CHUNKS / Tile::kConsumerThreads;  // 16-byte copies a thread
   static_assert(Tile::kRows * CHUNKS % Tile::kConsumerThreads == 0, "the consumers copy Q in equal shares");
+  static_assert(Tile::kConsumerThreads % CHUNKS == 0, "a thread's copies share one column (col below)");
   const T* const q = static_cast<const T*>(p.q);
   const int col = threadIdx.x % CHUNKS * 8;  // the same column in each of the thread's rows
   int query[COPIES];
