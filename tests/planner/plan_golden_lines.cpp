@@ -64,11 +64,12 @@ std::string decided(const Planned& p) {
                 s.wide_items.size(), s.narrow_items.size(), s.wide_worker_items.size(), s.gemm_chunks.size(), s.num_rows(), l.fold,
                 l.run_merge, l.run_merge && l.overlap_merge, s.max_partials(), recipe_name(d.recipe),
                 static_cast<unsigned long long>(schedule_hash(s)));
-  // The rows product and parts merged by the merge kernel are every plan's but those options': named only
-  // where they differ.
+  // The rows product, parts merged by the merge kernel and leaves cached as usual are every plan's but
+  // those options' (and rules'): named only where they differ.
   std::string out = line;
   if (l.narrow_product == NarrowProduct::tokens) out += " product=tokens";
   if (d.build.wide_cluster > 1) out += " cluster=" + std::to_string(d.build.wide_cluster);
+  if (l.leaf_evict_first) out += " leaf_evict_first";
   return out;
 }
 

@@ -55,8 +55,8 @@ TEST(PlanDecisions, EveryRuleInTheLogHasANameAChoiceAndAReason) {
   }
   // docs/planner-rules.md's rules, each seen at least once.
   for (const char* rule : {"device", "wide_kernel", "inline_paths", "wide_target_blocks", "narrow_split", "form", "leaf_layout",
-                           "narrow_kernel", "launch_workers", "fold_leaves", "narrow_product", "merge", "overlap_merge", "merge_warps",
-                           "launch_recipe"}) {
+                           "narrow_kernel", "launch_workers", "fold_leaves", "narrow_product", "leaf_evict_first", "merge",
+                           "overlap_merge", "merge_warps", "launch_recipe"}) {
     EXPECT_NE(std::find(fired.begin(), fired.end(), rule), fired.end()) << rule << " never fired";
   }
 }

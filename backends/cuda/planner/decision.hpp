@@ -55,6 +55,7 @@ struct LaunchChoices {
   int merge_warps = 1;                       // warps per query of the merge kernel
   int wide_tile_tokens = kWgmmaTileTokens[0];  // the wgmma kernel's K/V tile (rule wide_tile)
   bool chain_leaves = false;                 // the leaves as the wide launch's dependent launch (rule chain_leaves)
+  bool leaf_evict_first = false;             // the narrow items' K/V copies evicted from L2 first (rule leaf_evict_first)
 };
 
 struct PlanDecisions {

@@ -70,6 +70,8 @@ struct SegmentAttentionParams {
                                          // read (one segment per item); null for the other kernels
   int kv_heads = 0;
   float scale_log2 = 0;                  // score scale * log2(e): the kernels exponentiate with exp2
+  bool leaf_evict_first = false;         // the narrow items' K/V copies ask L2 to evict their lines first: no other
+                                         // item reads them (rule leaf_evict_first)
 };
 
 // The naive kernel: one block per query row, scores materialized in `scores`.

@@ -67,7 +67,18 @@ std::vector<PlanOption> hydragen_options() {
            {"auto", "chained", "stream"},
            "how leaves beside or after a wgmma launch that they do not fold are launched: chained, as its dependent "
            "launch (its blocks placed first, the last leaf worker waiting for it); stream, on a second stream (beside: "
-           "launched first), joined before the merge; auto: rule chain_leaves"}};
+           "launched first), joined before the merge; auto: rule chain_leaves"},
+          {"merge_launch",
+           {"auto", "stream", "dependent"},
+           "how the merge kernel follows the attention launch that ends last (one launch, or leaves chained after the "
+           "wgmma launch): stream, in stream order; dependent, as its programmatic dependent (sm_90), the merge's "
+           "blocks reading the plan's row tables while it ends; after a second stream's launch always stream; auto: "
+           "rule overlap_merge"},
+          {"leaf_l2",
+           {"auto", "normal", "evict_first"},
+           "the L2 priority of the narrow items' K/V copies: normal; evict_first, their lines evicted before the wgmma "
+           "launch's K/V (kept last) and the partial rows (only where no other row block reads them); auto: rule "
+           "leaf_evict_first"}};
 }
 
 std::vector<PlanOptions> hydragen_variants() {
@@ -80,7 +91,7 @@ std::vector<PlanOptions> hydragen_variants() {
           PlanOptions::parse("form=wide:leaves=beside:narrow_product=tokens"), PlanOptions::parse("form=wide:leaves=inside"),
           PlanOptions::parse("form=wide:wide_parts=2:part_merge=cluster"),
           PlanOptions::parse("form=wide:leaves=inside:part_merge=cluster"),
-          PlanOptions::parse("inline=never")};
+          PlanOptions::parse("inline=never"), PlanOptions::parse("form=wide:merge_launch=stream:leaf_l2=normal")};
 }
 
 }  // namespace hydragen::cuda

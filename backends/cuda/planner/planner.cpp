@@ -38,11 +38,13 @@ Cut cut(const AttentionShape& shape, const std::vector<Group>& groups, int max_r
 
 // The plan options the launches' rules read ("auto" where a backend has none).
 struct LaunchOptions {
-  std::string narrow_kernel = "auto", narrow_workers = "auto", wide_tile = "auto", leaf_launch = "auto", narrow_product = "auto";
+  std::string narrow_kernel = "auto", narrow_workers = "auto", wide_tile = "auto", leaf_launch = "auto";
+  std::string narrow_product = "auto", merge_launch = "auto", leaf_l2 = "auto";
 };
 
 // The launches' rules, once the schedule is built.
-void decide_launches(const AttentionShape& shape, const Schedule& s, const LaunchOptions& o, PlanDecisions& d) {
+void decide_launches(const AttentionShape& shape, const BlockCensus& census, const Schedule& s, const LaunchOptions& o,
+                     PlanDecisions& d) {
   Log log(d);
   const bool alone = s.wide_items.empty() && s.gemm_chunks.empty();
   const std::vector<long long> narrow = item_lengths(s.narrow_items), wide = item_lengths(s.wide_items);
@@ -64,8 +66,9 @@ void decide_launches(const AttentionShape& shape, const Schedule& s, const Launc
     l.narrow_product = log(narrow_product(o.narrow_product, d.narrow_kernel, l.fold && !inside, s, inside));
   }
   l.chain_leaves = log(chain_leaves(o.leaf_launch, s, d.wide_kernel, l.fold, d.leaf_sms, d.device, inside));
+  l.leaf_evict_first = log(leaf_evict_first(o.leaf_l2, census, s));
   l.run_merge = log(run_merge(s, l.fold));
-  l.overlap_merge = log(overlap_merge(s, d.wide_kernel, d.narrow_kernel, l, d.device));
+  l.overlap_merge = log(overlap_merge(o.merge_launch, s, d.wide_kernel, d.narrow_kernel, l, d.device, inside));
   if (l.run_merge) l.merge_warps = log(merge_warps(s));
   d.recipe = log(launch_recipe(s, l, d.leaf_sms, inside));
 }
@@ -92,7 +95,7 @@ Planned plan_flash(const AttentionShape& shape, const SharingTree& tree, const P
   Cut c = cut(shape, groups, d.build.max_rows, resident_blocks(ItemKernel::token_warps, device), device);
   d.build.narrow_parts = log(std::move(c.narrow_split));
   p.schedule = build(shape, groups, c.census, d.build);
-  decide_launches(shape, p.schedule, LaunchOptions{options.at("narrow_kernel")}, d);
+  decide_launches(shape, c.census, p.schedule, LaunchOptions{options.at("narrow_kernel")}, d);
   return p;
 }
 
@@ -140,9 +143,10 @@ void plan_cut(const AttentionShape& shape, const std::vector<Group>& groups, Cut
     d.build.cluster_leaves = false;
     p.schedule = build(shape, groups, chosen.census, d.build);
   }
-  decide_launches(shape, p.schedule,
+  decide_launches(shape, chosen.census, p.schedule,
                   LaunchOptions{options.at("narrow_kernel"), options.at("narrow_workers"), options.at("wide_tile"),
-                                options.at("leaf_launch"), options.at("narrow_product")},
+                                options.at("leaf_launch"), options.at("narrow_product"), options.at("merge_launch"),
+                                options.at("leaf_l2")},
                   d);
 }
 
@@ -190,7 +194,7 @@ Planned plan_hydragen_cublas(const AttentionShape& shape, const SharingTree& tre
   Cut c = cut(shape, groups, d.build.max_rows, resident_blocks(ItemKernel::token_warps, device), device);
   d.build.narrow_parts = log(std::move(c.narrow_split));
   p.schedule = build(shape, groups, c.census, d.build);
-  decide_launches(shape, p.schedule, LaunchOptions{}, d);
+  decide_launches(shape, c.census, p.schedule, LaunchOptions{}, d);
   return p;
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -442,6 +443,33 @@ Ruled<bool> chain_leaves(const std::string& option, const Schedule& s, ItemKerne
                               "the decoder step 3% (perf-notes v32)");
 }
 
+Ruled<bool> leaf_evict_first(const std::string& option, const BlockCensus& c, const Schedule& s) {
+  std::map<std::pair<int, int>, int> readers;  // (segment, KV head): the row blocks reading it
+  for (const RowBlock& b : c.blocks) {
+    for (int segment : b.group->segments) ++readers[{segment, b.kv_head}];
+  }
+  bool once = true;  // no narrow block's K/V is read by another block
+  for (const RowBlock& b : c.blocks) {
+    if (!b.narrow()) continue;
+    for (int segment : b.group->segments) once = once && readers[{segment, b.kv_head}] == 1;
+  }
+  Inputs in;
+  in("leaf_l2_option", option)("narrow_items", s.narrow_items.size())("wide_items", s.wide_items.size())(
+      "gemm_chunks", s.gemm_chunks.size())("narrow_read_once", yes_no(once));
+  auto no = [&](const std::string& why) { return ruled(false, "leaf_evict_first", "no", in, why); };
+  if (s.narrow_items.empty()) return no("no narrow items");
+  if (option == "normal") return no("leaf_l2=normal");
+  if (option == "evict_first") {
+    return once ? ruled(true, "leaf_evict_first", "yes", in, "leaf_l2=evict_first")
+                : no("leaf_l2=evict_first, but another row block reads some narrow block's K/V");
+  }
+  if (s.wide_items.empty() && s.gemm_chunks.empty()) return no("the narrow items alone: nothing else for L2 to keep");
+  if (!once) return no("another row block reads some narrow block's K/V: L2 serves the second read");
+  return ruled(true, "leaf_evict_first", "yes", in,
+               "the leaves' K/V is read once: its lines leave L2 first, the shared K/V (kept last by the wgmma "
+               "loads) and the partial rows stay; 0.92x-1.01x at the points with leaves (perf-notes v40)");
+}
+
 Ruled<bool> run_merge(const Schedule& s, bool fold) {
   const bool gemm = !s.gemm_chunks.empty(), needs = s.needs_merge();
   Inputs in;
@@ -452,22 +480,41 @@ Ruled<bool> run_merge(const Schedule& s, bool fold) {
                needs ? "some query has no partial row or several" : "every query's one row is written by its block");
 }
 
-Ruled<bool> overlap_merge(const Schedule& s, ItemKernel wide, ItemKernel narrow, const LaunchChoices& launches,
-                          const DeviceLimits& device) {
-  const bool has_wide = !s.wide_items.empty();
+Ruled<bool> overlap_merge(const std::string& option, const Schedule& s, ItemKernel wide, ItemKernel narrow,
+                          const LaunchChoices& launches, const DeviceLimits& device, bool inside) {
+  const bool has_wide = !s.wide_items.empty(), has_narrow = !s.narrow_items.empty(), gemm = !s.gemm_chunks.empty();
   Inputs in;
-  in("launches", has_wide + !s.narrow_items.empty() + !s.gemm_chunks.empty())("dependent_launch", yes_no(device.dependent_launch));
-  if (!launches.run_merge) return ruled(false, "overlap_merge", "no", in, "no merge kernel");
-  if ((has_wide && !s.narrow_items.empty()) || !s.gemm_chunks.empty() || !device.dependent_launch) {
-    return ruled(false, "overlap_merge", "no", in, "the merge waits in stream order (two launches, cuBLAS, or no dependent launch)");
+  in("merge_launch_option", option)("launches", has_wide + (has_narrow && !inside) + gemm)(
+      "chain_leaves", yes_no(launches.chain_leaves))("dependent_launch", yes_no(device.dependent_launch));
+  auto no = [&](const std::string& why) { return ruled(false, "overlap_merge", "no", in, why); };
+  auto yes = [&](const std::string& why) { return ruled(true, "overlap_merge", "yes", in, why); };
+  if (!launches.run_merge) return no("no merge kernel");
+  if (!device.dependent_launch) return no("the device has no programmatic dependent launch");
+  // The merge can depend on the launch before it only where that launch ends after everything else: one
+  // launch, or the leaves chained after the wgmma launch (their last worker waits for it).
+  const bool one_stream = !gemm && (!has_wide || !has_narrow || inside || launches.chain_leaves);
+  if (!one_stream) return no("the merge waits in stream order for a second stream (beside, side by side, cuBLAS)");
+  if (option == "stream") return no("merge_launch=stream");
+  if (option == "dependent") return yes("merge_launch=dependent");
+  if (launches.chain_leaves) {
+    // A later part of a leaf starts past its token list's first position.
+    const bool split = std::any_of(s.narrow_items.begin(), s.narrow_items.end(),
+                                   [](const WorkItem& item) { return item.token_begin > 0; });
+    in("leaves_split", yes_no(split));
+    if (split) {
+      return no("after chained leaves cut into parts the early merge ran 1.05x-1.06x ((32 and 256, 16384, 512), "
+                "perf-notes v40)");
+    }
+    return yes("after chained leaves: the merge's launch and row tables while the leaves end, 0.94x-0.99x at the "
+               "chained points (perf-notes v40)");
   }
+  if (inside) return no("leaves inside: not measured as a dependent");
   const ItemKernel kernel = has_wide ? wide : narrow;
   const int blocks = launch_blocks(has_wide ? launches.wide_workers : launches.narrow_workers, kernel);
   const int resident = resident_blocks(kernel, device);
   in("blocks", blocks)("resident_blocks", resident);
-  const bool yes = blocks > 0 && 2 * blocks <= resident;
-  return ruled(yes, "overlap_merge", yes_no(yes), in,
-               yes ? "the one launch leaves half the GPU idle" : "the launch fills the GPU: overlapping cost time");
+  return blocks > 0 && 2 * blocks <= resident ? yes("the one launch leaves half the GPU idle")
+                                              : no("the launch fills the GPU: overlapping cost time");
 }
 
 Ruled<NarrowProduct> narrow_product(const std::string& option, ItemKernel narrow, bool fold, const Schedule& s, bool inside) {

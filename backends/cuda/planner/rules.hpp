@@ -172,6 +172,12 @@ Ruled<int> wide_tile(const std::string& option, ItemKernel wide, const std::vect
 Ruled<bool> fold_leaves(const Schedule& s, ItemKernel wide, ItemKernel narrow, int narrow_workers, int leaf_sms,
                         const DeviceLimits& device, bool inside = false, int cluster = 1);
 
+// Whether the narrow items' K/V copies ask L2 to evict their lines first (LaunchChoices::leaf_evict_first):
+// where wide items or cuBLAS chunks run in the same plan and no other row block reads what a narrow block
+// reads (its leaves), so that streaming the leaves does not push the shared segments' K/V and the partial
+// rows out of L2. `option` leaf_l2: normal, evict_first (where allowed), auto.
+Ruled<bool> leaf_evict_first(const std::string& option, const BlockCensus& c, const Schedule& s);
+
 // Whether leaves after a wgmma launch that they do not fold run as its programmatic dependent launch
 // (LaunchRecipe::chained_leaves) rather than on a second stream (side_by_side): `option` leaf_launch,
 // auto: wherever the device has dependent launches.
@@ -182,10 +188,10 @@ Ruled<bool> chain_leaves(const std::string& option, const Schedule& s, ItemKerne
 // leaves do not fold.
 Ruled<bool> run_merge(const Schedule& s, bool fold);
 
-// Whether the merge starts while the one launch before it ends: only after a single launch that
-// leaves half the GPU idle.
-Ruled<bool> overlap_merge(const Schedule& s, ItemKernel wide, ItemKernel narrow, const LaunchChoices& launches,
-                          const DeviceLimits& device);
+// Whether the merge starts while the launch before it ends (option merge_launch): only where that launch
+// ends last (one launch, or chained leaves); auto, after a single launch that leaves half the GPU idle.
+Ruled<bool> overlap_merge(const std::string& option, const Schedule& s, ItemKernel wide, ItemKernel narrow,
+                          const LaunchChoices& launches, const DeviceLimits& device, bool inside);
 
 // Warps per query of the merge: four for a query of more than kMergeSplitAbove partials.
 Ruled<int> merge_warps(const Schedule& s);

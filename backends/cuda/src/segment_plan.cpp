@@ -118,6 +118,7 @@ class SegmentPlan final : public CudaPlan {
     l.narrow.items = narrow_.data();
     l.narrow.num_items = static_cast<int>(narrow_.size());
     l.narrow.merge.fold_wide_rows = decisions_.launches.fold;
+    l.narrow.leaf_evict_first = decisions_.launches.leaf_evict_first;
     if (decisions_.recipe == LaunchRecipe::chained_leaves) l.narrow.merge.chain_count = chain_count_.data();
     l.wide.items = wide_.data();
     l.wide.num_items = static_cast<int>(wide_.size());
@@ -125,6 +126,7 @@ class SegmentPlan final : public CudaPlan {
     if (decisions_.recipe == LaunchRecipe::leaves_inside) {
       l.wide.leaf_items = narrow_.data();
       l.wide.num_leaf_items = static_cast<int>(narrow_.size());
+      l.wide.leaf_evict_first = decisions_.launches.leaf_evict_first;  // for its leaf warps
       if (decisions_.launches.fold) {  // the clusters fold their own leaves' rows (rule fold_leaves)
         l.wide.cluster_leaf_items = cluster_leaf_items_.data();
         l.wide.merge.fold_wide_rows = true;
@@ -183,7 +185,8 @@ class SegmentPlan final : public CudaPlan {
   // LaunchRecipe::chained_leaves: the leaves as the wide launch's dependent launch, so that the wgmma
   // blocks are resident before any leaf block takes an SM (beside: the leaves' whole-SM blocks take the
   // SMs the persistent wgmma blocks leave); the last leaf worker to finish waits for it
-  // (MergeParams::chain_count), so the merge after the leaves reads complete rows.
+  // (MergeParams::chain_count), so the merge after the leaves (their dependent where rule overlap_merge
+  // says so) reads complete rows.
   void chained_leaves(const Launches& l) const {
     launch_wide(l);
     launch_narrow(l, l.stream, true);

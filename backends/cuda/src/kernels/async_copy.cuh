@@ -32,11 +32,14 @@ __device__ __forceinline__ void mbarrier_wait(unsigned bar, unsigned parity) {
 }
 
 // A box of a 3-D tensor map (global memory, 64-byte aligned) into shared memory at `dst`; completes
-// its bytes on `bar`. Coordinates are innermost first; elements outside the tensor arrive as zeros.
-__device__ __forceinline__ void tma_load_3d(unsigned dst, const void* map, int c0, int c1, int c2, unsigned bar) {
+// its bytes on `bar`, its lines in L2 under `policy` (mma.cuh: l2_evict_last...). Coordinates are
+// innermost first; elements outside the tensor arrive as zeros.
+__device__ __forceinline__ void tma_load_3d(unsigned dst, const void* map, int c0, int c1, int c2, unsigned bar,
+                                            unsigned long long policy) {
   asm volatile(
-      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(dst),
-      "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint"
+      " [%0], [%1, {%2, %3, %4}], [%5], %6;\n" ::"r"(dst),
+      "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(bar), "l"(policy)
       : "memory");
 }
 

@@ -5,8 +5,9 @@
 // wait_for_primary. The attention kernels allow the early launch once each of their blocks has
 // started (wgmma, simt) or reached its last tile (mma.sync): a launch waits for every block's
 // allowance, so the merge's blocks only take SMs that no attention block is waiting for.
-// The host asks for it only after a launch that leaves half the GPU idle (plans.cpp,
-// overlap_merge). Before sm_90 both are no-ops and the host launches the merge in stream order.
+// The host asks for it only after the launch that ends last: one that leaves half the GPU idle, or
+// leaves chained after the wgmma launch (rule overlap_merge). Before sm_90 both are no-ops and the
+// host launches the merge in stream order.
 namespace hydragen::cuda {
 
 __device__ __forceinline__ void allow_dependents() {

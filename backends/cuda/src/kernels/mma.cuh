@@ -27,6 +27,32 @@ __device__ __forceinline__ void cp_async_16(void* smem, const void* global, int 
 __device__ __forceinline__ void cp_async_16(void* smem, const void* global) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_address(smem)), "l"(global));
 }
+// An L2 eviction priority for the lines a copy reads (createpolicy, sm_80+): first for data read once
+// that should not push out what is read again, last for data many blocks read.
+__device__ __forceinline__ unsigned long long l2_evict_first() {
+  unsigned long long policy;
+  asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
+  return policy;
+}
+__device__ __forceinline__ unsigned long long l2_evict_normal() {
+  unsigned long long policy;
+  asm("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;\n" : "=l"(policy));
+  return policy;
+}
+__device__ __forceinline__ unsigned long long l2_evict_last() {
+  unsigned long long policy;
+  asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\n" : "=l"(policy));
+  return policy;
+}
+// cp_async_16 under an L2 policy.
+__device__ __forceinline__ void cp_async_16(void* smem, const void* global, int src_bytes, unsigned long long policy) {
+  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;\n" ::"r"(smem_address(smem)),
+               "l"(global), "r"(src_bytes), "l"(policy));
+}
+__device__ __forceinline__ void cp_async_16(void* smem, const void* global, unsigned long long policy) {
+  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;\n" ::"r"(smem_address(smem)), "l"(global),
+               "l"(policy));
+}
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N>
 __device__ __forceinline__ void cp_async_wait() {

@@ -80,6 +80,7 @@ __device__ __forceinline__ void load_kv_tile(const SegmentAttentionParams& p, co
   constexpr int KT = Tile::kTokens;
   using Copies = TileCopies<THREADS, Tile>;
   const int p0 = item.token_begin + tile * KT;
+  const unsigned long long policy = p.leaf_evict_first ? l2_evict_first() : l2_evict_normal();
   const int first = seg.find(p0);
   if (p0 + KT <= item.token_end && p0 + KT <= seg.start[first + 1]) {
     // The common case: the whole tile lies in one segment, rows a fixed stride apart. The sources are
@@ -100,8 +101,8 @@ __device__ __forceinline__ void load_kv_tile(const SegmentAttentionParams& p, co
 #pragma unroll
       for (int k = 0; k < Copies::kColumns; ++k) {
         const int to = copies.destination(j, k);
-        cp_async_16(k_dst + to, k_row + Copies::kColumnLanes * k);
-        cp_async_16(v_dst + to, v_row + Copies::kColumnLanes * k);
+        cp_async_16(k_dst + to, k_row + Copies::kColumnLanes * k, policy);
+        cp_async_16(v_dst + to, v_row + Copies::kColumnLanes * k, policy);
       }
     }
   } else {
@@ -119,8 +120,8 @@ __device__ __forceinline__ void load_kv_tile(const SegmentAttentionParams& p, co
         v_src = seg.v[i] + off;
         bytes = 16;
       }
-      cp_async_16(k_dst + tile_offset<Tile>(row, column), k_src, bytes);
-      cp_async_16(v_dst + tile_offset<Tile>(row, column), v_src, bytes);
+      cp_async_16(k_dst + tile_offset<Tile>(row, column), k_src, bytes, policy);
+      cp_async_16(v_dst + tile_offset<Tile>(row, column), v_src, bytes, policy);
     }
   }
   cp_async_commit();

@@ -90,15 +90,17 @@ __device__ __forceinline__ int stage_of(int u) { return u % kWgmmaStages; }
 __device__ __forceinline__ unsigned phase_of(int u) { return (u / kWgmmaStages) & 1; }
 
 // One K or V tile of KT tokens from `p0`, [D / 64][KT][128 B]: a TMA box of 64 columns x 64 tokens at
-// a time, completing on `full`.
+// a time, completing on `full`, its lines kept in L2 last: the row blocks and parts of a shared segment
+// read the same tiles, while leaves stream beside them (kernel-notes: l2-priorities).
 template <int D, int KT>
 __device__ __forceinline__ void load_kv_tile_boxes(unsigned tile, const void* map, int kv_head, int p0, unsigned full) {
+  const unsigned long long keep = l2_evict_last();
 #pragma unroll
   for (int cb = 0; cb < D / 64; ++cb) {
 #pragma unroll
     for (int tb = 0; tb < KT / kWgmmaBoxTokens; ++tb) {
       tma_load_3d(tile + (cb * KT + tb * kWgmmaBoxTokens) * WgmmaTile<D, KT>::kRowBytes, map, 64 * cb, kv_head,
-                  p0 + tb * kWgmmaBoxTokens, full);
+                  p0 + tb * kWgmmaBoxTokens, full, keep);
     }
   }
 }
