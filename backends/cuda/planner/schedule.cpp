@@ -312,37 +312,42 @@ bool Schedule::needs_merge() const {
   return false;
 }
 
-bool Schedule::cluster_rows_fold(int most_rounds) const {
-  if (cluster_leaf_items.empty()) return false;
-  std::vector<bool> wide_row(static_cast<std::size_t>(num_rows()), false);
-  for (const WorkItem& item : wide_items) std::fill_n(wide_row.begin() + item.first_row, item.num_rows, true);
-  for (std::size_t q = 0; q + 1 < merge_offsets.size(); ++q) {
-    const int first = merge_offsets[q], count = merge_offsets[q + 1] - first;
+namespace {
+
+// Whether every query has rows and each of several has exactly one folding row (weight > 0), whose fold
+// of the query's other rows takes their number times its weight in rounds, at most `most_rounds`.
+bool rows_fold(const Schedule& s, const std::vector<int>& weight, int most_rounds) {
+  for (std::size_t q = 0; q + 1 < s.merge_offsets.size(); ++q) {
+    const int first = s.merge_offsets[q], count = s.merge_offsets[q + 1] - first;
     if (count == 0) return false;  // the merge writes its identity
-    if (count == 1) continue;
-    const long long wide = std::count_if(merge_rows.begin() + first, merge_rows.begin() + first + count,
-                                         [&](int row) { return wide_row[static_cast<std::size_t>(row)]; });
-    if (wide != 1 || count - 1 > most_rounds) return false;
+    if (count == 1) continue;      // written by its block
+    int folders = 0, rounds_per_row = 0;
+    for (int i = first; i < first + count; ++i) {
+      const int w = weight[static_cast<std::size_t>(s.merge_rows[i])];
+      if (w > 0) ++folders, rounds_per_row = w;
+    }
+    if (folders != 1 || (count - 1) * rounds_per_row > most_rounds) return false;
   }
   return true;
 }
 
+}  // namespace
+
+bool Schedule::cluster_rows_fold(int most_rounds) const {
+  if (cluster_leaf_items.empty()) return false;
+  std::vector<int> weight(static_cast<std::size_t>(num_rows()), 0);  // the cluster's rows fold, a row a round
+  for (const WorkItem& item : wide_items) std::fill_n(weight.begin() + item.first_row, item.num_rows, 1);
+  return rows_fold(*this, weight, most_rounds);
+}
+
 bool Schedule::narrow_rows_fold(int most_rounds) const {
-  std::vector<int> item_rows(static_cast<std::size_t>(num_rows()), 0);  // of the row's narrow item; 0: a wide row
-  for (const WorkItem& item : narrow_items) std::fill_n(item_rows.begin() + item.first_row, item.num_rows, item.num_rows);
-  for (std::size_t q = 0; q + 1 < merge_offsets.size(); ++q) {
-    const int first = merge_offsets[q], count = merge_offsets[q + 1] - first;
-    if (count == 0) return false;  // the merge writes its identity
-    if (count == 1) continue;      // written by its block
-    int narrow_rows = 0, rows_per_lane = 1;
-    for (int i = first; i < first + count; ++i) {
-      const int rows = item_rows[merge_rows[i]];
-      narrow_rows += rows > 0;
-      if (rows > 8) rows_per_lane = 2;
-    }
-    if (narrow_rows != 1 || (count - 1) * rows_per_lane > most_rounds) return false;
+  if (narrow_items.empty() || wide_items.empty()) return false;
+  // The narrow rows fold; a lane of an item of more than 8 rows holds two of them, so twice the rounds.
+  std::vector<int> weight(static_cast<std::size_t>(num_rows()), 0);
+  for (const WorkItem& item : narrow_items) {
+    std::fill_n(weight.begin() + item.first_row, item.num_rows, item.num_rows > 8 ? 2 : 1);
   }
-  return !narrow_items.empty() && !wide_items.empty();
+  return rows_fold(*this, weight, most_rounds);
 }
 
 long long total_tokens(const std::vector<WorkItem>& items) {
