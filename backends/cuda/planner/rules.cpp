@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -444,15 +443,7 @@ Ruled<bool> chain_leaves(const std::string& option, const Schedule& s, ItemKerne
 }
 
 Ruled<bool> leaf_evict_first(const std::string& option, const BlockCensus& c, const Schedule& s) {
-  std::map<std::pair<int, int>, int> readers;  // (segment, KV head): the row blocks reading it
-  for (const RowBlock& b : c.blocks) {
-    for (int segment : b.group->segments) ++readers[{segment, b.kv_head}];
-  }
-  bool once = true;  // no narrow block's K/V is read by another block
-  for (const RowBlock& b : c.blocks) {
-    if (!b.narrow()) continue;
-    for (int segment : b.group->segments) once = once && readers[{segment, b.kv_head}] == 1;
-  }
+  const bool once = c.narrow_read_once;
   Inputs in;
   in("leaf_l2_option", option)("narrow_items", s.narrow_items.size())("wide_items", s.wide_items.size())(
       "gemm_chunks", s.gemm_chunks.size())("narrow_read_once", yes_no(once));

@@ -172,26 +172,29 @@ BlockCensus census(const AttentionShape& shape, const std::vector<Group>& groups
   BlockCensus c;
   c.max_rows = max_rows;
   c.blocks = row_blocks(shape, groups, max_rows);
-  std::vector<bool> read;  // (segment, KV head) read by a narrow block
+  std::vector<int> readers;  // (segment, KV head): the blocks reading it, of either kind
+  auto reader = [&](int segment, int kv_head) -> int& {
+    const std::size_t at = static_cast<std::size_t>(segment) * shape.kv_heads + kv_head;
+    if (at >= readers.size()) readers.resize(2 * at + 1, 0);
+    return readers[at];
+  };
   std::set<std::pair<const Group*, int>> wide_read;  // (group, KV head) read by a wide block
-  c.narrow_stream = true;
   for (const RowBlock& b : c.blocks) {
+    for (int segment : b.group->segments) ++reader(segment, b.kv_head);
     if (!b.narrow()) {
       c.wide_tokens += b.group->tokens;
       if (wide_read.insert({b.group, b.kv_head}).second) c.wide_distinct_tokens += b.group->tokens;
       c.wide_block_tokens.push_back(b.group->tokens);
-      c.narrow_stream = false;
       continue;
     }
     ++c.narrow_blocks;
     c.narrow_tokens.push_back(b.group->tokens);
-    for (int segment : b.group->segments) {
-      const std::size_t at = static_cast<std::size_t>(segment) * shape.kv_heads + b.kv_head;
-      if (at >= read.size()) read.resize(2 * at + 1, false);
-      if (read[at]) c.narrow_stream = false;
-      read[at] = true;
-    }
   }
+  c.narrow_read_once = std::all_of(c.blocks.begin(), c.blocks.end(), [&](const RowBlock& b) {
+    return !b.narrow() || std::all_of(b.group->segments.begin(), b.group->segments.end(),
+                                      [&](int segment) { return reader(segment, b.kv_head) == 1; });
+  });
+  c.narrow_stream = c.wide_block_tokens.empty() && c.narrow_read_once;
   return c;
 }
 

@@ -54,7 +54,8 @@ struct BlockCensus {
   long long narrow_blocks = 0;
   long long wide_tokens = 0;             // all wide blocks' tokens (their split is by share of these)
   long long wide_distinct_tokens = 0;    // the wide blocks' distinct (segment, KV head) tokens: K/V read once from DRAM
-  bool narrow_stream = false;            // the narrow blocks stream K/V alone (rules.hpp: narrow_split)
+  bool narrow_read_once = true;          // no other block reads a narrow block's K/V (rules.hpp: leaf_evict_first)
+  bool narrow_stream = false;            // ... and no wide block runs: they stream K/V alone (narrow_split)
   std::vector<long long> narrow_tokens;  // each narrow block's, in item order
   std::vector<long long> wide_block_tokens;  // each wide block's, in item order
 };
