@@ -140,18 +140,19 @@ __device__ __forceinline__ void load_q(const SegmentAttentionParams& p, const Wo
   static_assert(Tile::kRows * CHUNKS % Tile::kConsumerThreads == 0, "the consumers copy Q in equal shares");
   static_assert(Tile::kConsumerThreads % CHUNKS == 0, "a thread's copies share one column (col below)");
   const T* const q = static_cast<const T*>(p.q);
-  const int col = threadIdx.x % CHUNKS * 8;  // the same column in each of the thread's rows
+  constexpr int STEP = Tile::kConsumerThreads / CHUNKS;  // rows between a thread's copies
+  const int col = threadIdx.x % CHUNKS * 8;                // the same column in each of the thread's rows
+  const int first = threadIdx.x / CHUNKS;                  // copy i's row: first + i * STEP
   int query[COPIES];
 #pragma unroll
   for (int i = 0; i < COPIES; ++i) {
-    const int r = (threadIdx.x + i * Tile::kConsumerThreads) / CHUNKS;
-    query[i] = r < item.num_rows ? p.row_query[item.first_row + r] : -1;
+    query[i] = first + i * STEP < item.num_rows ? p.row_query[item.first_row + first + i * STEP] : -1;
   }
 #pragma unroll
   for (int i = 0; i < COPIES; ++i) {
-    const int r = (threadIdx.x + i * Tile::kConsumerThreads) / CHUNKS;
     const bool real = query[i] >= 0;
-    cp_async_16(smem.q_at(r, col), real ? q + static_cast<long long>(query[i]) * D + col : q, real ? 16 : 0);
+    const T* const src = real ? q + static_cast<long long>(query[i]) * D + col : q;
+    cp_async_16(smem.q_at(first + i * STEP, col), src, real ? 16 : 0);
   }
   cp_async_commit();
 }
