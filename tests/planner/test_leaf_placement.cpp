@@ -127,15 +127,18 @@ TEST(LeafPlacement, KeepsTheLeavesAfterWhereBesideLost) {
 }
 
 TEST(LeafPlacement, RunsFewLeavesInsideTheWgmmaBlocksBesideALongPrefix) {
-  // Inside against the layout before it, on the H100 (perf-notes v37): faster where a leaf warp has
-  // under a fifth of an SM's wgmma tiles in leaf tiles, slower from two thirds up or over short parts.
+  // Inside against the layout before it, on the H100 (perf-notes v37, v41): faster where a leaf warp
+  // has under a fifth of an SM's wgmma tiles in leaf tiles, or, with 8-row leaves beside one prefix,
+  // under three fifths; mixed at two thirds, slower with fewer rows a leaf or over short parts.
   const std::vector<std::pair<Point, bool>> expected = {
       {Point{1024, 16384, 64, 8, 1, 128, "34 MB of leaves beside a long prefix: 0.958x"}, true},
       {Point{256, 16384, 64, 8, 1, 128, "0.819x"}, true},
       {Point{4096, 16384, 64, 8, 1, 128, "134 MB beside a longer one: 0.986x"}, true},
+      {Point{1024, 8192, 64, 8, 1, 128, "8-row leaves at a share of 0.33: 0.864x"}, true},
+      {Point{4096, 8192, 96, 8, 1, 128, "8-row leaves at 0.5: 0.933x"}, true},
       {Point{64, 16384, 64, 8, 1, 128, "a wave's parts of 496 tokens: 1.148x"}, false},
-      {Point{2048, 8192, 128, 8, 1, 128, "1.016x"}, false},
-      {Point{4096, 4096, 64, 8, 1, 128, "1.083x"}, false},
+      {Point{2048, 8192, 128, 8, 1, 128, "8-row leaves at 0.67: 0.98x (v37: 1.016x)"}, false},
+      {Point{4096, 4096, 64, 8, 1, 128, "8-row leaves at 0.67: 1.056x (v37: 1.083x)"}, false},
       {Point{256, 8192, 64, 32, 8, 128, "GQA 4: 1.012x"}, false},
       {Point{1024, 16256, 64, 5, 5, 128, "the decoder's one-row leaves: 1.249x"}, false}};
   for (const auto& [p, inside] : expected) {
@@ -144,6 +147,11 @@ TEST(LeafPlacement, RunsFewLeavesInsideTheWgmmaBlocksBesideALongPrefix) {
     EXPECT_EQ(l.layout.inside, inside);
     EXPECT_EQ(l.plan.decisions.recipe == LaunchRecipe::leaves_inside, inside);
   }
+  // A tree's row blocks of two lengths keep the lower bound: at a share of 0.53, inside ran 1.035x.
+  const Point tree{1024, 4096, 64, 8, 1, 128, "16 groups of 1024 tokens below the prefix"};
+  const Placed l = placement_at(tree, "auto", TreeSpec::parse("16x1024"));
+  SCOPED_TRACE(describe(tree, l.layout));
+  EXPECT_FALSE(l.layout.inside);
 }
 
 TEST(LeafPlacement, KeepsShortOneRowLeavesAfterThoughTheModelPredictsBesideFaster) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -220,19 +221,29 @@ Ruled<LeafLayout> leaf_layout(const std::string& option, const std::string& wide
   const double wide_tiles = static_cast<double>(census.wide_tokens) / kWgmmaTileTokens[0] / device.sms;
   const double inside_tile_share = wide_tiles > 0 ? leaf_tiles / (device.sms * kWgmmaLeafWarps) / wide_tiles : 0;
   const long long wave_part = census.wide_block_tokens.empty() ? 0 : wide_cut(census, device.sms).longest;
+  const auto& blocks_tokens = census.wide_block_tokens;
+  const bool equal_row_blocks = std::adjacent_find(blocks_tokens.begin(), blocks_tokens.end(), std::not_equal_to<>()) ==
+                                blocks_tokens.end();
   if (option == "inside" || option == "auto") {
-    in("most_leaf_rows", most)("inside_tile_share", number_text(inside_tile_share))("wave_longest_part", wave_part);
+    in("most_leaf_rows", most)("inside_tile_share", number_text(inside_tile_share))("wave_longest_part", wave_part)(
+        "equal_row_blocks", equal_row_blocks ? "yes" : "no");
   }
   const bool inside_fits = wide_kernel == ItemKernel::wgmma && census.narrow_blocks > 0 && !census.wide_block_tokens.empty() &&
                            most <= kTokenProductRows && narrow_option == "auto";
+  // The higher bound's case: 8-row leaves beside equal row blocks.
+  const bool full_leaves = most == kTokenProductRows && equal_row_blocks;
   if (option == "auto" && wide_parts == "auto" && inside_allowed && inside_fits && wave_part > kHalfWaveLeafPartTokens &&
-      inside_tile_share <= kInsideLeafTileShare) {
+      (inside_tile_share <= kInsideLeafTileShare || (full_leaves && inside_tile_share <= kInsideFullLeafTileShare))) {
     LeafLayout inside;
     inside.inside = true;
+    const std::string why =
+        inside_tile_share <= kInsideLeafTileShare
+            ? "the leaves' tiles per leaf warp at most " + number_text(kInsideLeafTileShare) + " of the wgmma tiles per SM"
+            : "leaves of " + std::to_string(kTokenProductRows) + " rows beside equal row blocks, their tiles per leaf warp at most " +
+                  number_text(kInsideFullLeafTileShare) + " of the wgmma tiles per SM";
     return ruled(inside, "leaf_layout", "inside", in,
-                 "the leaves' tiles per leaf warp at most " + number_text(kInsideLeafTileShare) +
-                     " of the wgmma tiles per SM, a wave's parts longer than " + std::to_string(kHalfWaveLeafPartTokens) +
-                     " tokens: three warps of every wgmma block stream them (0.82x-0.99x, perf-notes v37)");
+                 why + ", a wave's parts longer than " + std::to_string(kHalfWaveLeafPartTokens) +
+                     " tokens: three warps of every wgmma block stream them (0.82x-1.01x, perf-notes v37, v41)");
   }
   if (option == "inside") {
     if (narrow_option != "auto") {

@@ -58,6 +58,11 @@ inline constexpr int kMaxPartsPerWorker = 8;
 // from 0.66: perf-notes v37), and a wave's parts longer than kHalfWaveLeafPartTokens (at 248 and 496
 // tokens inside ran 1.15x-1.17x).
 inline constexpr double kInsideLeafTileShare = 0.25;
+// ... or at most this share where every leaf has kTokenProductRows rows and every wgmma row block is as
+// long as the others (one shared segment, so the leaf warps' even deal meets even wgmma work): at shares
+// 0.33-0.58 inside ran 0.82x-1.01x of after, at 0.67 0.91x-1.10x, and over trees (row blocks of two
+// lengths) 1.02x-1.04x (perf-notes v41).
+inline constexpr double kInsideFullLeafTileShare = 0.6;
 // wide_tile: the 192-token tile where every wgmma item has at least this many tokens.
 inline constexpr long long kWideTileLongTokens = 4096;
 // gemm_chunks: the most scores (KV heads x rows x tokens) of one cuBLAS chunk: 256 MiB of fp32
