@@ -108,7 +108,8 @@ __device__ __forceinline__ void load_kv_tile_boxes(unsigned tile, const void* ma
 // Load step (the producer's one thread): every K and V tile of the item, the block's tiles
 // [used, used + tiles) (a persistent block's items continue the stages' uses). Use u of a stage
 // waits for the consumers' release of its previous use (the other parity; a fresh barrier passes
-// parity 1 at once).
+// parity 1 at once). The item's segment's descriptors come from kv_maps in global memory
+// (kernel-notes: descriptors-in-memory).
 template <int D, int KT>
 __device__ __forceinline__ void produce_kv_tiles(const SegmentAttentionParams& p, const WorkItem& item, int used,
                                                  int tiles, WgmmaSharedStorage<D, KT>& smem) {
