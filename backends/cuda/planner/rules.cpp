@@ -226,18 +226,19 @@ Ruled<LeafLayout> leaf_layout(const std::string& option, const std::string& wide
                                 blocks_tokens.end();
   if (option == "inside" || option == "auto") {
     in("most_leaf_rows", most)("inside_tile_share", number_text(inside_tile_share))("wave_longest_part", wave_part)(
-        "equal_row_blocks", equal_row_blocks ? "yes" : "no");
+        "equal_row_blocks", yes_no(equal_row_blocks));
   }
   const bool inside_fits = wide_kernel == ItemKernel::wgmma && census.narrow_blocks > 0 && !census.wide_block_tokens.empty() &&
                            most <= kTokenProductRows && narrow_option == "auto";
-  // The higher bound's case: 8-row leaves beside equal row blocks.
+  // Under the bound, or under the higher one where the leaves have 8 rows beside equal row blocks.
+  const bool under_bound = inside_tile_share <= kInsideLeafTileShare;
   const bool full_leaves = most == kTokenProductRows && equal_row_blocks;
   if (option == "auto" && wide_parts == "auto" && inside_allowed && inside_fits && wave_part > kHalfWaveLeafPartTokens &&
-      (inside_tile_share <= kInsideLeafTileShare || (full_leaves && inside_tile_share <= kInsideFullLeafTileShare))) {
+      (under_bound || (full_leaves && inside_tile_share <= kInsideFullLeafTileShare))) {
     LeafLayout inside;
     inside.inside = true;
     const std::string why =
-        inside_tile_share <= kInsideLeafTileShare
+        under_bound
             ? "the leaves' tiles per leaf warp at most " + number_text(kInsideLeafTileShare) + " of the wgmma tiles per SM"
             : "leaves of " + std::to_string(kTokenProductRows) + " rows beside equal row blocks, their tiles per leaf warp at most " +
                   number_text(kInsideFullLeafTileShare) + " of the wgmma tiles per SM";
