@@ -1,6 +1,7 @@
 // merge.hpp: the one LSE merge. Partials over disjoint key sets combine into the partial over their
 // union; the merge is commutative, associative, has the empty set (o = 0, lse = -inf) as identity,
-// and never overflows. Every property is checked in double and in float.
+// and never overflows; its many-partial form (merge_scale, merged_lse) gives the same union. Every
+// property is checked in double and in float.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -185,6 +186,82 @@ TYPED_TEST(Merge, MergingChunksEqualsTheSoftmaxOverTheirUnion) {
     const double tol = 64 * static_cast<double>(this->eps);
     EXPECT_NEAR(acc.lse, dbl(exact.lse), tol * std::max(1.0, dbl(std::fabs(exact.lse)))) << "trial " << trial;
     for (int i = 0; i < kDim; ++i) EXPECT_NEAR(acc.o[i], dbl(exact.o[i]), tol) << "trial " << trial << " element " << i;
+  }
+}
+
+// The many-partial form, as the CUDA merge kernel runs it: the partials in rounds of `round`, each
+// round's weights e^(lse - max) against the running max, the outputs and the weights' sum so far
+// rescaled by e^(old max - new max) (merge_scale) when a round raises it; normalized once at the end.
+template <typename T>
+Partial<T> merged_many(const std::vector<Partial<T>>& parts, std::size_t round) {
+  std::vector<T> acc(kDim, T(0));
+  T max = -std::numeric_limits<T>::infinity(), sum = 0;
+  for (std::size_t base = 0; base < parts.size(); base += round) {
+    const std::size_t end = std::min(parts.size(), base + round);
+    T new_max = max;
+    for (std::size_t i = base; i < end; ++i) new_max = std::max(new_max, parts[i].lse);
+    const T carry = merge_scale(max, new_max);
+    sum *= carry;
+    for (T& x : acc) x *= carry;
+    for (std::size_t i = base; i < end; ++i) {
+      const T scale = merge_scale(parts[i].lse, new_max);
+      sum += scale;
+      for (int k = 0; k < kDim; ++k) acc[k] += scale * parts[i].o[k];
+    }
+    max = new_max;
+  }
+  const T inv = sum > 0 ? T(1) / sum : T(0);
+  for (T& x : acc) x *= inv;
+  return {acc, merged_lse(max, sum)};
+}
+
+// The same chunks as above, all at once and in rounds of 1, 3 and 32 partials: the softmax over all keys.
+TYPED_TEST(Merge, ManyPartialsAtOnceEqualTheSoftmaxOverTheirUnion) {
+  using T = TypeParam;
+  std::mt19937_64 rng(7);
+  for (int trial = 0; trial < 300; ++trial) {
+    const std::size_t n = 1 + rng() % 64;
+    const Draw<T> d = draw<T>(rng, n, trial % 3 == 0 ? 20.0 : 1.0);
+    std::vector<std::size_t> cuts = {0, n};
+    for (std::size_t c = rng() % 12; c > 0; --c) cuts.push_back(rng() % (n + 1));  // repeats: empty chunks
+    std::sort(cuts.begin(), cuts.end());
+    std::vector<Partial<T>> parts;
+    for (std::size_t c = 0; c + 1 < cuts.size(); ++c) parts.push_back(attend(d.scores, d.values, cuts[c], cuts[c + 1]));
+    const Partial<long double> exact = softmax_exact(d.scores, d.values);
+    const double tol = 64 * static_cast<double>(this->eps);
+    for (const std::size_t round : {std::size_t{1}, std::size_t{3}, std::size_t{32}}) {
+      const Partial<T> m = merged_many(parts, round);
+      EXPECT_NEAR(m.lse, dbl(exact.lse), tol * std::max(1.0, dbl(std::fabs(exact.lse)))) << "trial " << trial;
+      for (int i = 0; i < kDim; ++i) EXPECT_NEAR(m.o[i], dbl(exact.o[i]), tol) << "trial " << trial << " element " << i;
+    }
+  }
+}
+
+TYPED_TEST(Merge, ManyEmptyPartialsGiveAnEmptyPartial) {
+  using T = TypeParam;
+  EXPECT_EQ(merge_scale(-this->inf, -this->inf), T(0));
+  EXPECT_EQ(merged_lse(-this->inf, T(0)), -this->inf);
+  const Partial<T> empty{std::vector<T>(kDim, T(0)), -this->inf};
+  const Partial<T> m = merged_many<T>({empty, empty, empty}, 2);
+  EXPECT_EQ(m.lse, -this->inf);
+  for (T x : m.o) EXPECT_EQ(x, T(0));
+  // Beside a partial that is not empty, empty ones weigh nothing.
+  const Partial<T> p{std::vector<T>(kDim, T(2)), T(-3)};
+  const Partial<T> q = merged_many<T>({empty, p, empty}, 2);
+  EXPECT_EQ(q.lse, p.lse);
+  for (T x : q.o) EXPECT_EQ(x, T(2));
+}
+
+TYPED_TEST(Merge, ManyPartialsAroundPlusMinus1e4DoNotOverflow) {
+  using T = TypeParam;
+  for (const T base : {T(1e4), T(-1e4)}) {
+    const Partial<T> a{std::vector<T>(kDim, T(1)), base}, b{std::vector<T>(kDim, T(-1)), base - T(3)};
+    const long double t = std::exp(-3.0L);
+    for (const std::size_t round : {std::size_t{1}, std::size_t{2}}) {
+      const Partial<T> m = merged_many<T>({b, a}, round);  // the larger second: a round raises the max
+      for (T x : m.o) EXPECT_NEAR(x, dbl((1 - t) / (1 + t)), 4 * this->eps) << base;
+      EXPECT_NEAR(m.lse, dbl(base + std::log1p(t)), 4 * this->eps * 1e4) << base;
+    }
   }
 }
 

@@ -35,6 +35,24 @@ HYDRAGEN_HD MergeWeights<T> merge_weights(T lse_a, T lse_b) {
   return lse_a > lse_b ? MergeWeights<T>{w_hi, w_lo, lse} : MergeWeights<T>{w_lo, w_hi, lse};
 }
 
+// Many partials at once, where all their LSEs are known before any output is read (the CUDA merge
+// kernel: a warp's lanes hold a round of LSEs). With m = max_i lse_i and s_i = e^(lse_i - m),
+//   lse = m + log(sum_i s_i),   o = sum_i (s_i / sum_j s_j) o_i:
+// the union that folding them pairwise with merge_weights gives, normalized once instead of once per
+// partial, so that no partial's weight waits for the fold before it. merge_scale is s_i (0 for an
+// empty partial, also when every partial is empty), merged_lse the union's LSE from m and the sum.
+template <typename T>
+HYDRAGEN_HD T merge_scale(T lse, T max_lse) {
+  using std::exp;
+  return lse == -INFINITY ? T(0) : exp(lse - max_lse);
+}
+
+template <typename T>
+HYDRAGEN_HD T merged_lse(T max_lse, T scale_sum) {
+  using std::log;
+  return max_lse == -INFINITY ? max_lse : max_lse + log(scale_sum);
+}
+
 // Merges partial b into partial a in place: o_a and o_b hold `n` values each.
 template <typename T, typename Acc, typename Src>
 HYDRAGEN_HD void merge_into(Acc* o_a, T& lse_a, const Src* o_b, T lse_b, int n) {

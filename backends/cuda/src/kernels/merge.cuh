@@ -5,9 +5,9 @@
 //
 // One warp per query, or kMergeWarps for a query of more than kMergeSplitAbove partials (each folds
 // a share, then the first folds the others' states); lane owns D / 32 adjacent columns (one vector
-// load per partial). The partials' row ids and LSEs come kMergeRound at a time, one per lane; their
-// outputs kBatch at a time, all loads issued before the fold, so no load waits on another
-// (kernel-notes: merge-loads).
+// load per partial). The partials' row ids and LSEs come kMergeRound at a time, one per lane, and the
+// LSEs give each partial its weight at once (merge_scale); their outputs come kBatch at a time, all
+// loads issued before the fold, so no load waits on another (kernel-notes: merge-loads).
 #include <cmath>
 
 #include "dependent_launch.cuh"
@@ -34,6 +34,18 @@ __device__ __forceinline__ void load_floats(const float* src, float (&dst)[N]) {
   }
 }
 
+__device__ __forceinline__ float warp_max(float x) {
+#pragma unroll
+  for (int m = 16; m > 0; m >>= 1) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, m));
+  return x;
+}
+
+__device__ __forceinline__ float warp_sum(float x) {
+#pragma unroll
+  for (int m = 16; m > 0; m >>= 1) x += __shfl_xor_sync(0xffffffffu, x, m);
+  return x;
+}
+
 // WARPS warps per query (1, or kMergeWarps for queries of many partials).
 template <typename T, int D, int WARPS>
 __global__ void __launch_bounds__(kMergeWarps * 32, 16) merge_partials(const MergeParams p) {
@@ -46,8 +58,12 @@ __global__ void __launch_bounds__(kMergeWarps * 32, 16) merge_partials(const Mer
   const int first = p.offsets[query], last = p.offsets[query + 1];
   if (last - first == 1 && p.single_rows_direct) return;  // its block wrote it
   const int begin = first + (last - first) * share / WARPS, end = first + (last - first) * (share + 1) / WARPS;
-  float o[V] = {};
-  float lse = -INFINITY;  // no partial: the merge identity
+  // The LSEs of a round of partials, one a lane, give every partial its weight before any output
+  // arrives (the core merge's many-partial form, merge_scale): the fold is a multiply-add per value,
+  // not a chain of merges. Across rounds the weights are taken against the running max, the sum and
+  // the outputs so far rescaled to it, as the online softmax does with its tiles.
+  float acc[V] = {};             // the outputs, each times its weight e^(lse - max)
+  float max = -INFINITY, sum = 0.0f;  // no partial: the merge identity
   // The row ids are the plan's; the partial rows are the attention kernel's, ready after the wait.
   int mine = begin + lane < end ? p.rows[begin + lane] : 0;
   wait_for_primary();
@@ -55,8 +71,15 @@ __global__ void __launch_bounds__(kMergeWarps * 32, 16) merge_partials(const Mer
     const int count = min(kMergeRound, end - base);
     if (base != begin) mine = lane < count ? p.rows[base + lane] : 0;
     const float mine_lse = lane < count ? p.partial_lse[mine] : -INFINITY;
+    const float new_max = fmaxf(max, warp_max(mine_lse));
+    const float carry = merge_scale(max, new_max), mine_scale = merge_scale(mine_lse, new_max);
+    sum = sum * carry + warp_sum(mine_scale);
+    max = new_max;
+#pragma unroll
+    for (int v = 0; v < V; ++v) acc[v] *= carry;
+#pragma unroll 1  // unrolled, the rounds of loads overlap no better and spill the 32 registers
     for (int k0 = 0; k0 < count; k0 += kBatch) {
-      float part[kBatch][V];  // loaded together, then folded in order
+      float part[kBatch][V];  // loaded together, then folded
 #pragma unroll
       for (int j = 0; j < kBatch; ++j) {
         const int row = __shfl_sync(0xffffffffu, mine, (k0 + j) % 32);
@@ -64,11 +87,17 @@ __global__ void __launch_bounds__(kMergeWarps * 32, 16) merge_partials(const Mer
       }
 #pragma unroll
       for (int j = 0; j < kBatch; ++j) {
-        const float part_lse = __shfl_sync(0xffffffffu, mine_lse, (k0 + j) % 32);
-        if (k0 + j < count) merge_into(o, lse, part[j], part_lse, V);
+        const float scale = __shfl_sync(0xffffffffu, mine_scale, (k0 + j) % 32);
+#pragma unroll
+        for (int v = 0; v < V; ++v) acc[v] = k0 + j < count ? fmaf(scale, part[j][v], acc[v]) : acc[v];
       }
     }
   }
+  const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;  // 0: every partial is empty
+  float o[V];
+#pragma unroll
+  for (int v = 0; v < V; ++v) o[v] = acc[v] * inv;
+  float lse = merged_lse(max, sum);
   if constexpr (WARPS > 1) {
     __shared__ float states[kMergeWarps][D + 1];  // each warp's O, then its LSE
 #pragma unroll
