@@ -62,7 +62,7 @@ __global__ void __launch_bounds__(kMergeWarps * 32, 16) merge_partials(const Mer
   // arrives (the core merge's many-partial form, merge_scale): the fold is a multiply-add per value,
   // not a chain of merges. Across rounds the weights are taken against the running max, the sum and
   // the outputs so far rescaled to it, as the online softmax does with its tiles.
-  float acc[V] = {};             // the outputs, each times its weight e^(lse - max)
+  float acc[V] = {};  // the outputs, each times its weight e^(lse - max)
   float max = -INFINITY, sum = 0.0f;  // no partial: the merge identity
   // The row ids are the plan's; the partial rows are the attention kernel's, ready after the wait.
   int mine = begin + lane < end ? p.rows[begin + lane] : 0;
