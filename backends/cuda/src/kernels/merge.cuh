@@ -11,6 +11,7 @@
 #include <cmath>
 
 #include "dependent_launch.cuh"
+#include "hydragen/cuda/block_reduce.cuh"
 #include "hydragen/cuda/element.cuh"
 #include "hydragen/merge.hpp"
 #include "params.hpp"
@@ -32,18 +33,6 @@ __device__ __forceinline__ void load_floats(const float* src, float (&dst)[N]) {
     const float2 v = *reinterpret_cast<const float2*>(src);
     dst[0] = v.x, dst[1] = v.y;
   }
-}
-
-__device__ __forceinline__ float warp_max(float x) {
-#pragma unroll
-  for (int m = 16; m > 0; m >>= 1) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, m));
-  return x;
-}
-
-__device__ __forceinline__ float warp_sum(float x) {
-#pragma unroll
-  for (int m = 16; m > 0; m >>= 1) x += __shfl_xor_sync(0xffffffffu, x, m);
-  return x;
 }
 
 // WARPS warps per query (1, or kMergeWarps for queries of many partials).
@@ -71,9 +60,9 @@ __global__ void __launch_bounds__(kMergeWarps * 32, 16) merge_partials(const Mer
     const int count = min(kMergeRound, end - base);
     if (base != begin) mine = lane < count ? p.rows[base + lane] : 0;
     const float mine_lse = lane < count ? p.partial_lse[mine] : -INFINITY;
-    const float new_max = fmaxf(max, warp_max(mine_lse));
+    const float new_max = fmaxf(max, warp_reduce(mine_lse, [](float a, float b) { return fmaxf(a, b); }));
     const float carry = merge_scale(max, new_max), mine_scale = merge_scale(mine_lse, new_max);
-    sum = sum * carry + warp_sum(mine_scale);
+    sum = sum * carry + warp_reduce(mine_scale, [](float a, float b) { return a + b; });
     max = new_max;
 #pragma unroll
     for (int v = 0; v < V; ++v) acc[v] *= carry;
