@@ -168,6 +168,29 @@ TYPED_TEST(Merge, TwoEmptyPartialsGiveAnEmptyPartial) {
   for (T x : m.o) EXPECT_EQ(x, T(0));
 }
 
+// The keys of `d` split at fewer than `max_cuts` random places (repeats: empty chunks), each chunk
+// attended alone.
+template <typename T>
+std::vector<Partial<T>> chunks(std::mt19937_64& rng, const Draw<T>& d, std::size_t max_cuts) {
+  const std::size_t n = d.scores.size();
+  std::vector<std::size_t> cuts = {0, n};
+  for (std::size_t c = rng() % max_cuts; c > 0; --c) cuts.push_back(rng() % (n + 1));
+  std::sort(cuts.begin(), cuts.end());
+  std::vector<Partial<T>> parts;
+  for (std::size_t c = 0; c + 1 < cuts.size(); ++c) parts.push_back(attend(d.scores, d.values, cuts[c], cuts[c + 1]));
+  return parts;
+}
+
+// `m` is the softmax over all of `d`'s keys: each chunk's sum of <= 64 terms and the merges cost a few
+// ulp each.
+template <typename T>
+void expect_softmax_over_all(const Partial<T>& m, const Draw<T>& d, int trial) {
+  const Partial<long double> exact = softmax_exact(d.scores, d.values);
+  const double tol = 64 * static_cast<double>(std::numeric_limits<T>::epsilon());
+  EXPECT_NEAR(m.lse, dbl(exact.lse), tol * std::max(1.0, dbl(std::fabs(exact.lse)))) << "trial " << trial;
+  for (int i = 0; i < kDim; ++i) EXPECT_NEAR(m.o[i], dbl(exact.o[i]), tol) << "trial " << trial << " element " << i;
+}
+
 // The defining property: split the keys anywhere (empty chunks included), attend to each chunk,
 // merge left to right starting from the empty partial: the softmax over all keys.
 TYPED_TEST(Merge, MergingChunksEqualsTheSoftmaxOverTheirUnion) {
@@ -176,16 +199,9 @@ TYPED_TEST(Merge, MergingChunksEqualsTheSoftmaxOverTheirUnion) {
   for (int trial = 0; trial < 300; ++trial) {
     const std::size_t n = 1 + rng() % 64;
     const Draw<T> d = draw<T>(rng, n, trial % 3 == 0 ? 20.0 : 1.0);
-    std::vector<std::size_t> cuts = {0, n};
-    for (std::size_t c = rng() % 6; c > 0; --c) cuts.push_back(rng() % (n + 1));  // repeats: empty chunks
-    std::sort(cuts.begin(), cuts.end());
     Partial<T> acc{std::vector<T>(kDim, T(0)), -this->inf};
-    for (std::size_t c = 0; c + 1 < cuts.size(); ++c) acc = merged(acc, attend(d.scores, d.values, cuts[c], cuts[c + 1]));
-    const Partial<long double> exact = softmax_exact(d.scores, d.values);
-    // Each chunk's sum of <= 64 terms and the merges cost a few ulp each.
-    const double tol = 64 * static_cast<double>(this->eps);
-    EXPECT_NEAR(acc.lse, dbl(exact.lse), tol * std::max(1.0, dbl(std::fabs(exact.lse)))) << "trial " << trial;
-    for (int i = 0; i < kDim; ++i) EXPECT_NEAR(acc.o[i], dbl(exact.o[i]), tol) << "trial " << trial << " element " << i;
+    for (const Partial<T>& part : chunks(rng, d, 6)) acc = merged(acc, part);
+    expect_softmax_over_all(acc, d, trial);
   }
 }
 
@@ -222,17 +238,9 @@ TYPED_TEST(Merge, ManyPartialsAtOnceEqualTheSoftmaxOverTheirUnion) {
   for (int trial = 0; trial < 300; ++trial) {
     const std::size_t n = 1 + rng() % 64;
     const Draw<T> d = draw<T>(rng, n, trial % 3 == 0 ? 20.0 : 1.0);
-    std::vector<std::size_t> cuts = {0, n};
-    for (std::size_t c = rng() % 12; c > 0; --c) cuts.push_back(rng() % (n + 1));  // repeats: empty chunks
-    std::sort(cuts.begin(), cuts.end());
-    std::vector<Partial<T>> parts;
-    for (std::size_t c = 0; c + 1 < cuts.size(); ++c) parts.push_back(attend(d.scores, d.values, cuts[c], cuts[c + 1]));
-    const Partial<long double> exact = softmax_exact(d.scores, d.values);
-    const double tol = 64 * static_cast<double>(this->eps);
+    const std::vector<Partial<T>> parts = chunks(rng, d, 12);
     for (const std::size_t round : {std::size_t{1}, std::size_t{3}, std::size_t{32}}) {
-      const Partial<T> m = merged_many(parts, round);
-      EXPECT_NEAR(m.lse, dbl(exact.lse), tol * std::max(1.0, dbl(std::fabs(exact.lse)))) << "trial " << trial;
-      for (int i = 0; i < kDim; ++i) EXPECT_NEAR(m.o[i], dbl(exact.o[i]), tol) << "trial " << trial << " element " << i;
+      expect_softmax_over_all(merged_many(parts, round), d, trial);
     }
   }
 }
