@@ -1,33 +1,13 @@
 // The wgmma segment-attention kernel (sm_90a). scripts/check-wgmma compiles this file with
 // ptxas -v and fails when ptxas serialized its wgmmas.
-#include <cstdio>
 #include <iterator>
 #include <string>
 
 #include "dispatch.cuh"
-#include "hydragen/cuda/check.hpp"
 #include "launch.hpp"
 #include "segment_attention_wgmma.cuh"
 
 namespace hydragen::cuda::detail {
-
-// EXPERIMENT (perf-notes v43): block 0's turn stamps of the last launch, one line per step and
-// warpgroup, cycles from warpgroup 0's first stamp.
-void print_turns() {
-  unsigned h[2][kTurnSteps][8];
-  CUDA_CHECK(cudaMemcpyFromSymbol(h, g_turns, sizeof(h)));
-  const unsigned t0 = h[0][0][0];
-  for (int i = 0; i < kTurnSteps; ++i) {
-    for (int wg = 0; wg < 2; ++wg) {
-      if (h[wg][i][7] == 0) continue;
-      std::fprintf(stderr, "turn %d %d", wg, i);
-      for (int k = 0; k < 8; ++k) std::fprintf(stderr, " %d", static_cast<int>(h[wg][i][k] - t0));
-      std::fprintf(stderr, "\n");
-    }
-  }
-  unsigned zero[2][kTurnSteps][8] = {};
-  CUDA_CHECK(cudaMemcpyToSymbol(g_turns, zero, sizeof(zero)));
-}
 
 void launch_wgmma(const SegmentAttentionParams& params, int blocks, int tile_tokens, int cluster, DType dtype,
                   int head_dim, cudaStream_t stream) {

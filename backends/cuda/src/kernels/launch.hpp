@@ -41,7 +41,6 @@ namespace detail {
 // One per kernel family, each in its own translation unit (attention_*.cu).
 void launch_mma(const SegmentAttentionParams& params, int workers, ItemKernel kernel, NarrowProduct product, DType dtype,
                 int head_dim, cudaStream_t stream, bool dependent);
-void print_turns();  // EXPERIMENT (perf-notes v43)
 void launch_wgmma(const SegmentAttentionParams& params, int blocks, int tile_tokens, int cluster, DType dtype,
                   int head_dim, cudaStream_t stream);
 void launch_simt(const SegmentAttentionParams& params, int blocks, DType dtype, int head_dim, cudaStream_t stream);

@@ -39,18 +39,6 @@
 
 namespace hydragen::cuda {
 
-// EXPERIMENT (perf-notes v43): a turn's timeline. Block 0's warp 0 of each consumer warpgroup stamps
-// %clock at 8 points of each step of its first item: [wg][step][point].
-constexpr int kTurnSteps = 128;
-__device__ unsigned g_turns[2][kTurnSteps][8];
-__device__ __forceinline__ void turn_stamp(bool on, int wg, int i, int k) {
-  if (on && i < kTurnSteps) {
-    unsigned c;
-    asm volatile("mov.u32 %0, %%clock;" : "=r"(c)::"memory");
-    g_turns[wg][i][k] = c;
-  }
-}
-
 // One block's shared memory: Q and the K and V stages, each 1024-aligned (the swizzle atom), and
 // the stages' barriers. Full: the tile has landed (one arrival + the TMA bytes). Empty: the 8
 // consumer warps are done with it.
@@ -187,17 +175,13 @@ __device__ __forceinline__ void consume_kv_tiles(WgmmaSharedStorage<D, KT>& smem
   float s[KT / 2];          // S of the current tile, then its probabilities
   unsigned pa[KT / 16][4];  // P of the previous tile as A fragments: live until its product lands
   float alpha[2] = {};      // the last tile's rescale of O, applied before O's next product
-  const bool stamps = blockIdx.x == 0 && used == 0 && threadIdx.x % 128 == 0;
   auto step = [&](int i, auto issue_s, auto issue_pv) {
     constexpr bool has_s = decltype(issue_s)::value, has_pv = decltype(issue_pv)::value;
     const int u = used + i;  // the block's use of the stages for tile i
     const int ks = stage_of(u), vs = stage_of(u - 1);
-    turn_stamp(stamps, wg, i, 0);
     if constexpr (has_s) mbarrier_wait(smem_address(&smem.full_k[ks]), phase_of(u));
     if constexpr (has_pv) mbarrier_wait(smem_address(&smem.full_v[vs]), phase_of(u - 1));
-    turn_stamp(stamps, wg, i, 1);
     consumer_sync(turn_of(wg));
-    turn_stamp(stamps, wg, i, 2);
     wgmma_fence();
     if constexpr (has_s) {
 #pragma unroll
@@ -222,33 +206,26 @@ __device__ __forceinline__ void consume_kv_tiles(WgmmaSharedStorage<D, KT>& smem
       wgmma_commit();
     }
     if (has_s || wg == 0) consumer_arrive(turn_of(1 - wg));  // the other's turn
-    turn_stamp(stamps, wg, i, 3);
 
     if constexpr (has_s) {
       wgmma_wait<has_pv ? 1 : 0>();
       wgmma_hold(s);
-      turn_stamp(stamps, wg, i, 4);
       __syncwarp();
       if (lane == 0) mbarrier_arrive(smem_address(&smem.empty_k[ks]));
       const int p0 = item.token_begin + i * KT;
       softmax.update(s, p0 + 2 * t, limit, scale_log2, p0 + KT > min(limit[0], limit[1]), alpha);
-      asm volatile("" ::"f"(softmax.l[0]), "f"(softmax.l[1]), "f"(s[0]), "f"(s[KT / 2 - 1]));
-      turn_stamp(stamps, wg, i, 5);
     }
     if constexpr (has_pv) {
       wgmma_wait<0>();
       wgmma_hold(o);
       wgmma_hold(pa);
-      turn_stamp(stamps, wg, i, 6);
       __syncwarp();
       if (lane == 0) mbarrier_arrive(smem_address(&smem.empty_v[vs]));
     }
     if constexpr (has_s) {
 #pragma unroll
       for (int kc = 0; kc < KT / 16; ++kc) probabilities_as_a<T, KT / 8>(s, kc, pa[kc]);
-      asm volatile("" ::"r"(pa[0][0]), "r"(pa[KT / 16 - 1][3]));
     }
-    turn_stamp(stamps, wg, i, 7);
   };
   using yes = std::true_type;
   using no = std::false_type;
