@@ -210,10 +210,10 @@ __device__ __forceinline__ void consume_kv_tiles(WgmmaSharedStorage<D, KT>& smem
     if constexpr (has_s) {
       wgmma_wait<has_pv ? 1 : 0>();
       wgmma_hold(s);
+      __syncwarp();
+      if (lane == 0) mbarrier_arrive(smem_address(&smem.empty_k[ks]));
       const int p0 = item.token_begin + i * KT;
       softmax.update(s, p0 + 2 * t, limit, scale_log2, p0 + KT > min(limit[0], limit[1]), alpha);
-      __syncwarp();
-      if (lane == 0 && !(softmax.l[0] < 0.f) && !(softmax.l[1] < 0.f)) mbarrier_arrive(smem_address(&smem.empty_k[ks]));
     }
     if constexpr (has_pv) {
       wgmma_wait<0>();
