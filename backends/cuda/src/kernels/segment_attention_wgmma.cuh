@@ -11,9 +11,10 @@
 //            the online softmax of S_i while the other warpgroup has the tensor cores: the two take
 //            turns through a pair of named barriers (ping-pong), so the exp2 of one overlaps the
 //            matrix products of the other. O is rescaled for tile i - 1's max between the two issues,
-//            while S_i runs, so that once P_{i-1} V_{i-1} lands only P_i's conversion is left before
-//            the next turn. K stages are released when S is done, V stages when the product that
-//            read them is, so each stage is refilled as early as possible.
+//            while S_i runs. ptxas places the wait for P_{i-1} V_{i-1} above S_i's softmax; the exps
+//            forced ahead of it, to overlap the warpgroup's own product too, ran slower
+//            (kernel-notes: softmax-after-pv-wait). K stages are released when S is done, V stages
+//            when the product that read them is, so each stage is refilled as early as possible.
 //   store    store_direct_rows through the Q tile where the warp's rows are their queries' only ones,
 //            else row_output.cuh; with CLUSTER (a row block's parts as one cluster, rule part_merge)
 //            combine_cluster_rows first folds the cluster's copies of each row through shared memory
