@@ -226,7 +226,7 @@ Partial<T> merged_many(const std::vector<Partial<T>>& parts, std::size_t round) 
     }
     max = new_max;
   }
-  const T inv = sum > 0 ? T(1) / sum : T(0);
+  const T inv = merged_inv(sum);
   for (T& x : acc) x *= inv;
   return {acc, merged_lse(max, sum)};
 }
@@ -249,6 +249,7 @@ TYPED_TEST(Merge, ManyEmptyPartialsGiveAnEmptyPartial) {
   using T = TypeParam;
   EXPECT_EQ(merge_scale(-this->inf, -this->inf), T(0));
   EXPECT_EQ(merged_lse(-this->inf, T(0)), -this->inf);
+  EXPECT_EQ(merged_inv(T(0)), T(0));
   const Partial<T> empty{std::vector<T>(kDim, T(0)), -this->inf};
   const Partial<T> m = merged_many<T>({empty, empty, empty}, 2);
   EXPECT_EQ(m.lse, -this->inf);

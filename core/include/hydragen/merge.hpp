@@ -40,7 +40,8 @@ HYDRAGEN_HD MergeWeights<T> merge_weights(T lse_a, T lse_b) {
 //   lse = m + log(sum_i s_i),   o = sum_i (s_i / sum_j s_j) o_i:
 // the union that folding them pairwise with merge_weights gives, normalized once instead of once per
 // partial, so that no partial's weight waits for the fold before it. merge_scale is s_i (0 for an
-// empty partial, also when every partial is empty), merged_lse the union's LSE from m and the sum.
+// empty partial, also when every partial is empty), merged_lse the union's LSE from m and the sum,
+// merged_inv the factor that normalizes the weighted outputs' sum (0 when every partial is empty).
 template <typename T>
 HYDRAGEN_HD T merge_scale(T lse, T max_lse) {
   using std::exp;
@@ -51,6 +52,11 @@ template <typename T>
 HYDRAGEN_HD T merged_lse(T max_lse, T scale_sum) {
   using std::log;
   return max_lse == -INFINITY ? max_lse : max_lse + log(scale_sum);
+}
+
+template <typename T>
+HYDRAGEN_HD T merged_inv(T scale_sum) {
+  return scale_sum > T(0) ? T(1) / scale_sum : T(0);
 }
 
 // Merges partial b into partial a in place: o_a and o_b hold `n` values each.

@@ -82,7 +82,7 @@ __global__ void __launch_bounds__(kMergeWarps * 32, 16) merge_partials(const Mer
       }
     }
   }
-  const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;  // 0: every partial is empty
+  const float inv = merged_inv(sum);
   float o[V];
 #pragma unroll
   for (int v = 0; v < V; ++v) o[v] = acc[v] * inv;
