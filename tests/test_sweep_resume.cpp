@@ -172,6 +172,33 @@ TEST_F(SweepBinary, ATokenFileGivesTheTreeItsSequencesShare) {
   // Refused --tokens and --tree values: the bad_input table in tests/cli/CMakeLists.txt.
 }
 
+// --explain: a block per row, the backend and point on its first line, then the plan's rules (a CPU
+// plan decides nothing) or, for a row that did not run, why; --resume appends the rows measured then.
+TEST_F(SweepBinary, ExplainWritesEachRowsPlanUnderItsPointAndResumeAppendsTheNewRows) {
+  const std::string base = "--backends cpu-flat,reference --dtype bf16 --batch 2 --prefix 16 --cpu-replays 1 --csv out.csv "
+                           "--explain plans.txt";
+  const Run run = sweep(base + " --suffix 4");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_THAT(read("plans.txt"),
+              MatchesRegex("== cpu-flat:shared bf16 B=2 P=16 S=4 q_len=1 Hq=8 Hkv=1 D=128 tree=prefix [(][^\n]*[)]: ok\n"
+                           "its plan decides nothing: it runs one way\n"
+                           "== reference:shared bf16 B=2 P=16 S=4 [^\n]*: unsupported\n"
+                           "dtype bf16 [(]the reference computes in fp64[^\n]*\n"));
+  const Run again = sweep(base + " --suffix 4,8 --resume");
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  const std::string plans = read("plans.txt");
+  auto count = [&](const std::string& text) {
+    int n = 0;
+    for (std::size_t at = plans.find(text); at != std::string::npos; at = plans.find(text, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count("\n== "), 3);  // four blocks: S = 4's two, then S = 8's
+  EXPECT_EQ(count("== cpu-flat:shared bf16 B=2 P=16 S=4 "), 1);
+  EXPECT_EQ(count("== cpu-flat:shared bf16 B=2 P=16 S=8 "), 1);
+  EXPECT_EQ(count("== reference:shared bf16 B=2 P=16 S=8 "), 1);
+  // Refused --explain values (the same file as --csv, with --points, unwritable): tests/cli/CMakeLists.txt.
+}
+
 TEST_F(SweepBinary, ResumeOfAFileCutAfterItsHeaderMeasuresEverything) {
   write("out.csv", header());  // killed while the peaks were measured
   const Run run = sweep(kTiny + " --resume");

@@ -22,6 +22,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "csv/csv_records.hpp"
@@ -49,7 +50,7 @@ struct Flags {
   std::string replays = std::to_string(sweep::TimingConfig{}.gpu_replays);
   std::string cpu_replays = std::to_string(sweep::TimingConfig{}.cpu_replays);
   std::string seed = "0";
-  std::string csv, json;
+  std::string csv, json, explain;
   bool points = false, resume = false;
 };
 
@@ -63,7 +64,7 @@ struct Resumed {
 struct Options {
   sweep::Grid grid;
   sweep::TimingConfig timing;
-  std::string csv, json;  // empty: not given
+  std::string csv, json, explain;  // empty: not given
   bool points = false, resume = false;
   Resumed resumed;
 };
@@ -201,10 +202,10 @@ Options parse_options(const Flags& f, const CLI::App& app) {
     }
   }
   if (f.points) {
-    reject_if_given(app, {"--csv", "--json", "--resume", "--replays", "--cpu-replays", "--seed"},
+    reject_if_given(app, {"--csv", "--json", "--explain", "--resume", "--replays", "--cpu-replays", "--seed"},
                     "does not apply with --points (it prints the grid and exits)");
   }
-  Options o{grid_from(f, app), {}, f.csv, f.json, f.points, f.resume, {}};
+  Options o{grid_from(f, app), {}, f.csv, f.json, f.explain, f.points, f.resume, {}};
   o.timing.gpu_replays = parse_integer("--replays", f.replays, 1);
   o.timing.cpu_replays = parse_integer("--cpu-replays", f.cpu_replays, 1);
   o.timing.seed = parse_integer<unsigned long long>("--seed", f.seed, 0);
@@ -212,6 +213,12 @@ Options parse_options(const Flags& f, const CLI::App& app) {
   if (app.count("--json") > 0) check_writable("--json", o.json);
   if (app.count("--csv") > 0 && app.count("--json") > 0 && same_file(o.csv, o.json)) {
     fail("--json", "'" + o.json + "' is also --csv");
+  }
+  if (app.count("--explain") > 0) {
+    check_writable("--explain", o.explain);
+    for (const auto& [flag, other] : {std::pair{"--csv", o.csv}, std::pair{"--json", o.json}}) {
+      if (app.count(flag) > 0 && same_file(o.explain, other)) fail("--explain", "'" + o.explain + "' is also " + flag);
+    }
   }
   if (o.resume && app.count("--csv") == 0) throw std::invalid_argument("--resume needs --csv FILE (the file to resume)");
   if (o.resume) o.resumed = read_resumed(o.csv);
@@ -281,6 +288,22 @@ void append_row(std::ostream& csv, const sweep::Row& row) {
   std::ostringstream text;
   sweep::write_csv_row(text, row);
   csv << text.str() << std::flush;
+}
+
+// --explain: the row's plan, one rule a line (hydragen-diff --explain's form), under a line naming the
+// backend and the point; for a row that did not run, its status and why. Flushed, as the CSV's rows.
+void append_explanation(std::ostream& out, const sweep::Row& row) {
+  const sweep::ShapePoint& s = row.point.shape;
+  out << "== " << row.point.label() << ":" << storage_name(row.point.storage) << " " << dtype_name(s.dtype) << " B=" << s.batch
+      << " P=" << s.prefix << " S=" << s.suffix << " q_len=" << s.q_len << " Hq=" << s.q_heads << " Hkv=" << s.kv_heads
+      << " D=" << s.head_dim << " tree=" << s.tree_text() << " (" << row.device << ", " << row.commit << "): " << row.m.status
+      << "\n";
+  if (row.m.status != "ok") {
+    out << row.m.detail << "\n";
+  } else {
+    out << (row.m.explanation.empty() ? "its plan decides nothing: it runs one way\n" : row.m.explanation);
+  }
+  out << std::flush;
 }
 
 void print_progress(const sweep::Row& row, std::size_t done, std::size_t total, double elapsed) {
@@ -361,6 +384,11 @@ int run(const Options& o) {
     if (!csv_file) throw std::runtime_error("--csv: cannot write '" + o.csv + "'");
   }
   std::ostream& csv = o.csv.empty() ? std::cout : csv_file;
+  std::ofstream explain_file;
+  if (!o.explain.empty()) {
+    explain_file.open(o.explain, o.resume ? std::ios::app : std::ios::trunc);  // resumed: the rows measured now
+    if (!explain_file) throw std::runtime_error("--explain: cannot write '" + o.explain + "'");
+  }
   if (!resumed.has_header) {
     sweep::write_csv_header(csv);
     csv.flush();  // a kill while the peaks are measured leaves a file --resume takes
@@ -388,6 +416,7 @@ int run(const Options& o) {
   for (const std::vector<sweep::Point>& points : todo) {
     sweep::measure_shape(points, machine, o.timing, HYDRAGEN_COMMIT, [&](const sweep::Row& row) {
       append_row(csv, row);
+      if (explain_file.is_open()) append_explanation(explain_file, row);
       records.push_back(sweep::csv_record(row));
       measured.push_back(row);
       print_progress(row, measured.size(), total,
@@ -435,6 +464,11 @@ void bind(CLI::App& app, Flags& f) {
   app.add_option("--seed", f.seed, "seed of the N(0,1) inputs")->type_name("N");
   app.add_option("--csv", f.csv, "write the CSV here (default: stdout)")->type_name("FILE");
   app.add_option("--json", f.json, "also write the CSV's rows as a JSON array here")->type_name("FILE");
+  app.add_option("--explain", f.explain,
+                 "also write each row's plan here, one rule a line with its reason and inputs as hydragen-diff "
+                 "--explain prints it (docs/planner-rules.md), under a line naming the backend and the point; "
+                 "with --resume, appended")
+      ->type_name("FILE");
   app.add_flag("--resume", f.resume,
                "with --csv: keep FILE's rows, skip the points it has from this machine at this commit, append "
                "the rest");

@@ -109,6 +109,7 @@ Measurement measure_one(const Point& point, const ProblemSpec& problem, StageCac
     const StagedProblem& staged = cache.get(b.memory(), point.storage);
     const auto plan = b.plan(staged.shape(), staged.tree(), point.options);
     m.decisions = decisions_cell(plan->decisions());
+    m.explanation = explain(plan->decisions());
     const PlanTiming t = time_plan(b, *plan, staged, config);
     m.median_ms = t.median_ms;
     m.min_ms = t.min_ms;

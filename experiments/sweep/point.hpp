@@ -43,6 +43,7 @@ struct Measurement {
   double floor_ms = 0;          // max(FLOPs / peak, bytes / peak), the measured peaks: the attainable floor; 0 when none
   double nominal_ms = 0;        // the same at the device's nominal peaks (the physical limit); 0 when not in the table
   std::string decisions;        // the plan's decisions, "rule=choice;..." (decisions_cell); empty for a plan that makes none
+  std::string explanation;      // the same, one rule a line with its reason and inputs (explain): --explain's file, no column
 };
 
 // Column names and values, in the schema's order; empty strings where a value does not apply.
