@@ -1,5 +1,5 @@
 // hydragen-sweep: times backends over a grid of problems and writes one CSV row per point
-// (DESIGN.md section 7); JSON too with --json. Progress on stderr; a point that cannot run is
+// (DESIGN.md section 7); JSON too with --json, each row's plan explained with --explain. Progress on stderr; a point that cannot run is
 // recorded (oom, unsupported, error), never fatal. Ends with a short table.
 //
 //   hydragen-sweep --preset paper-fig4 --csv out/fig4.csv [--resume]
