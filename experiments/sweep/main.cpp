@@ -1,6 +1,7 @@
 // hydragen-sweep: times backends over a grid of problems and writes one CSV row per point
-// (DESIGN.md section 7); JSON too with --json, each row's plan explained with --explain. Progress on stderr; a point that cannot run is
-// recorded (oom, unsupported, error), never fatal. Ends with a short table.
+// (DESIGN.md section 7); JSON too with --json, each row's plan explained with --explain. Progress on
+// stderr; a point that cannot run is recorded (oom, unsupported, error), never fatal. Ends with a short
+// table.
 //
 //   hydragen-sweep --preset paper-fig4 --csv out/fig4.csv [--resume]
 //   hydragen-sweep --backends cuda-flash:redundant,cuda-hydragen --batch 32,1024 --prefix 1024,16384
