@@ -1,6 +1,7 @@
 #include "diff/explain.hpp"
 
 #include <charconv>
+#include <fstream>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
@@ -36,6 +37,17 @@ cuda::DeviceLimits parse_device(const std::string& text) {
   return d;
 }
 
+// --explain-rates FILE: the described device's rows of FILE, an error where it names none.
+cuda::DeviceRates rates_from_file(const std::string& file, const std::string& device) {
+  std::ifstream in(file);
+  if (!in) throw std::invalid_argument("--explain-rates: cannot read '" + file + "'");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::optional<cuda::DeviceRates> rates = cuda::device_rates_in(text.str(), device, file);
+  if (!rates) throw std::invalid_argument("--explain-rates: '" + file + "' has no rows for '" + device + "' (--explain-device's NAME)");
+  return *rates;
+}
+
 std::vector<PlanDecision> planner_decisions(const Options& options, const cuda::DeviceLimits& device, const AttentionShape& shape,
                                            const SharingTree& tree) {
   const std::string& name = parse_backend_choice(options.backend).backend;
@@ -61,6 +73,7 @@ std::string explain_text(const Options& options, const BackendRegistry& registry
   const AttentionBackend* b = nullptr;
   if (!options.explain_device.empty()) {
     described = parse_device(options.explain_device);
+    if (!options.explain_rates.empty()) described->rates = rates_from_file(options.explain_rates, described->name);
   } else {
     b = &registry.get(options.backend);
     if (const std::string why = b->memory().unavailable_reason(); !why.empty()) {
@@ -68,8 +81,9 @@ std::string explain_text(const Options& options, const BackendRegistry& registry
                                   " (--explain-device decides for a device you describe, without one)");
     }
   }
-  // A described device's detection rates are its table row's, as its plans' rates (rule device).
-  const SharingRates rates = described ? cuda::sharing_rates_for(cuda::device_rates(described->name)) : detection_rates(options, b->memory());
+  // A described device's detection rates are its plans' (rule device): the file's, else its table row's.
+  const SharingRates rates = described ? cuda::sharing_rates_for(described->rates ? described->rates : cuda::device_rates(described->name))
+                                       : detection_rates(options, b->memory());
   const SharingTree tree = tree_from_options(options, rates);
   const AttentionShape shape = shape_from_options(options, tree);
   const SharingTree planned = options.storage == Storage::shared ? tree : tree.flattened();

@@ -127,6 +127,10 @@ void bind(CLI::App& app, Options& o, RawFlags& raw) {
                  "with --explain: decide as the CUDA planner would on that device, without a GPU, and run no check, "
                  "e.g. \"NVIDIA H100 80GB HBM3,132,wgmma,pdl\" (pdl: programmatic dependent launch, sm_90+)")
       ->type_name("NAME,SMS,wgmma|no-wgmma,pdl|no-pdl");
+  app.add_option("--explain-rates", o.explain_rates,
+                 "with --explain-device: its rates from FILE's rows for NAME (device-rates.csv's form, e.g. what "
+                 "hydragen-bench --calibrate wrote) instead of the compiled-in table")
+      ->type_name("FILE");
   add_integer("--random", o.random,
               "soak: check N random problems drawn from --seed; --backend then takes a comma-separated list "
               "(default: every available backend but reference); see below",
@@ -160,7 +164,7 @@ void reject_if_given(const CLI::App& app, const std::vector<const char*>& flags,
 Action parse_random(const CLI::App& app, Options& o) {
   if (o.random < 1) throw std::invalid_argument("--random must be at least 1, got " + std::to_string(o.random));
   reject_if_given(app, kProblemFlags, "does not apply with --random (the soak draws every problem; --seed seeds the draw)");
-  reject_if_given(app, {"--write-reference", "--reference-dtype", "--strict-lse", "--explain", "--explain-device"},
+  reject_if_given(app, {"--write-reference", "--reference-dtype", "--strict-lse", "--explain", "--explain-device", "--explain-rates"},
                   "does not apply with --random");
   if (app.count("--backend") == 0) return Action::random;
   for (std::size_t start = 0; start <= o.backend.size();) {
@@ -258,7 +262,7 @@ Action Options::parse(int argc, const char* const argv[]) {
   if (list) return Action::list;
   if (!npy_dir.empty()) {
     // The problem comes from DIR/spec.json: the generator's flags would be silently ignored.
-    reject_if_given(app, {"--backend", "--seed", "--random", "--explain", "--explain-device"},
+    reject_if_given(app, {"--backend", "--seed", "--random", "--explain", "--explain-device", "--explain-rates"},
                     "does not apply with --npy-dir (DIR/spec.json and the .npy files give the problem)");
     reject_if_given(app, kProblemFlags, "does not apply with --npy-dir (DIR/spec.json and the .npy files give the problem)");
     try {
@@ -274,6 +278,9 @@ Action Options::parse(int argc, const char* const argv[]) {
   }
   if (app.count("--random") > 0) return parse_random(app, *this);
   if (!explain_device.empty() && !explain) throw std::invalid_argument("--explain-device needs --explain");
+  if (!explain_rates.empty() && explain_device.empty()) {
+    throw std::invalid_argument("--explain-rates needs --explain-device (on a GPU the plan takes the rates it would run with)");
+  }
   if (!write_reference.empty()) throw std::invalid_argument("--write-reference needs --npy-dir DIR");
   if (!reference_dir.empty()) throw std::invalid_argument("--reference-dir needs --npy-dir DIR");
   reject_if_given(app, {"--strict-lse"}, "needs --npy-dir DIR (our backends are always held to the strict LSE bound)");

@@ -57,6 +57,8 @@ struct Options {
   bool explain = false;                         // --explain: print the plan's decisions before the check
   std::string explain_device;                   // --explain-device NAME,SMS,wgmma|no-wgmma,pdl|no-pdl: the CUDA planner's
                                                 //   decisions for that device, no GPU needed, and no check (explain.hpp)
+  std::string explain_rates;                    // --explain-rates FILE: that device's rates from FILE (device-rates.csv's
+                                                //   form, e.g. a calibration's) instead of the compiled-in table
   int random = 0;                               // --random N: soak over N drawn problems (soak.hpp); --seed seeds the draw
   std::vector<BackendChoice> random_backends;   //   --backend A,B,...: the backends it checks; empty: every available one
 
