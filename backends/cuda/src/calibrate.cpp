@@ -6,6 +6,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <sstream>
 #include <stdexcept>
@@ -72,17 +73,41 @@ double median_ns(RunTimer& timer, const std::function<void(cudaStream_t)>& enque
   return ms[kRuns / 2] * 1e6;
 }
 
-// The time of a plan that runs `planned` (its decisions set by hand), in ns.
-double time_ns(const AttentionShape& shape, const SharingTree& tree, const Planned& planned, RunTimer& timer) {
-  const Staged staged(shape, tree);
-  const auto plan = make_segment_plan(shape, tree, planned);
-  plan->run(staged.in(), staged.out(), Stream{timer.stream()});  // uploads the tables
-  return median_ns(timer, [&](cudaStream_t s) { plan->run(staged.in(), staged.out(), Stream{s}); });
+// A synthetic plan (its decisions set by hand) over zero-filled inputs, run once (which uploads its
+// tables) and ready to time.
+class TimedPlan {
+ public:
+  TimedPlan(const AttentionShape& shape, const SharingTree& tree, const Planned& planned, RunTimer& timer)
+      : staged_(shape, tree), plan_(make_segment_plan(shape, tree, planned)) {
+    run(timer.stream());
+  }
+  void run(cudaStream_t s) const { plan_->run(staged_.in(), staged_.out(), Stream{s}); }
+
+ private:
+  Staged staged_;
+  std::unique_ptr<AttentionPlan> plan_;
+};
+
+double median_ns(RunTimer& timer, const TimedPlan& plan) {
+  return median_ns(timer, [&](cudaStream_t s) { plan.run(s); });
+}
+
+// What `longer` takes beyond `shorter`, in ns: the median over kRuns pairs, the two timed in turn, so
+// that a state drifting during the calibration (clocks, DRAM) moves both of a pair alike. With each
+// size's own median, three calibrations on one H200 put its DRAM rate at 3.5 to 5.1 TB/s (perf-notes v45).
+double extra_ns(RunTimer& timer, const TimedPlan& shorter, const TimedPlan& longer) {
+  std::vector<double> ms;
+  for (int i = 0; i < kRuns; ++i) {
+    const double first = timer.time_ms([&](cudaStream_t s) { shorter.run(s); });
+    ms.push_back(timer.time_ms([&](cudaStream_t s) { longer.run(s); }) - first);
+  }
+  std::nth_element(ms.begin(), ms.begin() + kRuns / 2, ms.end());
+  return ms[kRuns / 2] * 1e6;
 }
 
 // One wgmma block's row block of 128 rows over a shared segment of `tokens`, cut into `parts` dealt to
 // `workers` persistent blocks (0: a block per part).
-double wgmma_ns(int tokens, int parts, int workers, const DeviceLimits& device, RunTimer& timer) {
+TimedPlan wgmma_plan(int tokens, int parts, int workers, const DeviceLimits& device, RunTimer& timer) {
   const int seqs = kWgmmaRows / kQueryHeads;
   const AttentionShape shape = shape_of(seqs);
   const SharingTree tree = SharingTree::prefix_suffix(tokens, std::vector<int>(seqs, 0));
@@ -95,11 +120,11 @@ double wgmma_ns(int tokens, int parts, int workers, const DeviceLimits& device, 
   p.decisions.launches.wide_workers = workers > 0 ? workers : static_cast<int>(p.schedule.wide_items.size());
   p.decisions.launches.run_merge = false;  // several parts' rows go unmerged: the time is the attention's alone
   p.decisions.recipe = LaunchRecipe::one_launch;
-  return time_ns(shape, tree, p, timer);
+  return TimedPlan(shape, tree, p, timer);
 }
 
 // `sms` SMs of whole-SM leaf warps, twelve sequences each streaming its own `tokens`.
-double leaves_ns(int sms, int tokens, const DeviceLimits& device, RunTimer& timer) {
+TimedPlan leaves_plan(int sms, int tokens, const DeviceLimits& device, RunTimer& timer) {
   const AttentionShape shape = shape_of(kSmWarps * sms);
   const SharingTree tree = SharingTree::flat(std::vector<int>(static_cast<std::size_t>(shape.num_seqs), tokens));
   Planned p;
@@ -111,7 +136,7 @@ double leaves_ns(int sms, int tokens, const DeviceLimits& device, RunTimer& time
   p.schedule = build(shape, groups, census(shape, groups, kNarrowRows), p.decisions.build);
   p.decisions.launches.narrow_workers = static_cast<int>(p.schedule.narrow_items.size());
   p.decisions.recipe = LaunchRecipe::one_launch;
-  return time_ns(shape, tree, p, timer);
+  return TimedPlan(shape, tree, p, timer);
 }
 
 // The merge kernel alone over 1024 sequences' 8 queries of two partial rows each.
@@ -155,19 +180,24 @@ DeviceRates measure_device_rates() {
   DeviceRates r = unmeasured_rates();  // the margin and the partials' share: no calibration measures them
   // Steady rates: the difference of two sizes, so that launches and pipeline fills cancel.
   const int t1 = 8192, t2 = 16384;
-  r.wgmma_sm_flops_per_ns = 4.0 * kWgmmaRows * kD * (t2 - t1) / (wgmma_ns(t2, 1, 0, device, timer) - wgmma_ns(t1, 1, 0, device, timer));
-  r.leaf_sm_bytes_per_ns = kSmWarps * kTokenBytes * (t2 - t1) / (leaves_ns(1, t2, device, timer) - leaves_ns(1, t1, device, timer));
-  const int s1 = 1024, s2 = 2048;
-  auto dram = [&](int sms) {
-    return kSmWarps * sms * kTokenBytes * (s2 - s1) / (leaves_ns(sms, s2, device, timer) - leaves_ns(sms, s1, device, timer));
+  {
+    const TimedPlan shorter = wgmma_plan(t1, 1, 0, device, timer), longer = wgmma_plan(t2, 1, 0, device, timer);
+    r.wgmma_sm_flops_per_ns = 4.0 * kWgmmaRows * kD * (t2 - t1) / extra_ns(timer, shorter, longer);
+    // A part's time beyond its tokens' at the steady rate: the launch, the pipeline fill, the tail.
+    r.fixed_ns = std::max(0.0, median_ns(timer, shorter) - 4.0 * kWgmmaRows * kD * t1 / r.wgmma_sm_flops_per_ns);
+  }
+  auto leaf_rate = [&](int sms, int tokens1, int tokens2) {  // bytes per ns that `sms` SMs of leaf warps stream
+    const TimedPlan shorter = leaves_plan(sms, tokens1, device, timer), longer = leaves_plan(sms, tokens2, device, timer);
+    return kSmWarps * sms * kTokenBytes * (tokens2 - tokens1) / extra_ns(timer, shorter, longer);
   };
-  r.leaf_dram_bytes_per_ns = dram(device.sms);
-  r.beside_leaf_dram_share = std::min(1.0, dram(device.sms * 3 / 4) / r.leaf_dram_bytes_per_ns);
+  r.leaf_sm_bytes_per_ns = leaf_rate(1, t1, t2);
+  r.leaf_dram_bytes_per_ns = leaf_rate(device.sms, 1024, 2048);
+  r.beside_leaf_dram_share = std::min(1.0, leaf_rate(device.sms * 3 / 4, 1024, 2048) / r.leaf_dram_bytes_per_ns);
   r.merge_ns = merge_ns(timer);
-  // Four parts on one persistent block against one part of the same tokens: three moves.
-  r.part_switch_ns = std::max(0.0, (wgmma_ns(t2, 4, 1, device, timer) - wgmma_ns(t2, 1, 0, device, timer)) / 3);
-  // A part's time beyond its tokens' at the steady rate: the launch, the pipeline fill, the tail.
-  r.fixed_ns = std::max(0.0, wgmma_ns(t1, 1, 0, device, timer) - 4.0 * kWgmmaRows * kD * t1 / r.wgmma_sm_flops_per_ns);
+  {  // Four parts on one persistent block against one part of the same tokens: three moves.
+    const TimedPlan one = wgmma_plan(t2, 1, 0, device, timer), four = wgmma_plan(t2, 4, 1, device, timer);
+    r.part_switch_ns = std::max(0.0, extra_ns(timer, one, four) / 3);
+  }
   r.source = "measured on this " + device.name + " " + today() + "; " + r.source;
   return r;
 }
