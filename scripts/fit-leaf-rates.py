@@ -11,6 +11,12 @@ predicted times of both layouts at every point; each margin then gives the model
 measured time of the chosen layout over the faster one's. Points where the plan puts the leaves inside the
 wgmma blocks or where a guard keeps them after whatever the rates say are left out (rates cannot move them).
 
+Forced beside is sized (its leaf SMs, its parts) by the rates the measuring process planned with, and a
+candidate row may size it otherwise: the scores judge a candidate's choices, not its sizing. Measure
+with rates near the candidate's (a file, or the row in the table), then confirm the row by an in-call
+A/B of `cuda-hydragen` itself (perf-notes v45: fitted on in-process rates' beside, the H200 row scored
+1.005 here and its choices measured 1.014 over the better layout under its own sizing).
+
     scripts/fit-leaf-rates.py --diff build/experiments/hydragen-diff --device "NVIDIA H200,132,wgmma,pdl" \\
         --base rates-1.csv --grid leaf_dram_bytes=3400,3800,4200 --grid leaf_sm_bytes=50,95 \\
         --grid beside_leaf_dram_share=0.75,0.85,0.95 --margins 0.95,0.97,1 --out fit.csv sweep-*.csv
@@ -184,7 +190,8 @@ def main():
         print(f"  ({p[1]}, {p[2]}, {p[3]}, {p[4]}, {p[5]}/{p[6]}, {p[8]}): {t[BESIDE] / t[AFTER]:.3f} {pred} "
               f"{'beside' if beside else 'after'} {chosen / min(t.values()):.3f}")
     # Held out: fit on every other batch size, score on this one.
-    for b in sorted({p[1] for p in kept}, key=int):
+    batches = sorted({p[1] for p in kept}, key=int)
+    for b in batches if len(batches) > 1 else []:
         train = [p for p in kept if p[1] != b]
         test = [p for p in kept if p[1] == b]
         fitted = min(rows, key=lambda r: score(train, measured, r["_predicted"], r["beside_margin"])[:2])

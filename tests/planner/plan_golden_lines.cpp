@@ -17,7 +17,10 @@ struct Device {
   const char* name;
   DeviceLimits limits;
 };
-const Device kDevices[] = {{"H100", {132, true, true, "NVIDIA H100 80GB HBM3"}}, {"A100", {108, false, false, "NVIDIA A100-SXM4-80GB"}}};
+// The two devices with rows in device-rates.csv, and one without wgmma.
+const Device kDevices[] = {{"H100", {132, true, true, "NVIDIA H100 80GB HBM3"}},
+                           {"H200", {132, true, true, "NVIDIA H200"}},
+                           {"A100", {108, false, false, "NVIDIA A100-SXM4-80GB"}}};
 
 // FNV-1a over every table of the schedule: equal hashes, equal schedules (item for item).
 struct Hash {

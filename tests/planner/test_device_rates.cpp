@@ -28,6 +28,18 @@ TEST(DeviceRates, TheTableLabelsTheH100sRatesWithWhereTheyWereMeasured) {
   EXPECT_THAT(r->source, HasSubstr("device-rates.csv: NVIDIA H100 80GB HBM3 (measured: perf-notes v19"));
 }
 
+// The H200's row: the leaf rates and the margin fitted to its own launches, the rest the H100's.
+TEST(DeviceRates, TheH200sRowSaysWhichRatesWereFittedThereAndWhichAreTheH100s) {
+  const std::optional<DeviceRates> r = device_rates("NVIDIA H200");
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->leaf_dram_bytes_per_ns, 3800);
+  EXPECT_EQ(r->beside_leaf_dram_share, 0.85);
+  EXPECT_EQ(r->beside_margin, 1);
+  EXPECT_EQ(r->wgmma_sm_flops_per_ns, device_rates(kH100)->wgmma_sm_flops_per_ns);
+  EXPECT_THAT(r->source, HasSubstr("fitted to 154 points of both layouts (perf-notes v45)"));
+  EXPECT_THAT(r->source, HasSubstr("the H100's (perf-notes v19): the same SMs and clock"));
+}
+
 TEST(DeviceRates, DetectionWeighsPartialsAtTheDevicesRateElseTheRateFreeOne) {
   const SharingRates h100 = sharing_rates_for(device_rates(kH100));
   EXPECT_EQ(h100.partials_share, 0.5);
@@ -38,7 +50,7 @@ TEST(DeviceRates, DetectionWeighsPartialsAtTheDevicesRateElseTheRateFreeOne) {
 }
 
 TEST(DeviceRates, ADeviceTheTableDoesNotNameHasNone) {
-  EXPECT_FALSE(device_rates("NVIDIA H200").has_value());
+  EXPECT_FALSE(device_rates("NVIDIA H20").has_value());
   EXPECT_FALSE(device_rates("Imaginary GPU").has_value());
 }
 
