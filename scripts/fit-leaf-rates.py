@@ -147,19 +147,17 @@ def main():
         raise SystemExit(f"fit-leaf-rates: the base rates name no '{device_name}'")
     names = list(grid)
     candidates = [dict(zip(names, values)) for values in itertools.product(*grid.values())]
+    planned = [p for p in measured if p not in inside]
     rows, kept = [], None
     with tempfile.TemporaryDirectory() as tmp, concurrent.futures.ThreadPoolExecutor(a.jobs) as pool:
         for n, values in enumerate(candidates, 1):
             rates = rates_file(base, values, tmp)
-            points = [p for p in measured if p not in inside]
-            predicted = dict(zip(points, pool.map(lambda p: predict(a.diff, a.device, rates, p), points)))
-            # Rates move only the points the model decides; the same ones under every candidate.
-            points = [p for p in points if predicted[p] is not None and not predicted[p][2]]
-            if kept is None:
-                kept = points
+            predicted = dict(zip(planned, pool.map(lambda p: predict(a.diff, a.device, rates, p), planned)))
+            if kept is None:  # rates move only the points the model decides: the same under every candidate
+                kept = [p for p in planned if predicted[p] is not None and not predicted[p][2]]
                 print(f"fit-leaf-rates: {len(measured)} points measured, {len(inside)} inside, "
                       f"{len(kept)} decided by the model", file=sys.stderr)
-            logs = [math.log((predicted[p][1] or math.inf) / predicted[p][0]) - math.log(measured[p][BESIDE] / measured[p][AFTER])
+            logs = [math.log(predicted[p][1] / predicted[p][0]) - math.log(measured[p][BESIDE] / measured[p][AFTER])
                     for p in kept if predicted[p][1] is not None]
             rmse = math.sqrt(sum(x * x for x in logs) / len(logs)) if logs else float("nan")
             bias = sum(logs) / len(logs) if logs else float("nan")
