@@ -134,7 +134,6 @@ struct LaneRows {
   bool has[2];
   int limit[2];  // its causal limit, cut at the item's end
 
-  LaneRows() = default;
   // A row past num_rows (most decode blocks: q_len g < 16 rows) has a zero query, so scores of 0:
   // it gets the item's end as its limit, so that it neither masks every tile nor, its max never
   // moving, makes the warp rescale O on every tile (kernel-notes: padding-row-limit). It is never stored.
@@ -329,34 +328,8 @@ __device__ __forceinline__ void run_mma_worker(const SegmentAttentionParams& p, 
     end_worker();
     return;
   }
-  // An item's rows, where they go and its queries, each a chain of loads from the item: Q as A
-  // fragments (rows) or B fragments (tokens); where the rows go, this lane's fragment rows or, when
-  // the token warps are folded first, row threadIdx.x / GROUP of the folded states.
-  LaneRows rows;
-  RowOutput out[2];
-  unsigned qa[D / 16][kTokenProduct ? 2 : 4];
-  auto begin_item = [&](const WorkItem& item) {
-    rows = LaneRows(p, item, kTokenProduct ? 2 * t : 16 * row_warp + g, kTokenProduct ? 1 : 8);
-    if constexpr (TOKEN_WARPS == 1) {
-      out[0] = row_output(p, rows.has[0] ? item.first_row + rows.row[0] : -1);
-      out[1] = row_output(p, rows.has[1] ? item.first_row + rows.row[1] : -1);
-    } else {
-      const int r = threadIdx.x / (kMmaThreads / ROWS);
-      out[0] = row_output(p, r < item.num_rows ? item.first_row + r : -1);
-    }
-    if constexpr (kTokenProduct) {
-      load_q_columns<T, D>(p, item, g, qa);
-    } else {
-      load_q_fragments<T, D>(p, item, rows, t, qa);
-    }
-  };
   {
     const WorkItem a = p.items[range.first], b = p.items[range.last];
-    // The token product's first item: its rows and Q before its segments are looked up, so that the
-    // two chains (row ids then Q; segment ids then K/V pointers, then the first tile) overlap; after
-    // them, Q landed a round trip after the first tile. The rows product's 32 Q registers held across
-    // the lookups spilled (kernel-notes: leaf-start-loads).
-    if constexpr (kTokenProduct) begin_item(a);
     prefetch_item_tables<THREADS>(p, range, a, b, thread);
     if (thread == 0) {
       items[0] = a;
@@ -368,7 +341,24 @@ __device__ __forceinline__ void run_mma_worker(const SegmentAttentionParams& p, 
   load_tile(items[0], 0, 0, 0);
   for (int index = range.first;; ++index) {
     const WorkItem item = items[slot];
-    if (!kTokenProduct || index != range.first) begin_item(item);
+    const LaneRows rows(p, item, kTokenProduct ? 2 * t : 16 * row_warp + g, kTokenProduct ? 1 : 8);
+    // Where the rows go: this lane's fragment rows, or, when the token warps are folded first, row
+    // threadIdx.x / GROUP of the folded states.
+    RowOutput out[2];
+    if constexpr (TOKEN_WARPS == 1) {
+      out[0] = row_output(p, rows.has[0] ? item.first_row + rows.row[0] : -1);
+      out[1] = row_output(p, rows.has[1] ? item.first_row + rows.row[1] : -1);
+    } else {
+      const int r = threadIdx.x / (kMmaThreads / ROWS);
+      out[0] = row_output(p, r < item.num_rows ? item.first_row + r : -1);
+    }
+    // Q as A fragments (rows) or B fragments (tokens); O, or O^T, as 8-column or 16-column fragments.
+    unsigned qa[D / 16][kTokenProduct ? 2 : 4];
+    if constexpr (kTokenProduct) {
+      load_q_columns<T, D>(p, item, g, qa);
+    } else {
+      load_q_fragments<T, D>(p, item, rows, t, qa);
+    }
     std::conditional_t<kTokenProduct, TokenRowSoftmax, RowPairSoftmax<NT>> softmax;
     float acc[kTokenProduct ? D / 4 : D / 2] = {};
     const int tiles = (item.token_end - item.token_begin + KT - 1) / KT;
