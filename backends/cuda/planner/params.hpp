@@ -43,14 +43,6 @@ struct MergeParams {
   unsigned* chain_count = nullptr;
 };
 
-// 128-byte lines of device memory a launch pulls into L2 for the launches after it
-// (SegmentAttentionParams::next_tables): the lines from the one holding an array's first byte to the
-// one holding its last.
-struct L2Range {
-  const void* first_line = nullptr;  // 128-byte aligned
-  int lines = 0;
-};
-
 // Segment attention (cuda-flash, cuda-hydragen): every item attends its rows to a token range and
 // hands each row, one partial result of its query, to row_output.cuh.
 struct SegmentAttentionParams {
@@ -80,9 +72,6 @@ struct SegmentAttentionParams {
   float scale_log2 = 0;                  // score scale * log2(e): the kernels exponentiate with exp2
   bool leaf_evict_first = false;         // the narrow items' K/V copies ask L2 to evict their lines first: no other
                                          // item reads them (rule leaf_evict_first)
-  const L2Range* next_tables = nullptr;  // [num_next_tables] what the launches after a wgmma launch read first: the
-  int num_next_tables = 0;               // leaves' items and row tables, the merge's lists; its blocks pull an even
-                                         // share into L2 (kernel-notes: next-tables-l2); none otherwise
 };
 
 // The naive kernel: one block per query row, scores materialized in `scores`.

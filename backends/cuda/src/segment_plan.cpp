@@ -2,7 +2,6 @@
 // planner's decisions (planner/planner.hpp) made once for the current device, the schedule uploaded,
 // and run() one of the launch recipes (LaunchRecipe), a short function each.
 #include <algorithm>
-#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -51,7 +50,6 @@ class SegmentPlan final : public CudaPlan {
       }
       std::sort(map_segments_.begin(), map_segments_.end());
       map_segments_.erase(std::unique(map_segments_.begin(), map_segments_.end()), map_segments_.end());
-      next_tables_ = upload(next_tables());
     }
   }
 
@@ -65,7 +63,7 @@ class SegmentPlan final : public CudaPlan {
                         rows * (static_cast<std::size_t>(shape.head_dim) + 1) * sizeof(float) + sizeof(unsigned);
     if (!s.gemm_chunks.empty()) bytes += GemmAttention::device_bytes(shape, s);
     if (planned.decisions.wide_kernel == ItemKernel::wgmma) {
-      bytes += 2 * static_cast<std::size_t>(tree.num_segments()) * sizeof(CUtensorMap) + kNextTables * sizeof(L2Range);
+      bytes += 2 * static_cast<std::size_t>(tree.num_segments()) * sizeof(CUtensorMap);
     }
     return bytes;
   }
@@ -125,8 +123,6 @@ class SegmentPlan final : public CudaPlan {
     l.wide.items = wide_.data();
     l.wide.num_items = static_cast<int>(wide_.size());
     l.wide.worker_items = wide_worker_items_.size() > 0 ? wide_worker_items_.data() : nullptr;
-    l.wide.next_tables = next_tables_.data();
-    l.wide.num_next_tables = static_cast<int>(next_tables_.size());
     if (decisions_.recipe == LaunchRecipe::leaves_inside) {
       l.wide.leaf_items = narrow_.data();
       l.wide.num_leaf_items = static_cast<int>(narrow_.size());
@@ -220,27 +216,6 @@ class SegmentPlan final : public CudaPlan {
     merge(l);
   }
 
-  // What the leaves and the merge after a wgmma launch read first, by their items and rows: the
-  // wgmma blocks pull it into L2 (SegmentAttentionParams::next_tables). Empty arrays have no range.
-  static constexpr std::size_t kNextTables = 7;
-  std::vector<L2Range> next_tables() const {
-    std::vector<L2Range> ranges;
-    auto add = [&](const auto& array) {
-      if (array.size() == 0) return;
-      const auto begin = reinterpret_cast<std::uintptr_t>(array.data()), end = begin + array.bytes();
-      const std::uintptr_t first = begin / 128 * 128;
-      ranges.push_back({reinterpret_cast<const void*>(first), static_cast<int>((end - first + 127) / 128)});
-    };
-    add(narrow_);
-    add(item_segments_);
-    add(row_query_);
-    add(row_limit_);
-    add(row_leaf_);
-    add(merge_offsets_);
-    add(merge_rows_);
-    return ranges;
-  }
-
   // The binding's TMA descriptors: [num_segments][2] K, V of map_segments_ (wgmma only).
   void rebound(const AttentionInputs& in, Binding& b, cudaStream_t s) override {
     if (map_segments_.empty()) return;
@@ -262,7 +237,6 @@ class SegmentPlan final : public CudaPlan {
   DeviceArray<float> partial_o_;    // [rows, D]
   DeviceArray<float> partial_lse_;  // [rows]
   DeviceArray<unsigned> chain_count_;  // [1] MergeParams::chain_count, zero between runs
-  DeviceArray<L2Range> next_tables_;   // [at most kNextTables] (wgmma only)
   std::unique_ptr<GemmAttention> gemm_;  // cuda-hydragen-cublas's shared segments; null otherwise
   std::vector<int> map_segments_;    // segments read by wgmma items
   OwnedStream side_;                // runs the narrow items beside the wide ones

@@ -51,16 +51,4 @@ __device__ __forceinline__ void named_arrive(int id, int threads) {
   asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
-// Share `part` of `parts` of `lines` 128-byte lines from `first_line` into L2, without waiting: lines
-// [lines * part / parts, lines * (part + 1) / parts), one bulk request (its address and size multiples
-// of 16 bytes), so the shares cover the lines once.
-__device__ __forceinline__ void prefetch_share_l2(const void* first_line, int lines, int part, int parts) {
-  const long long first = static_cast<long long>(lines) * part / parts, end = static_cast<long long>(lines) * (part + 1) / parts;
-  if (end > first) {
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(static_cast<const char*>(first_line) + 128 * first),
-                 "r"(static_cast<unsigned>(128 * (end - first)))
-                 : "memory");
-  }
-}
-
 }  // namespace hydragen::cuda

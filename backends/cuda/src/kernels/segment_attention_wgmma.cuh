@@ -428,14 +428,6 @@ __global__ void __launch_bounds__(WgmmaTile<D, KT>::kThreads, 1) segment_attenti
         used += tiles;
       }
     }
-    if (threadIdx.x == Tile::kConsumerThreads + 32) {
-      // The producer warpgroup's second warp (before its leaves, with LEAVES): the block's share of the
-      // later launches' tables into L2, which the leaves and the merge would otherwise reach one DRAM
-      // round trip per link of their chains (kernel-notes: next-tables-l2).
-      for (int r = 0; r < p.num_next_tables; ++r) {
-        prefetch_share_l2(p.next_tables[r].first_line, p.next_tables[r].lines, blockIdx.x, gridDim.x);
-      }
-    }
     if constexpr (LEAVES) {
       const int leaf_warp = threadIdx.x / 32 % 4 - 1;  // the producer's warp 0 issues the loads
       if (leaf_warp >= 0) {
