@@ -2,7 +2,6 @@
 #include <cuda_bf16.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <vector>
 
 #include "hydragen/cuda/check.hpp"
@@ -11,7 +10,6 @@
 #include "hydragen/cuda/handles.hpp"
 #include "hydragen/cuda/memory.hpp"
 #include "hydragen/cuda/timing.hpp"
-#include "kernels/trace.cuh"
 
 namespace hydragen::cuda {
 
@@ -65,75 +63,7 @@ __global__ void read_words(const uint4* x, long long n, unsigned* sink) {
   if (acc == 0x9e3779b9u) *sink = acc;
 }
 
-__global__ void trace_reset(unsigned long long* trace) {
-  if (threadIdx.x < kTraceEvents) {
-    trace[2 * threadIdx.x] = ~0ull;
-    trace[2 * threadIdx.x + 1] = 0;
-  }
-  if (threadIdx.x < 2 * kTraceLinks) trace[2 * kTraceEvents + threadIdx.x] = 0;
-}
-
-__global__ void trace_host_stamp(unsigned long long* trace, int event) { trace_stamp(trace, event); }
-
-// The traced replays: each event's first and last stamp, relative to the stamp before the graph,
-// medians over the replays, in microseconds.
-[[maybe_unused]] void print_trace(RunTimer& timer, cudaGraphExec_t exec, int replays) {
-  unsigned long long* const trace = trace_buffer();
-  static const char* const names[kTraceEvents] = {
-      "start",        "wide entry",  "wide Q",      "wide first load", "wide first K", "wide tiles done",
-      "wide end",     "leaf entry",  "leaf first tile", "leaf tiles done", "leaf waited", "leaf end",
-      "stop",         "wide Q own"};
-  static const char* const link_names[kTraceLinks] = {"item", "segments", "first tile", "first product",
-                                                     "tiles done", "stored", "end"};
-  std::vector<std::vector<double>> first(kTraceEvents), last(kTraceEvents), link(kTraceLinks);
-  std::vector<double> timed;
-  for (int r = 0; r < replays; ++r) {
-    trace_reset<<<1, 32, 0, timer.stream()>>>(trace);
-    timed.push_back(timer.time_ms([&](cudaStream_t s) {
-      trace_host_stamp<<<1, 1, 0, s>>>(trace, kTraceStart);
-      CUDA_CHECK(cudaGraphLaunch(exec, s));
-      trace_host_stamp<<<1, 1, 0, s>>>(trace, kTraceStop);
-    }));
-    unsigned long long host[2 * kTraceEvents + 2 * kTraceLinks];
-    CUDA_CHECK(cudaMemcpy(host, trace, sizeof(host), cudaMemcpyDeviceToHost));
-    for (int l = 0; l < kTraceLinks; ++l) {
-      const unsigned long long* sum = host + 2 * kTraceEvents + 2 * l;
-      if (sum[1] > 0) link[l].push_back(static_cast<double>(sum[0]) / static_cast<double>(sum[1]) * 1e-3);
-    }
-    for (int e = 0; e < kTraceEvents; ++e) {
-      if (host[2 * e + 1] == 0) continue;
-      first[e].push_back((static_cast<double>(host[2 * e]) - static_cast<double>(host[0])) * 1e-3);
-      last[e].push_back((static_cast<double>(host[2 * e + 1]) - static_cast<double>(host[0])) * 1e-3);
-    }
-  }
-  std::fprintf(stderr, "trace: %d replays, events timed %.2f us (median, with the stamps)\n", replays,
-               summarize(timed).median_ms * 1e3);
-  for (int e = 0; e < kTraceEvents; ++e) {
-    if (first[e].empty()) continue;
-    std::fprintf(stderr, "trace: %-16s first %7.2f us  last %7.2f us\n", names[e], summarize(first[e]).median_ms,
-                 summarize(last[e]).median_ms);
-  }
-  for (int l = 0; l < kTraceLinks; ++l) {
-    if (link[l].empty()) continue;
-    std::fprintf(stderr, "trace: leaf link %-13s %7.2f us after the worker's entry (mean over workers, median over replays)\n",
-                 link_names[l], summarize(link[l]).median_ms);
-  }
-}
-
 }  // namespace
-
-unsigned long long* trace_buffer() {
-#ifdef HYDRAGEN_TRACE
-  static unsigned long long* buffer = [] {
-    unsigned long long* b = nullptr;
-    CUDA_CHECK(cudaMalloc(&b, (2 * kTraceEvents + 2 * kTraceLinks) * sizeof(unsigned long long)));
-    return b;
-  }();
-  return buffer;
-#else
-  return nullptr;
-#endif
-}
 
 RunTimer::RunTimer(bool flush_l2) {
   const DeviceInfo device = query_device();
@@ -197,9 +127,6 @@ TimingResult time_graph(const std::function<void(cudaStream_t)>& enqueue, const 
   for (int i = 0; i < options.replays; ++i) {
     ms.push_back(timer.time_ms([&](cudaStream_t s) { CUDA_CHECK(cudaGraphLaunch(g.exec, s)); }));
   }
-#ifdef HYDRAGEN_TRACE
-  print_trace(timer, g.exec, options.replays);
-#endif
   return summarize(ms);
 }
 

@@ -14,10 +14,8 @@
 #include "dependent_launch.cuh"
 #include "hydragen/cuda/element.cuh"
 #include "hydragen/merge.hpp"
-#include "mma.cuh"
 #include "params.hpp"
 #include "tile_config.hpp"
-#include "trace.cuh"
 
 namespace hydragen::cuda {
 
@@ -108,9 +106,7 @@ __device__ __forceinline__ RowOutput row_output(const SegmentAttentionParams& p,
 // A leaf row doing its query's merge: the query's other rows (at most kFoldRounds, from the wide
 // launch this one follows) folded into the lane's N values `o` and the row's `lse` by the core merge,
 // in the merge lists' order, one at a time (two at once spilled the leaf kernels' registers). The
-// row ids are the plan's: read before the wait for the wide launch's end. After the wait every row's
-// lines are prefetched into L1 before the first is loaded, so the rows cost one L2 round trip, not
-// one each (perf-notes v39); the lanes sharing a row (at least D / 32) each pull one of its lines.
+// row ids are the plan's: read before the wait for the wide launch's end.
 template <int D, int N, typename Columns>
 __device__ __forceinline__ void fold_wide_rows(const MergeParams& m, const RowOutput& out, float (&o)[N], float& lse,
                                                Columns columns) {
@@ -118,7 +114,6 @@ __device__ __forceinline__ void fold_wide_rows(const MergeParams& m, const RowOu
 #pragma unroll
   for (int i = 0; i <= kFoldRounds; ++i) rows[i] = i < out.count ? m.rows[out.first + i] : out.row;
   wait_for_primary();
-  if (threadIdx.x % 32 == 0) trace_stamp(m.trace, kTraceLeafWaited);
 #pragma unroll
   for (int i = 0; i <= kFoldRounds; ++i) {
     if (rows[i] == out.row) continue;

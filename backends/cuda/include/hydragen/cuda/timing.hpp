@@ -48,10 +48,6 @@ class RunTimer {
   int runs_ = 0;
 };
 
-// EXPERIMENT (perf-notes v39): with -DHYDRAGEN_TRACE, the device buffer the kernels stamp their
-// timeline into (kernels/trace.cuh), which time_graph prints after its replays; null otherwise.
-unsigned long long* trace_buffer();
-
 // Device-to-device copy bandwidth (bytes read + written per second) and cuBLAS bf16 GEMM 8192^3
 // FLOP/s on random data, each the median of 10 timed runs.
 Peaks measure_peaks();
