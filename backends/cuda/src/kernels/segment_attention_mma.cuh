@@ -134,7 +134,6 @@ struct LaneRows {
   bool has[2];
   int limit[2];  // its causal limit, cut at the item's end
 
-  LaneRows() = default;
   // A row past num_rows (most decode blocks: q_len g < 16 rows) has a zero query, so scores of 0:
   // it gets the item's end as its limit, so that it neither masks every tile nor, its max never
   // moving, makes the warp rescale O on every tile (kernel-notes: padding-row-limit). It is never stored.
@@ -329,27 +328,6 @@ __device__ __forceinline__ void run_mma_worker(const SegmentAttentionParams& p, 
     end_worker();
     return;
   }
-  // An item's rows, where they go and its queries, each a chain of loads from the item: Q as A
-  // fragments (rows) or B fragments (tokens); where the rows go, this lane's fragment rows or, when
-  // the token warps are folded first, row threadIdx.x / GROUP of the folded states.
-  LaneRows rows;
-  RowOutput out[2];
-  unsigned qa[D / 16][kTokenProduct ? 2 : 4];
-  auto begin_item = [&](const WorkItem& item) {
-    rows = LaneRows(p, item, kTokenProduct ? 2 * t : 16 * row_warp + g, kTokenProduct ? 1 : 8);
-    if constexpr (TOKEN_WARPS == 1) {
-      out[0] = row_output(p, rows.has[0] ? item.first_row + rows.row[0] : -1);
-      out[1] = row_output(p, rows.has[1] ? item.first_row + rows.row[1] : -1);
-    } else {
-      const int r = threadIdx.x / (kMmaThreads / ROWS);
-      out[0] = row_output(p, r < item.num_rows ? item.first_row + r : -1);
-    }
-    if constexpr (kTokenProduct) {
-      load_q_columns<T, D>(p, item, g, qa);
-    } else {
-      load_q_fragments<T, D>(p, item, rows, t, qa);
-    }
-  };
   {
     const WorkItem a = p.items[range.first], b = p.items[range.last];
     prefetch_item_tables<THREADS>(p, range, a, b, thread);
@@ -359,15 +337,30 @@ __device__ __forceinline__ void run_mma_worker(const SegmentAttentionParams& p, 
     }
   }
   sync();
-  // The first item's Q before its first tiles: issued after their copies, Q's loads queued behind the
-  // tiles' 16 KB and landed after them (kernel-notes: leaf-start-loads). Its row ids are in L1 by now
-  // (prefetch_item_tables), so the tiles' copies wait only for their addresses.
-  begin_item(items[0]);
   int slot = 0, stage = 0;  // stage: where the current tile lands
   load_tile(items[0], 0, 0, 0);
   for (int index = range.first;; ++index) {
     const WorkItem item = items[slot];
-    if (index != range.first) begin_item(item);  // the first item's before its first tiles
+    const LaneRows rows(p, item, kTokenProduct ? 2 * t : 16 * row_warp + g, kTokenProduct ? 1 : 8);
+    // Where the rows go: this lane's fragment rows, or, when the token warps are folded first, row
+    // threadIdx.x / GROUP of the folded states.
+    RowOutput out[2];
+    if constexpr (TOKEN_WARPS == 1) {
+      out[0] = row_output(p, rows.has[0] ? item.first_row + rows.row[0] : -1);
+      out[1] = row_output(p, rows.has[1] ? item.first_row + rows.row[1] : -1);
+    } else {
+      const int r = threadIdx.x / (kMmaThreads / ROWS);
+      out[0] = row_output(p, r < item.num_rows ? item.first_row + r : -1);
+    }
+    // Q as A fragments (rows) or B fragments (tokens); O, or O^T, as 8-column or 16-column fragments.
+    // After the first tile's copies: loaded first, its row ids held up the segment lookups
+    // (kernel-notes: leaf-start-loads).
+    unsigned qa[D / 16][kTokenProduct ? 2 : 4];
+    if constexpr (kTokenProduct) {
+      load_q_columns<T, D>(p, item, g, qa);
+    } else {
+      load_q_fragments<T, D>(p, item, rows, t, qa);
+    }
     std::conditional_t<kTokenProduct, TokenRowSoftmax, RowPairSoftmax<NT>> softmax;
     float acc[kTokenProduct ? D / 4 : D / 2] = {};
     const int tiles = (item.token_end - item.token_begin + KT - 1) / KT;
