@@ -1,7 +1,6 @@
 #include "diff/explain.hpp"
 
 #include <charconv>
-#include <fstream>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
@@ -39,11 +38,9 @@ cuda::DeviceLimits parse_device(const std::string& text) {
 
 // --explain-rates FILE: the described device's rows of FILE, an error where it names none.
 cuda::DeviceRates rates_from_file(const std::string& file, const std::string& device) {
-  std::ifstream in(file);
-  if (!in) throw std::invalid_argument("--explain-rates: cannot read '" + file + "'");
-  std::stringstream text;
-  text << in.rdbuf();
-  std::optional<cuda::DeviceRates> rates = cuda::device_rates_in(text.str(), device, file);
+  const std::optional<std::string> text = cuda::rates_file_text(file);
+  if (!text) throw std::invalid_argument("--explain-rates: cannot read '" + file + "'");
+  std::optional<cuda::DeviceRates> rates = cuda::device_rates_in(*text, device, file);
   if (!rates) throw std::invalid_argument("--explain-rates: '" + file + "' has no rows for '" + device + "' (--explain-device's NAME)");
   return *rates;
 }

@@ -3,6 +3,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <string>
 
@@ -89,6 +93,16 @@ TEST(DeviceRates, ACalibrationFileRoundTripsThroughTheTablesColumns) {
   EXPECT_FALSE(device_rates_in(csv, kH100, "rates.csv").has_value());
   EXPECT_THAT([] { device_rates_csv("GPU, rev 2", calibrated(), "today"); },
               ThrowsMessage<std::invalid_argument>(HasSubstr("'GPU, rev 2' has a comma")));
+}
+
+TEST(DeviceRates, ARatesFileIsReadWholeAndAPathThatCannotBeReadHasNoText) {
+  const std::filesystem::path path =
+      std::filesystem::temp_directory_path() / ("hydragen_rates_file_text_" + std::to_string(getpid()) + ".csv");
+  const std::string csv = device_rates_csv("Imaginary GPU", calibrated(), "today");
+  std::ofstream(path) << csv;
+  EXPECT_EQ(rates_file_text(path.string()), csv);
+  std::filesystem::remove(path);
+  EXPECT_FALSE(rates_file_text(path.string()).has_value());
 }
 
 // The calibration's file with its beside_margin row replaced by `row` (none: removed).

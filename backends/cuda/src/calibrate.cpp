@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <ctime>
-#include <fstream>
 #include <functional>
 #include <map>
 #include <memory>
@@ -221,11 +220,7 @@ std::optional<DeviceRates> resolve_device_rates(const DeviceLimits& device) {
   std::optional<DeviceRates> rates = measure ? std::nullopt : device_rates(device.name);
   if (!rates && !measure) {
     const std::string file = calibration_file();
-    if (std::ifstream in(file); in) {
-      std::stringstream text;
-      text << in.rdbuf();
-      rates = device_rates_in(text.str(), device.name, file);
-    }
+    if (const std::optional<std::string> text = rates_file_text(file)) rates = device_rates_in(*text, device.name, file);
   }
   if (!rates && device.wgmma) rates = measure_device_rates();
   resolved[device.name] = rates;
