@@ -353,8 +353,8 @@ __device__ __forceinline__ void run_mma_worker(const SegmentAttentionParams& p, 
       out[0] = row_output(p, r < item.num_rows ? item.first_row + r : -1);
     }
     // Q as A fragments (rows) or B fragments (tokens); O, or O^T, as 8-column or 16-column fragments.
-    // After the first tile's copies: loaded first, its row ids held up the segment lookups
-    // (kernel-notes: leaf-start-loads).
+    // After the first tile's copies: loaded before the segment lookups, its row ids held them up;
+    // between them and the copies, it held up the tiles (kernel-notes: leaf-start-loads).
     unsigned qa[D / 16][kTokenProduct ? 2 : 4];
     if constexpr (kTokenProduct) {
       load_q_columns<T, D>(p, item, g, qa);
