@@ -247,14 +247,6 @@ struct Run {
       if (!(0 <= it.token_begin && it.token_begin < it.token_end && it.token_end <= list_tokens)) {
         return fail() << name << ": token range is empty or outside its " << list_tokens << "-token list " << list_text(list);
       }
-      if (it.segment != list.front()) return fail() << name << ": its segment " << it.segment << " is not its list's first";
-      // first_query, where given, names every row's query (the kernels then skip row_query).
-      for (int r = 0; r < it.num_rows && it.first_query >= 0; ++r) {
-        if (s.row_query[it.first_row + r] != it.first_query + r / g * shape.q_heads + r % g) {
-          return fail() << name << ": row " << r << "'s query is " << s.row_query[it.first_row + r] << ", not the one first_query "
-                        << it.first_query << " gives";
-        }
-      }
       const bool path_item = per_sequence(list.front());
       if (!path_item && it.num_segments != 1) return fail() << name << ": a segment item covers one segment";
       if (kind == Kind::gemm && tree.seqs_below(list.front()).size() > 1) {
@@ -1140,43 +1132,6 @@ TEST(SegmentSchedule, StacksRowsSequenceBySequenceQueryByQueryHeadByHeadInABlock
     // (b * q_len + qi) * Hq + h
     const std::vector<int> want = {h0, h0 + 1, 4 + h0, 4 + h0 + 1, 8 + h0, 8 + h0 + 1, 12 + h0, 12 + h0 + 1};
     EXPECT_EQ(queries, want) << "KV head " << it.kv_head;
-  }
-}
-
-TEST(SegmentSchedule, ItemsNameTheirFirstSegmentAndTheFirstQueryOfRowsOfConsecutiveSequences) {
-  // Segment 0 is read by sequences 0 and 2, segment 1 by sequence 1 alone: the rows over segment 0
-  // skip a sequence, so only a row table can name their queries.
-  const SharingTree tree = SharingTree::from_parents({-1, -1, 0, 1, 0}, {300, 200, 40, 40, 40}, {2, 3, 4});
-  const AttentionShape shape = make_shape(3, 2, 8, 2, 64, DType::bf16);
-  const Cuts cuts = segments_apart(cuts_of(1, kMma64Rows, 1));
-  const Schedule s = make_schedule(Kind::segment, shape, tree, cuts);
-  ASSERT_TRUE(check_schedule(Kind::segment, shape, tree, cuts, s));  // checks both fields where they are given
-  int affine = 0, listed = 0;
-  for (const auto* items : {&s.narrow_items, &s.wide_items}) {
-    for (const WorkItem& it : *items) {
-      EXPECT_EQ(it.segment, s.item_segments[it.first_segment]);
-      const bool skips = s.item_segments[it.first_segment] == 0;
-      EXPECT_EQ(it.first_query >= 0, !skips) << "an item over segment " << it.segment;
-      (it.first_query >= 0 ? affine : listed) += 1;
-    }
-  }
-  EXPECT_GT(affine, 0);
-  EXPECT_GT(listed, 0);
-  // A shared prefix: every item's rows are consecutive sequences' (the kernels never read row_query for Q).
-  const SharingTree prefix = SharingTree::prefix_suffix(1000, std::vector<int>(100, 17));
-  const AttentionShape gqa = make_shape(100, 1, 32, 8, 128, DType::bf16);
-  const Cuts wide = segments_apart(cuts_of(1, kWgmmaRows, 1));
-  const Schedule p = make_schedule(Kind::segment, gqa, prefix, wide);
-  ASSERT_TRUE(check_schedule(Kind::segment, gqa, prefix, wide, p));
-  for (const auto* items : {&p.narrow_items, &p.wide_items}) {
-    for (const WorkItem& it : *items) EXPECT_GE(it.first_query, 0) << "item over segment " << it.segment;
-  }
-  // ... unless g is not a power of two: the kernels would need a division for each row.
-  const AttentionShape g3 = make_shape(100, 1, 12, 4, 128, DType::bf16);
-  const Schedule q = make_schedule(Kind::segment, g3, prefix, wide);
-  ASSERT_TRUE(check_schedule(Kind::segment, g3, prefix, wide, q));
-  for (const auto* items : {&q.narrow_items, &q.wide_items}) {
-    for (const WorkItem& it : *items) EXPECT_EQ(it.first_query, -1) << "item over segment " << it.segment;
   }
 }
 

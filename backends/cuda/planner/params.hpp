@@ -14,13 +14,6 @@ struct WorkItem {
   int num_segments = 0;
   int token_begin = 0;    // positions in the item's token list
   int token_end = 0;
-  // What the kernels would otherwise look up before their first loads, each lookup a round trip
-  // (kernel-notes: item-links): the list's first segment (item_segments[first_segment]), and the
-  // query of row 0 where row r's query is first_query + (r / g) * Hq + r % g (the stacked rows of
-  // consecutive sequences, indexing.hpp) and g a power of two (a shift, not a division, in the
-  // kernels), -1 otherwise (row_query has every row's).
-  int segment = 0;
-  int first_query = -1;
 };
 
 // Bytes of one TMA descriptor (CUtensorMap): 128, 64-byte aligned.
@@ -76,8 +69,6 @@ struct SegmentAttentionParams {
   const void* kv_maps = nullptr;         // [num_segments][2] TMA descriptors (K, V) of the segments wgmma items
                                          // read (one segment per item); null for the other kernels
   int kv_heads = 0;
-  int q_heads = 0;                       // Hq, and log2 g (g = Hq / Hkv, a power of two wherever an item
-  int group_shift = 0;                   // has a first_query): WorkItem::first_query's rows
   float scale_log2 = 0;                  // score scale * log2(e): the kernels exponentiate with exp2
   bool leaf_evict_first = false;         // the narrow items' K/V copies ask L2 to evict their lines first: no other
                                          // item reads them (rule leaf_evict_first)

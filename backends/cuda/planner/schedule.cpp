@@ -35,17 +35,6 @@ void add_rows(const AttentionShape& shape, const Group& grp, int kv_head, int fi
   }
 }
 
-// The query of the first of rows [first, first + count) where row first + r's is that plus
-// (r / g) * Hq + r % g and g a power of two (WorkItem::first_query), else -1.
-int affine_first_query(const AttentionShape& shape, const std::vector<int>& row_query, int first, int count) {
-  const int g = shape.group_size(), q0 = row_query[first];
-  if ((g & (g - 1)) != 0) return -1;
-  for (int r = 0; r < count; ++r) {
-    if (row_query[first + r] != q0 + r / g * shape.q_heads + r % g) return -1;
-  }
-  return q0;
-}
-
 int group_rows(const AttentionShape& shape, const Group& grp) {
   return checked_int(static_cast<long long>(grp.seqs.size()) * query_index(shape).rows_per_seq(), "query rows of a segment");
 }
@@ -281,11 +270,9 @@ Schedule build(const AttentionShape& shape, const std::vector<Group>& groups, co
     item.num_segments = static_cast<int>(grp.segments.size());
     item.token_begin = checked_int(token_begin, "token");
     item.token_end = checked_int(token_end, "token");
-    item.segment = grp.segments.front();
-    if (new_rows) add_rows(shape, grp, b.kv_head, b.first, b.count, s);
-    item.first_query = affine_first_query(shape, s.row_query, item.first_row, item.num_rows);
     (b.narrow() ? s.narrow_items : s.wide_items).push_back(item);
     s.item_segments.insert(s.item_segments.end(), grp.segments.begin(), grp.segments.end());
+    if (new_rows) add_rows(shape, grp, b.kv_head, b.first, b.count, s);
   };
   std::vector<long long> wide_part;  // each wide item's part of its block
   for (const RowBlock& b : census.blocks) {

@@ -46,7 +46,7 @@ class SegmentPlan final : public CudaPlan {
       // TMA descriptors for the segments the wide items read (one segment each in this schedule).
       for (const WorkItem& item : s.wide_items) {
         if (item.num_segments != 1) throw std::logic_error("wgmma items read one segment each");
-        map_segments_.push_back(item.segment);
+        map_segments_.push_back(s.item_segments[item.first_segment]);
       }
       std::sort(map_segments_.begin(), map_segments_.end());
       map_segments_.erase(std::unique(map_segments_.begin(), map_segments_.end()), map_segments_.end());
@@ -113,8 +113,6 @@ class SegmentPlan final : public CudaPlan {
     p.merge = m;
     p.kv_maps = binding().extra.data();
     p.kv_heads = shape_.kv_heads;
-    p.q_heads = shape_.q_heads;
-    while ((1 << p.group_shift) < shape_.group_size()) ++p.group_shift;  // exact where items name a first query
     p.scale_log2 = shape_.scale * kLog2e;
     l.narrow = l.wide = p;
     l.narrow.items = narrow_.data();

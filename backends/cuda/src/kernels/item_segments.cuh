@@ -18,7 +18,7 @@ struct ItemSegments {
     count = item.num_segments;
     int total = 0;
     for (int i = 0; i < count; ++i) {
-      const int segment = i == 0 ? item.segment : p.item_segments[item.first_segment + i];  // the first without the list
+      const int segment = p.item_segments[item.first_segment + i];
       start[i] = total;
       total += p.segment_length[segment];
       k[i] = static_cast<const T*>(p.k[segment]);

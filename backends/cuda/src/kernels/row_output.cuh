@@ -14,7 +14,6 @@
 #include "dependent_launch.cuh"
 #include "hydragen/cuda/element.cuh"
 #include "hydragen/merge.hpp"
-#include "item_queries.cuh"
 #include "params.hpp"
 #include "tile_config.hpp"
 
@@ -89,12 +88,11 @@ struct RowOutput {
   int count = 0;
 };
 
-// Row r of `item` (none for r < 0).
-__device__ __forceinline__ RowOutput row_output(const SegmentAttentionParams& p, const WorkItem& item, int r) {
+__device__ __forceinline__ RowOutput row_output(const SegmentAttentionParams& p, int row) {
   RowOutput out;
-  if (r >= 0) {
-    out.row = item.first_row + r;
-    out.query = item_query(p, item, r);
+  if (row >= 0) {
+    out.row = row;
+    out.query = p.row_query[row];
     // The loads unconditionally, the plan's flag last: a branch on the flag first kept the compiler
     // from issuing both rows' loads together (a 5% slower mma.sync item, kernel-notes: row-output-loads).
     out.first = p.merge.offsets[out.query];

@@ -27,7 +27,6 @@
 #include "dependent_launch.cuh"
 #include "hydragen/cuda/element.cuh"
 #include "hydragen/merge.hpp"
-#include "item_queries.cuh"
 #include "item_segments.cuh"
 #include "leaf_length.cuh"
 #include "mma.cuh"
@@ -155,7 +154,7 @@ __device__ __forceinline__ void load_q_fragments(const SegmentAttentionParams& p
   const T* q[2];
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
-    q[r] = rows.has[r] ? static_cast<const T*>(p.q) + static_cast<long long>(item_query(p, item, rows.row[r])) * D
+    q[r] = rows.has[r] ? static_cast<const T*>(p.q) + static_cast<long long>(p.row_query[item.first_row + rows.row[r]]) * D
                        : nullptr;
   }
 #pragma unroll
@@ -174,7 +173,7 @@ template <typename T, int D>
 __device__ __forceinline__ void load_q_columns(const SegmentAttentionParams& p, const WorkItem& item, int g,
                                                unsigned (&qb)[D / 16][2]) {
   const int t = threadIdx.x % 4;
-  const T* q = g < item.num_rows ? static_cast<const T*>(p.q) + static_cast<long long>(item_query(p, item, g)) * D
+  const T* q = g < item.num_rows ? static_cast<const T*>(p.q) + static_cast<long long>(p.row_query[item.first_row + g]) * D
                                  : nullptr;  // [D]: the row's query
 #pragma unroll
   for (int ks = 0; ks < D / 16; ++ks) {
@@ -347,11 +346,11 @@ __device__ __forceinline__ void run_mma_worker(const SegmentAttentionParams& p, 
     // threadIdx.x / GROUP of the folded states.
     RowOutput out[2];
     if constexpr (TOKEN_WARPS == 1) {
-      out[0] = row_output(p, item, rows.has[0] ? rows.row[0] : -1);
-      out[1] = row_output(p, item, rows.has[1] ? rows.row[1] : -1);
+      out[0] = row_output(p, rows.has[0] ? item.first_row + rows.row[0] : -1);
+      out[1] = row_output(p, rows.has[1] ? item.first_row + rows.row[1] : -1);
     } else {
       const int r = threadIdx.x / (kMmaThreads / ROWS);
-      out[0] = row_output(p, item, r < item.num_rows ? r : -1);
+      out[0] = row_output(p, r < item.num_rows ? item.first_row + r : -1);
     }
     // Q as A fragments (rows) or B fragments (tokens); O, or O^T, as 8-column or 16-column fragments.
     // After the first tile's copies: loaded before the segment lookups, its row ids held them up;

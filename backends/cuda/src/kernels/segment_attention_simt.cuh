@@ -7,7 +7,6 @@
 
 #include "dependent_launch.cuh"
 #include "hydragen/cuda/element.cuh"
-#include "item_queries.cuh"
 #include "item_segments.cuh"
 #include "leaf_length.cuh"
 #include "params.hpp"
@@ -37,11 +36,11 @@ __global__ void __launch_bounds__(kSimtThreads) segment_attention_simt(const Seg
     const WorkItem item = p.items[index];
     segs.load(p, item);
     for (int r = warp; r < ROWS; r += 4) {
-      const T* const src = r < item.num_rows ? q + static_cast<long long>(item_query(p, item, r)) * D : nullptr;
+      const T* const src = r < item.num_rows ? q + static_cast<long long>(p.row_query[item.first_row + r]) * D : nullptr;
       for (int d = lane; d < D; d += 32) sq[r][d] = src != nullptr ? to_float(src[d]) : 0.f;
     }
     const int limit = row < item.num_rows ? visible_limit(p, item.first_row + row) : 0;
-    const RowOutput out = row_output(p, item, row < item.num_rows ? row : -1);
+    const RowOutput out = row_output(p, row < item.num_rows ? item.first_row + row : -1);
 
     float m = -INFINITY, l = 0.f;  // running max (log2 units) and sum of this row
     float o[D / LANES] = {};       // columns sub + 8i

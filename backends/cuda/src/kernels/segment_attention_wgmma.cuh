@@ -28,7 +28,6 @@
 #include "cluster.cuh"
 #include "dependent_launch.cuh"
 #include "hydragen/cuda/element.cuh"
-#include "item_queries.cuh"
 #include "leaf_length.cuh"
 #include "mma.cuh"
 #include "online_softmax.cuh"
@@ -117,7 +116,7 @@ __device__ __forceinline__ void produce_kv_tiles(const SegmentAttentionParams& p
                                                  int tiles, WgmmaSharedStorage<D, KT>& smem) {
   using Tile = WgmmaTile<D, KT>;
   const unsigned char* const maps =
-      static_cast<const unsigned char*>(p.kv_maps) + 2 * kTensorMapBytes * item.segment;
+      static_cast<const unsigned char*>(p.kv_maps) + 2 * kTensorMapBytes * p.item_segments[item.first_segment];
   for (int it = 0; it < tiles; ++it) {
     const int stage = stage_of(used + it);
     const unsigned free_parity = phase_of(used + it) ^ 1;
@@ -131,7 +130,7 @@ __device__ __forceinline__ void produce_kv_tiles(const SegmentAttentionParams& p
   }
 }
 
-// Load step (the consumers): row r of the block is query row item_query(r); rows past
+// Load step (the consumers): row r of the block is query row row_query[first_row + r]; rows past
 // num_rows are zeros. Every row id the thread needs is loaded before any copy is issued: a loop that
 // loads an id and then copies its row waits on the ids' lines one round trip at a time, and at a
 // block's start, with the plan's tables in DRAM, that chain is the block's first microseconds
@@ -149,7 +148,7 @@ __device__ __forceinline__ void load_q(const SegmentAttentionParams& p, const Wo
   int query[COPIES];
 #pragma unroll
   for (int i = 0; i < COPIES; ++i) {
-    query[i] = first + i * STEP < item.num_rows ? item_query(p, item, first + i * STEP) : -1;
+    query[i] = first + i * STEP < item.num_rows ? p.row_query[item.first_row + first + i * STEP] : -1;
   }
 #pragma unroll
   for (int i = 0; i < COPIES; ++i) {
@@ -366,8 +365,8 @@ __device__ __forceinline__ void consume_item(const SegmentAttentionParams& p, co
   const bool has0 = r0 < item.num_rows, has1 = r1 < item.num_rows;
   const int limit[2] = {has0 ? min(visible_limit(p, item.first_row + r0), item.token_end) : 0,
                         has1 ? min(visible_limit(p, item.first_row + r1), item.token_end) : 0};
-  const RowOutput out0 = row_output(p, item, has0 ? r0 : -1);
-  const RowOutput out1 = row_output(p, item, has1 ? r1 : -1);
+  const RowOutput out0 = row_output(p, has0 ? item.first_row + r0 : -1);
+  const RowOutput out1 = row_output(p, has1 ? item.first_row + r1 : -1);
   cp_async_wait<0>();
   fence_proxy_async();
   consumer_sync(WgmmaBarrier::q_ready);
