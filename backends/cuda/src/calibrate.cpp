@@ -9,6 +9,7 @@
 #include <mutex>
 #include <sstream>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include "hydragen/cuda/calibration.hpp"
@@ -64,12 +65,17 @@ class Staged {
 
 AttentionShape shape_of(int sequences) { return make_shape(sequences, 1, kQueryHeads, 1, kD, DType::bf16); }
 
+// The median of kRuns samples in ms, in ns.
+double median_of_runs_ns(std::vector<double> ms) {
+  std::nth_element(ms.begin(), ms.begin() + kRuns / 2, ms.end());
+  return ms[kRuns / 2] * 1e6;
+}
+
 // The median of kRuns timed runs of `enqueue`, L2 flushed before each, in ns.
 double median_ns(RunTimer& timer, const std::function<void(cudaStream_t)>& enqueue) {
   std::vector<double> ms;
   for (int i = 0; i < kRuns; ++i) ms.push_back(timer.time_ms(enqueue));
-  std::nth_element(ms.begin(), ms.begin() + kRuns / 2, ms.end());
-  return ms[kRuns / 2] * 1e6;
+  return median_of_runs_ns(std::move(ms));
 }
 
 // A synthetic plan (its decisions set by hand) over zero-filled inputs, run once (which uploads its
@@ -100,8 +106,7 @@ double extra_ns(RunTimer& timer, const TimedPlan& shorter, const TimedPlan& long
     const double first = timer.time_ms([&](cudaStream_t s) { shorter.run(s); });
     ms.push_back(timer.time_ms([&](cudaStream_t s) { longer.run(s); }) - first);
   }
-  std::nth_element(ms.begin(), ms.begin() + kRuns / 2, ms.end());
-  return ms[kRuns / 2] * 1e6;
+  return median_of_runs_ns(std::move(ms));
 }
 
 // One wgmma block's row block of 128 rows over a shared segment of `tokens`, cut into `parts` dealt to
@@ -179,9 +184,10 @@ DeviceRates measure_device_rates() {
   DeviceRates r = unmeasured_rates();  // the margin and the partials' share: no calibration measures them
   // Steady rates: the difference of two sizes, so that launches and pipeline fills cancel.
   const int t1 = 8192, t2 = 16384;
+  const TimedPlan one_part = wgmma_plan(t2, 1, 0, device, timer);  // the rate's longer size, and the parts' base
   {
-    const TimedPlan shorter = wgmma_plan(t1, 1, 0, device, timer), longer = wgmma_plan(t2, 1, 0, device, timer);
-    r.wgmma_sm_flops_per_ns = 4.0 * kWgmmaRows * kD * (t2 - t1) / extra_ns(timer, shorter, longer);
+    const TimedPlan shorter = wgmma_plan(t1, 1, 0, device, timer);
+    r.wgmma_sm_flops_per_ns = 4.0 * kWgmmaRows * kD * (t2 - t1) / extra_ns(timer, shorter, one_part);
     // A part's time beyond its tokens' at the steady rate: the launch, the pipeline fill, the tail.
     r.fixed_ns = std::max(0.0, median_ns(timer, shorter) - 4.0 * kWgmmaRows * kD * t1 / r.wgmma_sm_flops_per_ns);
   }
@@ -194,8 +200,8 @@ DeviceRates measure_device_rates() {
   r.beside_leaf_dram_share = std::min(1.0, leaf_rate(device.sms * 3 / 4, 1024, 2048) / r.leaf_dram_bytes_per_ns);
   r.merge_ns = merge_ns(timer);
   {  // Four parts on one persistent block against one part of the same tokens: three moves.
-    const TimedPlan one = wgmma_plan(t2, 1, 0, device, timer), four = wgmma_plan(t2, 4, 1, device, timer);
-    r.part_switch_ns = std::max(0.0, extra_ns(timer, one, four) / 3);
+    const TimedPlan four = wgmma_plan(t2, 4, 1, device, timer);
+    r.part_switch_ns = std::max(0.0, extra_ns(timer, one_part, four) / 3);
   }
   r.source = "measured on this " + device.name + " " + today() + "; " + r.source;
   return r;
