@@ -147,9 +147,6 @@ inline constexpr int kMergeRound = 32;
 // holds two rows: at most this many such rounds per lane. Beyond, the merge kernel, a warp per query
 // all loads at once, was faster (four rows for each of two rows, 1.12x slower; kernel-notes: leaf-fold).
 inline constexpr int kFoldRounds = 4;
-// The values a lane of a folding leaf row holds for the wide rows it loads at once (a batch of
-// 64 / N rows, N its values of one row); more cost the leaf kernels registers.
-inline constexpr int kFoldLoadValues = 32;
 
 // cuda-hydragen-cublas: one block of kSoftmaxThreads holds a chunk's score row in registers,
 // kSoftmaxPerThread scores each, so a GEMM chunk has at most kMaxChunkTokens tokens.

@@ -105,45 +105,21 @@ __device__ __forceinline__ RowOutput row_output(const SegmentAttentionParams& p,
 
 // A leaf row doing its query's merge: the query's other rows (at most kFoldRounds, from the wide
 // launch this one follows) folded into the lane's N values `o` and the row's `lse` by the core merge,
-// in the merge lists' order. The row ids are the plan's: read before the wait for the wide launch's
-// end. After it, the rows are loaded kFoldBatch<N> at a time, each batch's loads all issued before
-// its first fold: one after another, every row was a round trip of L2 (kernel-notes: leaf-fold).
-template <int N>
-inline constexpr int kFoldBatch = N * kFoldRounds <= kFoldLoadValues ? kFoldRounds : (kFoldLoadValues / N > 0 ? kFoldLoadValues / N : 1);
-
+// in the merge lists' order, one at a time (two at once spilled the leaf kernels' registers). The
+// row ids are the plan's: read before the wait for the wide launch's end.
 template <int D, int N, typename Columns>
 __device__ __forceinline__ void fold_wide_rows(const MergeParams& m, const RowOutput& out, float (&o)[N], float& lse,
                                                Columns columns) {
-  int others[kFoldRounds];  // the query's rows but this one, in the lists' order; -1 past them
-  {
-    int rows[kFoldRounds + 1];
+  int rows[kFoldRounds + 1];  // the query's rows, this one among them; out.row past its count
 #pragma unroll
-    for (int i = 0; i <= kFoldRounds; ++i) rows[i] = i < out.count ? m.rows[out.first + i] : -1;
-    bool past = false;  // this row seen: the later ones move down by one
-#pragma unroll
-    for (int i = 0; i < kFoldRounds; ++i) {
-      past = past || rows[i] == out.row;
-      others[i] = past ? rows[i + 1] : rows[i];
-    }
-  }
+  for (int i = 0; i <= kFoldRounds; ++i) rows[i] = i < out.count ? m.rows[out.first + i] : out.row;
   wait_for_primary();
-  constexpr int kBatch = kFoldBatch<N>;
 #pragma unroll
-  for (int b = 0; b < kFoldRounds; b += kBatch) {
-    if (others[b] < 0) break;  // the next batch's loads wait for this one's folds: no more registers
-    float part[kBatch][N];
-    float part_lse[kBatch];
-#pragma unroll
-    for (int j = 0; j < kBatch; ++j) {
-      if (b + j < kFoldRounds && others[b + j] >= 0) {
-        load_values(m.partial_o + static_cast<long long>(others[b + j]) * D, part[j], columns);
-        part_lse[j] = m.partial_lse[others[b + j]];
-      }
-    }
-#pragma unroll
-    for (int j = 0; j < kBatch; ++j) {
-      if (b + j < kFoldRounds && others[b + j] >= 0) merge_into(o, lse, part[j], part_lse[j], N);
-    }
+  for (int i = 0; i <= kFoldRounds; ++i) {
+    if (rows[i] == out.row) continue;
+    float part[N];
+    load_values(m.partial_o + static_cast<long long>(rows[i]) * D, part, columns);
+    merge_into(o, lse, part, m.partial_lse[rows[i]], N);
   }
 }
 
