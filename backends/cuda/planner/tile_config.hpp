@@ -146,7 +146,7 @@ inline constexpr int kMergeRound = 32;
 // launch's rows of its query one after another, and a lane of a narrow item of more than 8 rows
 // holds two rows: at most this many such rounds per lane. Beyond, the merge kernel, a warp per query
 // all loads at once, was faster (four rows for each of two rows, 1.12x slower; kernel-notes: leaf-fold).
-inline constexpr int kFoldRounds = 8;
+inline constexpr int kFoldRounds = 4;
 
 // cuda-hydragen-cublas: one block of kSoftmaxThreads holds a chunk's score row in registers,
 // kSoftmaxPerThread scores each, so a GEMM chunk has at most kMaxChunkTokens tokens.
