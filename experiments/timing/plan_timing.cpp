@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <stdexcept>
 #include <vector>
 #ifdef HYDRAGEN_WITH_CUDA
@@ -28,25 +27,8 @@ PlanTiming time_on_host(AttentionPlan& plan, const StagedProblem& staged, int re
 PlanTiming time_on_gpu([[maybe_unused]] AttentionPlan& plan, [[maybe_unused]] const StagedProblem& staged,
                        [[maybe_unused]] int replays) {
 #ifdef HYDRAGEN_WITH_CUDA
-  cuda::TimingOptions options{3, replays, true, {}};
-  // EXPERIMENT (perf-notes v48): HYDRAGEN_TLB_TOUCH=STRIDE touches the problem's tensors every STRIDE
-  // bytes after each flush, so that their translations are warm while L2 is cold.
-  if (const char* touch = std::getenv("HYDRAGEN_TLB_TOUCH")) {
-    const std::size_t stride = std::strtoull(touch, nullptr, 10);
-    options.after_flush = [&staged, stride](cudaStream_t s) {
-      const auto bytes = [](std::size_t numel, DType dtype) { return numel * dtype_size(dtype); };
-      const AttentionInputs& in = staged.inputs();
-      cuda::touch_pages(in.q.data, bytes(in.q.numel, in.q.dtype), stride, s);
-      for (const auto* list : {&in.k, &in.v}) {
-        for (const ConstTensor& t : *list) cuda::touch_pages(t.data, bytes(t.numel, t.dtype), stride, s);
-      }
-      const AttentionOutputs& out = staged.outputs();
-      cuda::touch_pages(out.o.data, bytes(out.o.numel, out.o.dtype), stride, s);
-      cuda::touch_pages(out.lse.data, bytes(out.lse.numel, out.lse.dtype), stride, s);
-    };
-  }
   const cuda::TimingResult t = cuda::time_graph(
-      [&](cudaStream_t s) { plan.run(staged.inputs(), staged.outputs(), Stream{s}); }, options);
+      [&](cudaStream_t s) { plan.run(staged.inputs(), staged.outputs(), Stream{s}); }, {3, replays, true});
   return {t.median_ms, t.min_ms, t.max_ms, t.replays};
 #else
   throw std::logic_error("a CUDA backend in a build without CUDA");

@@ -41,7 +41,6 @@ struct MergeParams {
   // [1] the workers that have finished, zero between runs; the last to finish waits for the wide
   // launch, so that this launch ends after it and the merge after both reads its rows. Null otherwise.
   unsigned* chain_count = nullptr;
-  unsigned long long* trace = nullptr;  // EXPERIMENT: [kTraceEvents][2] (trace.cuh); null: no stamps
 };
 
 // Segment attention (cuda-flash, cuda-hydragen): every item attends its rows to a token range and

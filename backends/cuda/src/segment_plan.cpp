@@ -11,7 +11,6 @@
 #include "gemm_attention.hpp"
 #include "hydragen/cuda/check.hpp"
 #include "hydragen/cuda/handles.hpp"
-#include "hydragen/cuda/timing.hpp"
 #include "kernels/launch.hpp"
 #include "planner.hpp"
 #include "plans.hpp"
@@ -104,7 +103,6 @@ class SegmentPlan final : public CudaPlan {
     m.lse = static_cast<float*>(out.lse.data);
     m.num_queries = shape_.num_seqs * shape_.q_len * shape_.q_heads;
     m.single_rows_direct = gemm_ == nullptr;  // the cuBLAS products write the workspace only
-    m.trace = trace_buffer();
     SegmentAttentionParams p;
     set_inputs(p, in);
     p.item_segments = item_segments_.data();

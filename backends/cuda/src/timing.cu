@@ -2,8 +2,6 @@
 #include <cuda_bf16.h>
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <vector>
 
 #include "hydragen/cuda/check.hpp"
@@ -12,7 +10,6 @@
 #include "hydragen/cuda/handles.hpp"
 #include "hydragen/cuda/memory.hpp"
 #include "hydragen/cuda/timing.hpp"
-#include "kernels/trace.cuh"
 
 namespace hydragen::cuda {
 
@@ -66,100 +63,11 @@ __global__ void read_words(const uint4* x, long long n, unsigned* sink) {
   if (acc == 0x9e3779b9u) *sink = acc;
 }
 
-__global__ void trace_reset(unsigned long long* trace) {
-  if (threadIdx.x < kTraceEvents) {
-    trace[2 * threadIdx.x] = ~0ull;
-    trace[2 * threadIdx.x + 1] = 0;
-  }
-  if (threadIdx.x < 2 * kTraceLinks) trace[2 * kTraceEvents + threadIdx.x] = 0;
-}
-
-__global__ void trace_host_stamp(unsigned long long* trace, int event) { trace_stamp(trace, event); }
-
-// The traced replays: each event's first and last stamp, relative to the stamp before the graph,
-// medians over the replays, in microseconds.
-[[maybe_unused]] void print_trace(RunTimer& timer, cudaGraphExec_t exec, int replays) {
-  unsigned long long* const trace = trace_buffer();
-  static const char* const names[kTraceEvents] = {
-      "start",        "wide entry",  "wide Q",      "wide first load", "wide first K", "wide tiles done",
-      "wide end",     "leaf entry",  "leaf first tile", "leaf tiles done", "leaf waited", "leaf end",
-      "stop",         "wide Q own"};
-  static const char* const link_names[kTraceLinks] = {"item", "segments", "first tile", "first product",
-                                                     "tiles done", "stored", "end", "fold ids", "fold waited",
-                                                     "fold first row", "fold rows done", "fold stored"};
-  std::vector<std::vector<double>> first(kTraceEvents), last(kTraceEvents), link(kTraceLinks);
-  std::vector<double> timed;
-  for (int r = 0; r < replays; ++r) {
-    trace_reset<<<1, 32, 0, timer.stream()>>>(trace);
-    timed.push_back(timer.time_ms([&](cudaStream_t s) {
-      trace_host_stamp<<<1, 1, 0, s>>>(trace, kTraceStart);
-      CUDA_CHECK(cudaGraphLaunch(exec, s));
-      trace_host_stamp<<<1, 1, 0, s>>>(trace, kTraceStop);
-    }));
-    unsigned long long host[2 * kTraceEvents + 2 * kTraceLinks];
-    CUDA_CHECK(cudaMemcpy(host, trace, sizeof(host), cudaMemcpyDeviceToHost));
-    for (int l = 0; l < kTraceLinks; ++l) {
-      const unsigned long long* sum = host + 2 * kTraceEvents + 2 * l;
-      if (sum[1] > 0) link[l].push_back(static_cast<double>(sum[0]) / static_cast<double>(sum[1]) * 1e-3);
-    }
-    for (int e = 0; e < kTraceEvents; ++e) {
-      if (host[2 * e + 1] == 0) continue;
-      first[e].push_back((static_cast<double>(host[2 * e]) - static_cast<double>(host[0])) * 1e-3);
-      last[e].push_back((static_cast<double>(host[2 * e + 1]) - static_cast<double>(host[0])) * 1e-3);
-    }
-  }
-  std::fprintf(stderr, "trace: %d replays, events timed %.2f us (median, with the stamps)\n", replays,
-               summarize(timed).median_ms * 1e3);
-  for (int e = 0; e < kTraceEvents; ++e) {
-    if (first[e].empty()) continue;
-    std::fprintf(stderr, "trace: %-16s first %7.2f us  last %7.2f us\n", names[e], summarize(first[e]).median_ms,
-                 summarize(last[e]).median_ms);
-  }
-  for (int l = 0; l < kTraceLinks; ++l) {
-    if (link[l].empty()) continue;
-    std::fprintf(stderr, "trace: leaf link %-13s %7.2f us after the worker's entry (mean over workers, median over replays)\n",
-                 link_names[l], summarize(link[l]).median_ms);
-  }
-}
-
 }  // namespace
-
-unsigned long long* trace_buffer() {
-#ifdef HYDRAGEN_TRACE
-  static unsigned long long* buffer = [] {
-    unsigned long long* b = nullptr;
-    CUDA_CHECK(cudaMalloc(&b, (2 * kTraceEvents + 2 * kTraceLinks) * sizeof(unsigned long long)));
-    return b;
-  }();
-  return buffer;
-#else
-  return nullptr;
-#endif
-}
-
-__global__ void touch_words(const unsigned char* x, long long words, long long stride, unsigned* sink) {
-  const long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
-  if (i < words && *reinterpret_cast<const volatile unsigned*>(x + i * stride) == 0x9e3779b9u) *sink = 1;
-}
-
-void touch_pages(const void* ptr, std::size_t bytes, std::size_t stride, cudaStream_t stream) {
-  if (ptr == nullptr || bytes == 0) return;
-  const long long words = static_cast<long long>((bytes + stride - 1) / stride);
-  static unsigned* sink = [] {
-    unsigned* s = nullptr;
-    CUDA_CHECK(cudaMalloc(&s, 4));
-    return s;
-  }();
-  touch_words<<<static_cast<unsigned>((words + 127) / 128), 128, 0, stream>>>(static_cast<const unsigned char*>(ptr), words,
-                                                                         static_cast<long long>(stride), sink);
-  check_launch("touch_words");
-}
 
 RunTimer::RunTimer(bool flush_l2) {
   const DeviceInfo device = query_device();
-  // EXPERIMENT (perf-notes v48): HYDRAGEN_FLUSH_SCALE, the flush's size in L2s (2 by default).
-  const char* scale = std::getenv("HYDRAGEN_FLUSH_SCALE");
-  flush_bytes_ = flush_l2 ? static_cast<std::size_t>((scale != nullptr ? std::atof(scale) : 2.0) * device.l2_bytes) / 16 * 16 : 0;
+  flush_bytes_ = flush_l2 ? 2 * device.l2_bytes : 0;
   read_blocks_ = 4 * device.multiprocessors;
   // Members are raw handles so the destructor can release whatever the constructor got to.
   try {
@@ -189,7 +97,6 @@ double RunTimer::time_ms(const std::function<void(cudaStream_t)>& enqueue) {
         static_cast<const uint4*>(flush_), static_cast<long long>(flush_bytes_ / 16), static_cast<unsigned*>(flush_));
     check_launch("read_words (L2 flush)");
   }
-  if (after_flush) after_flush(stream_);
   CUDA_CHECK(cudaEventRecord(start_, stream_));
   enqueue(stream_);
   CUDA_CHECK(cudaEventRecord(stop_, stream_));
@@ -201,7 +108,6 @@ double RunTimer::time_ms(const std::function<void(cudaStream_t)>& enqueue) {
 
 TimingResult time_graph(const std::function<void(cudaStream_t)>& enqueue, const TimingOptions& options) {
   RunTimer timer(options.flush_l2);
-  timer.after_flush = options.after_flush;
   const cudaStream_t stream = timer.stream();
   for (int i = 0; i < options.warmup; ++i) enqueue(stream);
   CUDA_CHECK(cudaStreamSynchronize(stream));
@@ -221,9 +127,6 @@ TimingResult time_graph(const std::function<void(cudaStream_t)>& enqueue, const 
   for (int i = 0; i < options.replays; ++i) {
     ms.push_back(timer.time_ms([&](cudaStream_t s) { CUDA_CHECK(cudaGraphLaunch(g.exec, s)); }));
   }
-#ifdef HYDRAGEN_TRACE
-  print_trace(timer, g.exec, options.replays);
-#endif
   return summarize(ms);
 }
 

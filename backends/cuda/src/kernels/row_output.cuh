@@ -14,10 +14,8 @@
 #include "dependent_launch.cuh"
 #include "hydragen/cuda/element.cuh"
 #include "hydragen/merge.hpp"
-#include "mma.cuh"
 #include "params.hpp"
 #include "tile_config.hpp"
-#include "trace.cuh"
 
 namespace hydragen::cuda {
 
@@ -108,38 +106,20 @@ __device__ __forceinline__ RowOutput row_output(const SegmentAttentionParams& p,
 // A leaf row doing its query's merge: the query's other rows (at most kFoldRounds, from the wide
 // launch this one follows) folded into the lane's N values `o` and the row's `lse` by the core merge,
 // in the merge lists' order, one at a time (two at once spilled the leaf kernels' registers). The
-// row ids are the plan's: read before the wait for the wide launch's end. After the wait every row's
-// lines are prefetched into L1 before the first is loaded, so the rows cost one L2 round trip, not
-// one each (perf-notes v39); the lanes sharing a row (at least D / 32) each pull one of its lines.
+// row ids are the plan's: read before the wait for the wide launch's end.
 template <int D, int N, typename Columns>
 __device__ __forceinline__ void fold_wide_rows(const MergeParams& m, const RowOutput& out, float (&o)[N], float& lse,
                                                Columns columns) {
   int rows[kFoldRounds + 1];  // the query's rows, this one among them; out.row past its count
 #pragma unroll
   for (int i = 0; i <= kFoldRounds; ++i) rows[i] = i < out.count ? m.rows[out.first + i] : out.row;
-  const bool traced = threadIdx.x == 0;
-  if (traced) {
-    asm volatile("" ::"r"(rows[0]), "r"(rows[kFoldRounds]));
-    trace_link(m.trace, kLinkFoldIds, trace_t0());
-  }
   wait_for_primary();
-  if (threadIdx.x % 32 == 0) trace_stamp(m.trace, kTraceLeafWaited);
-  if (traced) trace_link(m.trace, kLinkFoldWaited, trace_t0());
-  int folded = 0;
 #pragma unroll
   for (int i = 0; i <= kFoldRounds; ++i) {
     if (rows[i] == out.row) continue;
     float part[N];
     load_values(m.partial_o + static_cast<long long>(rows[i]) * D, part, columns);
     merge_into(o, lse, part, m.partial_lse[rows[i]], N);
-    if (traced && folded++ == 0) {
-      asm volatile("" ::"f"(lse), "f"(o[0]), "f"(o[N - 1]));
-      trace_link(m.trace, kLinkFoldFirst, trace_t0());
-    }
-  }
-  if (traced) {
-    asm volatile("" ::"f"(lse), "f"(o[0]), "f"(o[N - 1]));
-    trace_link(m.trace, kLinkFoldDone, trace_t0());
   }
 }
 
@@ -158,9 +138,6 @@ __device__ __forceinline__ void finish_row(const SegmentAttentionParams& p, cons
   if (out.direct || (FOLD && out.fold)) {
     store_values(static_cast<T*>(m.o) + static_cast<long long>(out.query) * D, o, columns);
     if (leader) m.lse[out.query] = lse;
-    if constexpr (FOLD) {
-      if (out.fold && threadIdx.x == 0) trace_link(m.trace, kLinkFoldStored, trace_t0());
-    }
   } else {
     store_values(m.partial_o + static_cast<long long>(out.row) * D, o, columns);
     if (leader) m.partial_lse[out.row] = lse;

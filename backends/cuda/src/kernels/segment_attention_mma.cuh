@@ -33,7 +33,6 @@
 #include "online_softmax.cuh"
 #include "params.hpp"
 #include "row_output.cuh"
-#include "trace.cuh"
 #include "tile_config.hpp"
 #include "tile_copies.hpp"
 #include "worker_items.cuh"
@@ -322,13 +321,8 @@ __device__ __forceinline__ void run_mma_worker(const SegmentAttentionParams& p, 
   };
 
   const ItemRange range = worker_items(p, worker, workers);
-  if (thread == 0) trace_stamp(p.merge.trace, kTraceLeafEntry);
-  [[maybe_unused]] const unsigned long long t0 = trace_now();
-  if (threadIdx.x == 0) trace_t0() = t0;
   auto end_worker = [&] {
     if (p.merge.chain_count != nullptr && thread == 0) end_after_primary(p.merge.chain_count, workers);
-    if (thread == 0) trace_stamp(p.merge.trace, kTraceLeafEnd);
-    if (thread == 0) trace_link(p.merge.trace, kLinkEnd, t0);
   };
   if (range.first > range.last) {  // a spare warp of the last block
     end_worker();
@@ -337,14 +331,12 @@ __device__ __forceinline__ void run_mma_worker(const SegmentAttentionParams& p, 
   {
     const WorkItem a = p.items[range.first], b = p.items[range.last];
     prefetch_item_tables<THREADS>(p, range, a, b, thread);
-    if (thread == 0) trace_link(p.merge.trace, kLinkItem, t0);
     if (thread == 0) {
       items[0] = a;
       segs[0].fill(p, a);
     }
   }
   sync();
-  if (thread == 0) trace_link(p.merge.trace, kLinkSegments, t0);
   int slot = 0, stage = 0;  // stage: where the current tile lands
   load_tile(items[0], 0, 0, 0);
   for (int index = range.first;; ++index) {
@@ -394,8 +386,6 @@ __device__ __forceinline__ void run_mma_worker(const SegmentAttentionParams& p, 
         cp_async_wait<0>();
       }
       sync();
-      if (thread == 0 && it == 0 && index == range.first) trace_stamp(p.merge.trace, kTraceLeafFirstTile);
-      if (thread == 0 && it == 0 && index == range.first) trace_link(p.merge.trace, kLinkFirstTile, t0);
       const int pos0 = item.token_begin + it * KT + tok0;
       const bool mask = pos0 + KT / TOKEN_WARPS > min(rows.limit[0], rows.limit[1]);
       if constexpr (kTokenProduct) {
@@ -405,13 +395,10 @@ __device__ __forceinline__ void run_mma_worker(const SegmentAttentionParams& p, 
         attend_tile<T, D, Tile, NT>(qa, &smem.kv[stage][0][0][0], &smem.kv[stage][1][0][0], tok0, pos0, rows.limit,
                                     p.scale_log2, mask, softmax, acc);
       }
-      if (thread == 0 && it == 0 && index == range.first) trace_link(p.merge.trace, kLinkFirstProduct, t0);
       sync();  // the next copies into this stage come after every warp is done with it
       stage ^= 1;
     }
 
-    if (thread == 0 && index == range.last) trace_stamp(p.merge.trace, kTraceLeafTilesDone);
-    if (thread == 0 && index == range.last) trace_link(p.merge.trace, kLinkTilesDone, t0);
     float inv[2], row_lse[2];
     softmax.finish(inv, row_lse);
     if constexpr (kTokenProduct) {
@@ -426,7 +413,6 @@ __device__ __forceinline__ void run_mma_worker(const SegmentAttentionParams& p, 
       fold_token_warps<T, D, Tile, ROWS, TOKEN_WARPS>(p, item, rows, acc, inv, row_lse, out[0],
                                                 reinterpret_cast<float*>(&smem.kv[stage ^ 1][0][0][0]));
     }
-    if (thread == 0 && index == range.last) trace_link(p.merge.trace, kLinkStored, t0);
     if (index == range.last) break;
     slot ^= 1;
   }

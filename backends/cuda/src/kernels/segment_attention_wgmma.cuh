@@ -35,7 +35,6 @@
 #include "params.hpp"
 #include "row_output.cuh"
 #include "tile_config.hpp"
-#include "trace.cuh"
 #include "wgmma.cuh"
 #include "worker_items.cuh"
 
@@ -122,7 +121,6 @@ __device__ __forceinline__ void produce_kv_tiles(const SegmentAttentionParams& p
     const int stage = stage_of(used + it);
     const unsigned free_parity = phase_of(used + it) ^ 1;
     const int p0 = item.token_begin + it * KT;
-    if (it == 0 && used == 0) trace_stamp(p.merge.trace, kTraceWideFirstLoad);
     mbarrier_wait(smem_address(&smem.empty_k[stage]), free_parity);
     mbarrier_arrive_expect(smem_address(&smem.full_k[stage]), Tile::kKvBytes);
     load_kv_tile_boxes<D, KT>(smem_address(smem.k[stage]), maps, item.kv_head, p0, smem_address(&smem.full_k[stage]));
@@ -170,7 +168,7 @@ template <typename T, int D, int KT>
 __device__ __forceinline__ void consume_kv_tiles(WgmmaSharedStorage<D, KT>& smem, const WorkItem& item, int used, int tiles,
                                                  int wg, const int (&limit)[2], float scale_log2,
                                                  RowPairSoftmax<KT / 8>& softmax,
-                                                 float (&o)[D / 2], unsigned long long* trace) {
+                                                 float (&o)[D / 2]) {
   using Tile = WgmmaTile<D, KT>;
   constexpr int ROWS = Tile::kRows;
   const int lane = threadIdx.x % 32, t = lane % 4;
@@ -183,7 +181,6 @@ __device__ __forceinline__ void consume_kv_tiles(WgmmaSharedStorage<D, KT>& smem
     const int u = used + i;  // the block's use of the stages for tile i
     const int ks = stage_of(u), vs = stage_of(u - 1);
     if constexpr (has_s) mbarrier_wait(smem_address(&smem.full_k[ks]), phase_of(u));
-    if (!has_pv && u == 0 && trace != nullptr && threadIdx.x == 0) trace_stamp(trace, kTraceWideFirstK);
     if constexpr (has_pv) mbarrier_wait(smem_address(&smem.full_v[vs]), phase_of(u - 1));
     consumer_sync(turn_of(wg));
     wgmma_fence();
@@ -371,16 +368,13 @@ __device__ __forceinline__ void consume_item(const SegmentAttentionParams& p, co
   const RowOutput out0 = row_output(p, has0 ? item.first_row + r0 : -1);
   const RowOutput out1 = row_output(p, has1 ? item.first_row + r1 : -1);
   cp_async_wait<0>();
-  if (threadIdx.x == 0) trace_stamp(p.merge.trace, kTraceWideQOwn);
   fence_proxy_async();
   consumer_sync(WgmmaBarrier::q_ready);
-  if (threadIdx.x == 0) trace_stamp(p.merge.trace, kTraceWideQ);
   if (wg == 1) consumer_arrive(WgmmaBarrier::turn0);  // warpgroup 0 goes first
 
   RowPairSoftmax<KT / 8> softmax;
   float o[D / 2] = {};  // O: 8-column fragments, wgmma accumulator layout
-  consume_kv_tiles<T, D, KT>(smem, item, used, tiles, wg, limit, p.scale_log2, softmax, o, p.merge.trace);
-  if (threadIdx.x == 0) trace_stamp(p.merge.trace, kTraceWideTilesDone);
+  consume_kv_tiles<T, D, KT>(smem, item, used, tiles, wg, limit, p.scale_log2, softmax, o);
 
   float inv[2], lse[2];
   softmax.finish(inv, lse);
@@ -393,7 +387,6 @@ __device__ __forceinline__ void consume_item(const SegmentAttentionParams& p, co
     finish_row_pair<T, D>(p, o, 0, out0, inv[0], lse[0], t);
     finish_row_pair<T, D>(p, o, 1, out1, inv[1], lse[1], t);
   }
-  if (threadIdx.x == 0) trace_stamp(p.merge.trace, kTraceWideEnd);
 }
 
 // A block per item, or a persistent block over its run of items (worker_items.cuh): the producer
@@ -405,7 +398,6 @@ template <typename T, int D, int KT, bool LEAVES, bool CLUSTER>
 __global__ void __launch_bounds__(WgmmaTile<D, KT>::kThreads, 1) segment_attention_wgmma(const SegmentAttentionParams p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   allow_dependents();  // the merge may start once every block has (dependent_launch.cuh)
-  if (threadIdx.x == 0) trace_stamp(p.merge.trace, kTraceWideEntry);
   using Tile = WgmmaTile<D, KT, LEAVES>;
   extern __shared__ unsigned char smem_raw[];
   auto& smem = *reinterpret_cast<WgmmaSharedStorage<D, KT>*>(align_shared<1024>(smem_raw));

@@ -17,8 +17,6 @@ struct TimingOptions {
   int warmup = 3;     // eager runs before capture (module load, first-touch, pointer binding)
   int replays = 50;   // timed graph replays
   bool flush_l2 = true;
-  // EXPERIMENT (perf-notes v48): run after each flush, outside the timed region.
-  std::function<void(cudaStream_t)> after_flush;
 };
 
 struct TimingResult {
@@ -39,7 +37,6 @@ class RunTimer {
   RunTimer& operator=(const RunTimer&) = delete;
   double time_ms(const std::function<void(cudaStream_t)>& enqueue);
   cudaStream_t stream() const { return stream_; }
-  std::function<void(cudaStream_t)> after_flush;  // EXPERIMENT (perf-notes v48)
 
  private:
   void release() noexcept;
@@ -50,14 +47,6 @@ class RunTimer {
   int read_blocks_ = 0;  // grid of the read after the write
   int runs_ = 0;
 };
-
-// EXPERIMENT (perf-notes v39): with -DHYDRAGEN_TRACE, the device buffer the kernels stamp their
-// timeline into (kernels/trace.cuh), which time_graph prints after its replays; null otherwise.
-unsigned long long* trace_buffer();
-
-// EXPERIMENT (perf-notes v48): reads one word every `stride` bytes of [ptr, ptr + bytes), so that
-// the pages' translations are cached and L2 holds a line in `stride` of them.
-void touch_pages(const void* ptr, std::size_t bytes, std::size_t stride, cudaStream_t stream);
 
 // Device-to-device copy bandwidth (bytes read + written per second) and cuBLAS bf16 GEMM 8192^3
 // FLOP/s on random data, each the median of 10 timed runs.
