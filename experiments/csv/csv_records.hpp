@@ -1,12 +1,7 @@
 #pragma once
 // Reading back the tools' own CSV files (hydragen-sweep's and hydragen-decode's, for --resume and
 // --json): RFC 4180 as they write it. Header only.
-#include <cerrno>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <optional>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -75,18 +70,6 @@ inline std::string joined(const std::vector<std::string>& fields) {
   std::string out;
   for (const std::string& f : fields) out += (out.empty() ? "" : ",") + f;
   return out;
-}
-
-// A file's whole text, to read back; nullopt when there is no such file. Throws
-// std::invalid_argument ("cannot be read: why") when it exists and cannot be read.
-inline std::optional<std::string> read_existing(const std::string& path) {
-  std::error_code ignored;
-  if (!std::filesystem::exists(path, ignored)) return std::nullopt;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::invalid_argument(std::string("cannot be read: ") + std::strerror(errno));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 }  // namespace hydragen::csv

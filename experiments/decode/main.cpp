@@ -29,6 +29,7 @@
 #include "decode/resume.hpp"
 #include "flags/flag_checks.hpp"
 #include "hydragen/cpu/peaks.hpp"
+#include "hydragen/text_file.hpp"
 #ifdef HYDRAGEN_WITH_CUDA
 #include "hydragen/cuda/timing.hpp"
 #endif
@@ -203,7 +204,7 @@ std::string seconds(double ms) {
 // --resume: what the --csv file holds already (nothing when it does not exist yet).
 Resumed resumed_from(const std::string& path, const std::string& device) {
   try {
-    const std::optional<std::string> text = csv::read_existing(path);
+    const std::optional<std::string> text = hydragen::read_text_if_exists(path);
     return text ? read_resumed(*text, device, HYDRAGEN_COMMIT) : Resumed{};
   } catch (const std::invalid_argument& e) {
     fail("--resume", "'" + path + "' " + e.what());

@@ -8,6 +8,7 @@
 
 #include "diff/problem_from_options.hpp"
 #include "hydragen/problem.hpp"
+#include "hydragen/text_file.hpp"
 #include "device_rates.hpp"
 #include "plan_forms.hpp"
 #include "planner.hpp"
@@ -38,8 +39,13 @@ cuda::DeviceLimits parse_device(const std::string& text) {
 
 // --explain-rates FILE: the described device's rows of FILE, an error where it names none.
 cuda::DeviceRates rates_from_file(const std::string& file, const std::string& device) {
-  const std::optional<std::string> text = cuda::rates_file_text(file);
-  if (!text) throw std::invalid_argument("--explain-rates: cannot read '" + file + "'");
+  std::optional<std::string> text;
+  try {
+    text = hydragen::read_text_if_exists(file);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument("--explain-rates: '" + file + "' " + e.what());
+  }
+  if (!text) throw std::invalid_argument("--explain-rates: '" + file + "' does not exist");
   std::optional<cuda::DeviceRates> rates = cuda::device_rates_in(*text, device, file);
   if (!rates) throw std::invalid_argument("--explain-rates: '" + file + "' has no rows for '" + device + "' (--explain-device's NAME)");
   return *rates;

@@ -33,6 +33,7 @@
 #include "grid.hpp"
 #include "hydragen/backends.hpp"
 #include "hydragen/detect.hpp"
+#include "hydragen/text_file.hpp"
 #include "measure.hpp"
 #include "point.hpp"
 
@@ -185,7 +186,7 @@ bool same_file(const std::string& a, const std::string& b) {
 
 Resumed read_resumed(const std::string& path) {
   try {
-    const std::optional<std::string> text = csv::read_existing(path);
+    const std::optional<std::string> text = hydragen::read_text_if_exists(path);
     if (!text) return {};
     return {!text->empty(), sweep::parse_sweep_csv(*text)};
   } catch (const std::invalid_argument& e) {

@@ -95,16 +95,6 @@ TEST(DeviceRates, ACalibrationFileRoundTripsThroughTheTablesColumns) {
               ThrowsMessage<std::invalid_argument>(HasSubstr("'GPU, rev 2' has a comma")));
 }
 
-TEST(DeviceRates, ARatesFileIsReadWholeAndAPathThatCannotBeReadHasNoText) {
-  const std::filesystem::path path =
-      std::filesystem::temp_directory_path() / ("hydragen_rates_file_text_" + std::to_string(getpid()) + ".csv");
-  const std::string csv = device_rates_csv("Imaginary GPU", calibrated(), "today");
-  std::ofstream(path) << csv;
-  EXPECT_EQ(rates_file_text(path.string()), csv);
-  std::filesystem::remove(path);
-  EXPECT_FALSE(rates_file_text(path.string()).has_value());
-}
-
 // The calibration's file with its beside_margin row replaced by `row` (none: removed).
 std::string with_margin_row(const std::string& row) {
   std::istringstream in(device_rates_csv("x", calibrated(), "today"));

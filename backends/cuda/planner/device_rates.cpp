@@ -2,7 +2,6 @@
 
 #include <charconv>
 #include <cmath>
-#include <fstream>
 #include <map>
 #include <sstream>
 #include <stdexcept>
@@ -107,14 +106,6 @@ std::optional<DeviceRates> device_rates_in(const std::string& csv, const std::st
   }
   r.source = where + ": " + device + " (measured: " + measured + ")";
   return r;
-}
-
-std::optional<std::string> rates_file_text(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 std::optional<DeviceRates> device_rates(const std::string& device) {

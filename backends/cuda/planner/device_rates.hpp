@@ -33,10 +33,6 @@ std::optional<DeviceRates> device_rates(const std::string& device);
 // twice, or a rate the device's rows lack.
 std::optional<DeviceRates> device_rates_in(const std::string& csv, const std::string& device, const std::string& where);
 
-// The text of a rates file for device_rates_in; none when it cannot be read (a calibration not made yet,
-// or a path the user mistyped: each caller says which it tolerates).
-std::optional<std::string> rates_file_text(const std::string& path);
-
 // A calibration's rates before it measures: the numbers no calibration measures at their rate-free
 // values (beside_margin 1: no margin, the model's prediction alone; partials_share as core's
 // SharingRates), every other 0; `source` names the unmeasured ones.

@@ -16,6 +16,7 @@
 #include "hydragen/cuda/check.hpp"
 #include "hydragen/cuda/device_array.hpp"
 #include "hydragen/cuda/timing.hpp"
+#include "hydragen/text_file.hpp"
 #include "kernels/launch.hpp"
 #include "planner.hpp"
 #include "plans.hpp"
@@ -226,7 +227,13 @@ std::optional<DeviceRates> resolve_device_rates(const DeviceLimits& device) {
   std::optional<DeviceRates> rates = measure ? std::nullopt : device_rates(device.name);
   if (!rates && !measure) {
     const std::string file = calibration_file();
-    if (const std::optional<std::string> text = rates_file_text(file)) rates = device_rates_in(*text, device.name, file);
+    std::optional<std::string> text;
+    try {
+      text = hydragen::read_text_if_exists(file);  // none: no calibration made yet
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument("the calibration file '" + file + "' " + e.what());
+    }
+    if (text) rates = device_rates_in(*text, device.name, file);
   }
   if (!rates && device.wgmma) rates = measure_device_rates();
   resolved[device.name] = rates;
