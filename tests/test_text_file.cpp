@@ -47,6 +47,13 @@ TEST(TextFile, ADirectoryIsAnErrorNotAnEmptyFile) {
   std::filesystem::remove(path);
 }
 
+TEST(TextFile, AReadThatFailsIsAnErrorNotAnEmptyFile) {
+  // Linux's /proc/self/mem opens, and reading its first page (never mapped) fails with EIO.
+  if (!std::filesystem::exists("/proc/self/mem")) GTEST_SKIP() << "no /proc/self/mem here";
+  EXPECT_THAT([] { read_text_if_exists("/proc/self/mem"); },
+              ThrowsMessage<std::invalid_argument>(HasSubstr("cannot be read: the read failed")));
+}
+
 TEST(TextFile, AFileThatCannotBeOpenedIsAnError) {
   if (geteuid() == 0) GTEST_SKIP() << "root reads a file whatever its mode";
   const std::filesystem::path path = scratch("locked.csv");

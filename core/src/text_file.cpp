@@ -19,10 +19,12 @@ std::optional<std::string> read_text_if_exists(const std::string& path) {
   errno = 0;
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::invalid_argument(std::string("cannot be read: ") + std::strerror(errno != 0 ? errno : EIO));
-  std::ostringstream text;
-  // operator<< from an empty file's buffer sets failbit on `text` and reads nothing: not an error.
-  if (in.peek() != std::ifstream::traits_type::eof()) text << in.rdbuf();
+  // A read that fails shows on the stream that saw it: peek's sets badbit on `in`, the copy's sets
+  // failbit on `text`. The copy also sets failbit when it moves nothing, so an empty file is not copied.
+  const bool empty = in.peek() == std::ifstream::traits_type::eof();
   if (in.bad()) throw std::invalid_argument("cannot be read: the read failed");
+  std::ostringstream text;
+  if (!empty && !(text << in.rdbuf())) throw std::invalid_argument("cannot be read: the read failed");
   return text.str();
 }
 
