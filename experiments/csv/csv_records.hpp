@@ -1,7 +1,6 @@
 #pragma once
 // Reading back the tools' own CSV files (hydragen-sweep's and hydragen-decode's, for --resume and
 // --json): RFC 4180 as they write it. Header only.
-#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
