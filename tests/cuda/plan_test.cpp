@@ -73,21 +73,18 @@ TEST_P(CudaPlan, GraphReplayOnAnotherStreamEqualsAnEagerRunBitForBit) {
   }
 }
 
-// A decode loop's use: one plan for leaf capacities serves every layer (each its own KV cache) and
-// every step (leaf lengths in device memory), all in one captured graph replayed as lengths grow.
-TEST_P(CudaPlan, OneGraphOverSeveralKvCachesFollowsTheLeafLengthsInDeviceMemory) {
-  const BackendChoice choice = parse_backend_choice(GetParam());
-  const AttentionBackend& b = backend(choice.backend);
-  const AttentionShape shape = make_shape(3, 1, 8, 2, 64, DType::bf16);
-  const SharingTree tree = SharingTree::prefix_suffix(500, {40, 40, 40});  // leaves at capacity
+// A decode loop's use of `plan` (made for `tree`'s leaf capacities): two layers, each its own KV cache,
+// run back to back in one captured graph, replayed at each step's leaf lengths (in device memory);
+// every replay equals eager runs at those lengths.
+void one_graph_over_two_caches(const AttentionBackend& b, AttentionPlan& plan, const AttentionShape& shape,
+                               const SharingTree& tree, const std::vector<std::vector<int>>& steps) {
   const StagedProblem layer0(b.memory(), make_problem(shape, tree, 81), Storage::shared);
   const StagedProblem layer1(b.memory(), make_problem(shape, tree, 82), Storage::shared);
-  const auto plan = b.plan(shape, tree, choice.options);
-  const Buffer lengths(b.memory(), 3 * sizeof(int));
+  const Buffer lengths(b.memory(), static_cast<std::size_t>(shape.num_seqs) * sizeof(int));
   auto run = [&](const StagedProblem& layer, cudaStream_t s) {
     AttentionInputs in = layer.inputs();
     in.leaf_lengths = static_cast<const int*>(lengths.data());
-    plan->run(in, layer.outputs(), Stream{s});
+    plan.run(in, layer.outputs(), Stream{s});
   };
   auto eager = [&](const StagedProblem& layer, const std::vector<int>& now) {
     b.memory().copy_from_host(lengths.data(), now.data(), lengths.bytes());
@@ -96,7 +93,6 @@ TEST_P(CudaPlan, OneGraphOverSeveralKvCachesFollowsTheLeafLengthsInDeviceMemory)
     b.memory().synchronize();
     return layer.fetch();
   };
-  const std::vector<std::vector<int>> steps = {{1, 0, 7}, {2, 1, 8}, {40, 39, 9}};
   std::vector<Results> want;
   for (const auto& now : steps) {
     want.push_back(eager(layer0, now));
@@ -127,16 +123,51 @@ TEST_P(CudaPlan, OneGraphOverSeveralKvCachesFollowsTheLeafLengthsInDeviceMemory)
   }
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+}
+
+TEST_P(CudaPlan, OneGraphOverSeveralKvCachesFollowsTheLeafLengthsInDeviceMemory) {
+  const BackendChoice choice = parse_backend_choice(GetParam());
+  const AttentionBackend& b = backend(choice.backend);
+  const AttentionShape shape = make_shape(3, 1, 8, 2, 64, DType::bf16);
+  const SharingTree tree = SharingTree::prefix_suffix(500, {40, 40, 40});  // leaves at capacity
+  const auto plan = b.plan(shape, tree, choice.options);
+  one_graph_over_two_caches(b, *plan, shape, tree, {{1, 0, 7}, {2, 1, 8}, {40, 39, 9}});
 
   // A third cache's first run uploads its tables: capturing it is refused, not recorded broken.
   const StagedProblem layer2(b.memory(), make_problem(shape, tree, 83), Storage::shared);
+  AttentionInputs in = layer2.inputs();
+  const Buffer lengths(b.memory(), 3 * sizeof(int));
+  in.leaf_lengths = static_cast<const int*>(lengths.data());
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
   ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), cudaSuccess);
-  EXPECT_THAT([&] { run(layer2, stream); },
+  EXPECT_THAT([&] { plan->run(in, layer2.outputs(), Stream{stream}); },
               ::testing::ThrowsMessage<std::logic_error>(HasSubstr("run it once before capturing")));
   cudaGraph_t broken = nullptr;
   (void)cudaStreamEndCapture(stream, &broken);
   if (broken != nullptr) cudaGraphDestroy(broken);
   cudaStreamDestroy(stream);
+}
+
+// Where cuda-hydragen's leaves fold the wgmma launch's rows (rule fold_leaves, MQA on compute capability
+// 9.0), each waits for its query's rows' ready flags, which it leaves at zero: run after run, in one
+// graph, each fold reads the rows of its own run, never a run before.
+TEST_P(CudaPlan, LeavesThatFoldTheWideRowsReadTheirOwnRunsRows) {
+  const BackendChoice choice = parse_backend_choice(GetParam());
+  const AttentionBackend& b = backend(choice.backend);
+  const AttentionShape shape = make_shape(5, 1, 8, 1, 64, DType::bf16);
+  const SharingTree tree = SharingTree::prefix_suffix(50, std::vector<int>(5, 30));
+  const auto plan = b.plan(shape, tree, choice.options);
+  int device = 0, major = 0, minor = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  if (GetParam() == "cuda-hydragen" && major == 9 && minor == 0) {
+    ASSERT_THAT(decisions_cell(plan->decisions()), HasSubstr("fold_leaves=yes")) << "the case this test is for";
+  }
+  one_graph_over_two_caches(b, *plan, shape, tree,
+                            {{30, 0, 7, 12, 1}, {1, 30, 8, 13, 2}, {2, 1, 30, 0, 29}, {30, 30, 30, 30, 30}});
 }
 
 TEST_P(CudaPlan, RefusesHostPointersNamingTheTensor) {
