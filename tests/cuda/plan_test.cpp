@@ -73,14 +73,12 @@ TEST_P(CudaPlan, GraphReplayOnAnotherStreamEqualsAnEagerRunBitForBit) {
   }
 }
 
-// A decode loop's use of `plan` (made for `tree`'s leaf capacities): two layers, each its own KV cache,
-// run back to back in one captured graph, replayed at each step's leaf lengths (in device memory);
-// every replay equals eager runs at those lengths.
-void one_graph_over_two_caches(const AttentionBackend& b, AttentionPlan& plan, const AttentionShape& shape,
-                               const SharingTree& tree, const std::vector<std::vector<int>>& steps) {
-  const StagedProblem layer0(b.memory(), make_problem(shape, tree, 81), Storage::shared);
-  const StagedProblem layer1(b.memory(), make_problem(shape, tree, 82), Storage::shared);
-  const Buffer lengths(b.memory(), static_cast<std::size_t>(shape.num_seqs) * sizeof(int));
+// A decode loop's use of `plan` (made for the layers' leaf capacities): two layers, each its own KV
+// cache, run back to back in one captured graph, replayed at each step's leaf lengths (in device
+// memory); every replay equals eager runs at those lengths.
+void one_graph_over_two_caches(const AttentionBackend& b, AttentionPlan& plan, const StagedProblem& layer0,
+                               const StagedProblem& layer1, const std::vector<std::vector<int>>& steps) {
+  const Buffer lengths(b.memory(), static_cast<std::size_t>(layer0.shape().num_seqs) * sizeof(int));
   auto run = [&](const StagedProblem& layer, cudaStream_t s) {
     AttentionInputs in = layer.inputs();
     in.leaf_lengths = static_cast<const int*>(lengths.data());
@@ -132,7 +130,9 @@ TEST_P(CudaPlan, OneGraphOverSeveralKvCachesFollowsTheLeafLengthsInDeviceMemory)
   const AttentionShape shape = make_shape(3, 1, 8, 2, 64, DType::bf16);
   const SharingTree tree = SharingTree::prefix_suffix(500, {40, 40, 40});  // leaves at capacity
   const auto plan = b.plan(shape, tree, choice.options);
-  one_graph_over_two_caches(b, *plan, shape, tree, {{1, 0, 7}, {2, 1, 8}, {40, 39, 9}});
+  const StagedProblem layer0(b.memory(), make_problem(shape, tree, 81), Storage::shared);
+  const StagedProblem layer1(b.memory(), make_problem(shape, tree, 82), Storage::shared);
+  one_graph_over_two_caches(b, *plan, layer0, layer1, {{1, 0, 7}, {2, 1, 8}, {40, 39, 9}});
 
   // A third cache's first run uploads its tables: capturing it is refused, not recorded broken.
   const StagedProblem layer2(b.memory(), make_problem(shape, tree, 83), Storage::shared);
@@ -166,7 +166,9 @@ TEST_P(CudaPlan, LeavesThatFoldTheWideRowsReadTheirOwnRunsRows) {
   if (GetParam() == "cuda-hydragen" && major == 9 && minor == 0) {
     ASSERT_THAT(decisions_cell(plan->decisions()), HasSubstr("fold_leaves=yes")) << "the case this test is for";
   }
-  one_graph_over_two_caches(b, *plan, shape, tree,
+  const StagedProblem layer0(b.memory(), make_problem(shape, tree, 81), Storage::shared);
+  const StagedProblem layer1(b.memory(), make_problem(shape, tree, 82), Storage::shared);
+  one_graph_over_two_caches(b, *plan, layer0, layer1,
                             {{30, 0, 7, 12, 1}, {1, 30, 8, 13, 2}, {2, 1, 30, 0, 29}, {30, 30, 30, 30, 30}});
 }
 

@@ -109,15 +109,14 @@ __device__ __forceinline__ RowOutput row_output(const SegmentAttentionParams& p,
 
 // A wide row's ready flag (MergeParams::row_ready): set by its writer once the row is stored, read
 // by the leaf that folds it. A release store after the warp's barrier publishes every lane's part of
-// the row; the reader's acquire load orders its loads of the row after it.
+// the row.
 __device__ __forceinline__ void set_ready(unsigned* flag) {
   asm volatile("st.release.gpu.global.u32 [%0], 1;\n" ::"l"(flag) : "memory");
 }
-__device__ __forceinline__ void wait_ready(const unsigned* flag) {
-  unsigned ready;
-  do {
-    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(ready) : "l"(flag) : "memory");
-  } while (ready == 0);
+__device__ __forceinline__ unsigned load_flag(const unsigned* flag) {
+  unsigned value;
+  asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];\n" : "=r"(value) : "l"(flag) : "memory");
+  return value;
 }
 
 // After a warp's store step in the wide launch: the ready flags of the rows it wrote to the workspace,
@@ -145,11 +144,24 @@ __device__ __forceinline__ void fold_wide_rows(const MergeParams& m, const RowOu
   int rows[kFoldRounds + 1];  // the query's rows, this one among them; out.row past its count
 #pragma unroll
   for (int i = 0; i <= kFoldRounds; ++i) rows[i] = i < out.count ? m.rows[out.first + i] : out.row;
-  if (!flags) wait_for_primary();
+  if (flags) {
+    // Every flag's load in flight at once (relaxed: an acquire load holds back the loads after it),
+    // until all are set; then one fence orders the rows' loads after them.
+    bool ready;
+    do {
+      ready = true;
+#pragma unroll
+      for (int i = 0; i <= kFoldRounds; ++i) {
+        if (rows[i] != out.row) ready &= load_flag(m.row_ready + rows[i]) != 0;
+      }
+    } while (!ready);
+    __threadfence();
+  } else {
+    wait_for_primary();
+  }
 #pragma unroll
   for (int i = 0; i <= kFoldRounds; ++i) {
     if (rows[i] == out.row) continue;
-    if (flags) wait_ready(m.row_ready + rows[i]);
     float part[N];
     load_values(m.partial_o + static_cast<long long>(rows[i]) * D, part, columns);
     merge_into(o, lse, part, m.partial_lse[rows[i]], N);
