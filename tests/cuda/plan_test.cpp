@@ -151,8 +151,8 @@ TEST_P(CudaPlan, OneGraphOverSeveralKvCachesFollowsTheLeafLengthsInDeviceMemory)
 }
 
 // Where cuda-hydragen's leaves fold the wgmma launch's rows (rule fold_leaves, MQA on compute capability
-// 9.0), each waits for its query's rows' ready flags, which it leaves at zero: run after run, in one
-// graph, each fold reads the rows of its own run, never a run before.
+// 9.0), run after run in one graph, each fold reads the rows of its own run, never a run before: the
+// leaves start before the wgmma launch ends (its programmatic dependent) and wait for it in the fold.
 TEST_P(CudaPlan, LeavesThatFoldTheWideRowsReadTheirOwnRunsRows) {
   const BackendChoice choice = parse_backend_choice(GetParam());
   const AttentionBackend& b = backend(choice.backend);

@@ -37,10 +37,6 @@ struct MergeParams {
   // programmatic dependent, and writes O and LSE, so that no merge kernel runs (the schedule's
   // narrow_rows_fold says when it can, the plan whether it pays).
   bool fold_wide_rows = false;
-  // [rows] LaunchRecipe::folded_leaves: a wide row's flag, set to 1 by the wide launch once the row is
-  // stored, read and left at zero by the leaf folding it (fold_wide_rows), zero between runs; the fold
-  // then waits for its own rows, not for the whole wide launch. Null otherwise.
-  unsigned* row_ready = nullptr;
   // LaunchRecipe::chained_leaves (narrow items as the wide launch's programmatic dependent, no fold):
   // [1] the workers that have finished, zero between runs; the last to finish waits for the wide
   // launch, so that this launch ends after it and the merge after both reads its rows. Null otherwise.

@@ -39,8 +39,7 @@ class SegmentPlan final : public CudaPlan {
         merge_rows_(upload(planned.schedule.merge_rows)),
         partial_o_(static_cast<std::size_t>(planned.schedule.num_rows()) * shape.head_dim),
         partial_lse_(static_cast<std::size_t>(planned.schedule.num_rows())),
-        chain_count_(upload(std::vector<unsigned>{0})),
-        row_ready_(upload(std::vector<unsigned>(folds(planned.decisions) ? planned.schedule.num_rows() : 0, 0u))) {
+        chain_count_(upload(std::vector<unsigned>{0})) {
     const Schedule& s = planned.schedule;
     if (!s.gemm_chunks.empty()) gemm_ = std::make_unique<GemmAttention>(shape, s);
     if (decisions_.wide_kernel == ItemKernel::wgmma) {
@@ -61,17 +60,13 @@ class SegmentPlan final : public CudaPlan {
     std::size_t bytes = CudaPlan::device_bytes(tree) + (s.narrow_items.size() + s.wide_items.size()) * sizeof(WorkItem) +
                         (s.wide_worker_items.size() + s.item_segments.size() + 3 * rows + s.merge_offsets.size() +
                          s.merge_rows.size()) * sizeof(int) +
-                        rows * (static_cast<std::size_t>(shape.head_dim) + 1) * sizeof(float) + sizeof(unsigned) +
-                        (folds(planned.decisions) ? rows * sizeof(unsigned) : 0);
+                        rows * (static_cast<std::size_t>(shape.head_dim) + 1) * sizeof(float) + sizeof(unsigned);
     if (!s.gemm_chunks.empty()) bytes += GemmAttention::device_bytes(shape, s);
     if (planned.decisions.wide_kernel == ItemKernel::wgmma) {
       bytes += 2 * static_cast<std::size_t>(tree.num_segments()) * sizeof(CUtensorMap);
     }
     return bytes;
   }
-
-  // Whether the leaves follow the wgmma launch and fold its rows, waiting for their ready flags.
-  static bool folds(const PlanDecisions& d) { return d.recipe == LaunchRecipe::folded_leaves; }
 
   void run(const AttentionInputs& in, const AttentionOutputs& out, Stream stream) override {
     const Launches l = launches(in, out, bind(in, out, stream));
@@ -108,7 +103,6 @@ class SegmentPlan final : public CudaPlan {
     m.lse = static_cast<float*>(out.lse.data);
     m.num_queries = shape_.num_seqs * shape_.q_len * shape_.q_heads;
     m.single_rows_direct = gemm_ == nullptr;  // the cuBLAS products write the workspace only
-    if (folds(decisions_)) m.row_ready = row_ready_.data();
     SegmentAttentionParams p;
     set_inputs(p, in);
     p.item_segments = item_segments_.data();
@@ -183,16 +177,10 @@ class SegmentPlan final : public CudaPlan {
     join(l);
     merge(l);
   }
-  // LaunchRecipe::folded_leaves: the leaves start as the wgmma blocks leave SMs, and do the merge,
-  // each row as soon as the wgmma blocks have stored its query's rows (MergeParams::row_ready).
+  // LaunchRecipe::folded_leaves: the leaves start as the wgmma blocks leave SMs, and do the merge.
   void folded_leaves(const Launches& l) const {
     launch_wide(l);
-    try {
-      launch_narrow(l, l.stream, true);
-    } catch (...) {  // no leaf resets the flags the wgmma launch sets: zero them after it, for the next run
-      cudaMemsetAsync(row_ready_.data(), 0, row_ready_.bytes(), l.stream);
-      throw;
-    }
+    launch_narrow(l, l.stream, true);
   }
   // LaunchRecipe::chained_leaves: the leaves as the wide launch's dependent launch, so that the wgmma
   // blocks are resident before any leaf block takes an SM (beside: the leaves' whole-SM blocks take the
@@ -249,7 +237,6 @@ class SegmentPlan final : public CudaPlan {
   DeviceArray<float> partial_o_;    // [rows, D]
   DeviceArray<float> partial_lse_;  // [rows]
   DeviceArray<unsigned> chain_count_;  // [1] MergeParams::chain_count, zero between runs
-  DeviceArray<unsigned> row_ready_;    // [rows] MergeParams::row_ready where the leaves fold, zero between runs; or empty
   std::unique_ptr<GemmAttention> gemm_;  // cuda-hydragen-cublas's shared segments; null otherwise
   std::vector<int> map_segments_;    // segments read by wgmma items
   OwnedStream side_;                // runs the narrow items beside the wide ones

@@ -7,7 +7,7 @@
 // which the wide launch before it wrote, and writes O and LSE. (The last block to finish a query
 // folding it, found by a counter, or a split block's last part, measured slower
 // (kernel-notes: no-counted-merge); this fold's order is fixed in advance, its row ids are the
-// plan's, and it waits for each row's ready flag, set once by the row's writer, not for atomics.)
+// plan's, and it waits for a kernel, not for atomics.)
 #include <cmath>
 #include <type_traits>
 
@@ -22,12 +22,11 @@ namespace hydragen::cuda {
 // Columns of a row held by lane `sub` of the lanes sharing it (sub 0 writes the row's LSE), value v:
 // tensor-core accumulators (4 consecutive lanes) hold column pairs 8j + 2 sub + {0, 1}; the merge
 // kernel's lanes hold adjacent columns; the others stride; the token product's O^T (8 lanes 4 apart)
-// holds columns 16j + 8h + sub. `lanes()`: the mask of the warp's lanes sharing this lane's row.
+// holds columns 16j + 8h + sub.
 struct FragmentColumns {
   static constexpr bool kPairs = true;  // values 2j and 2j + 1 are adjacent columns
   int sub;
   __device__ int operator()(int v) const { return 8 * (v / 2) + 2 * sub + v % 2; }
-  __device__ static unsigned lanes() { return 0xfu << (threadIdx.x % 32 & ~3u); }
 };
 template <int N>
 struct AdjacentColumns {  // N adjacent columns per lane (N even)
@@ -36,18 +35,15 @@ struct AdjacentColumns {  // N adjacent columns per lane (N even)
   __device__ int operator()(int v) const { return N * sub + v; }
 };
 template <int GROUP>
-struct StridedColumns {  // GROUP consecutive lanes a row
-  static_assert(GROUP <= 32 && (GROUP & (GROUP - 1)) == 0, "a row's lanes are a power of two within a warp");
+struct StridedColumns {
   static constexpr bool kPairs = false;
   int sub;
   __device__ int operator()(int v) const { return sub + GROUP * v; }
-  __device__ static unsigned lanes() { return (~0u >> (32 - GROUP)) << (threadIdx.x % 32 & ~(GROUP - 1u)); }
 };
 struct TokenProductColumns {  // NarrowProduct::tokens: values 2j + h at 16j + 8h + sub (sub = g)
   static constexpr bool kPairs = false;
   int sub;
   __device__ int operator()(int v) const { return 16 * (v / 2) + 8 * (v % 2) + sub; }
-  __device__ static unsigned lanes() { return 0x11111111u << (threadIdx.x % 4); }
 };
 
 // Writes a lane's N values of a row at `dst` (the row's first column): pairs in one store where
@@ -107,73 +103,23 @@ __device__ __forceinline__ RowOutput row_output(const SegmentAttentionParams& p,
   return out;
 }
 
-// A wide row's ready flag (MergeParams::row_ready): set by its writer once the row is stored, read
-// by the leaf that folds it. A release store after the warp's barrier publishes every lane's part of
-// the row.
-__device__ __forceinline__ void set_ready(unsigned* flag) {
-  asm volatile("st.release.gpu.global.u32 [%0], 1;\n" ::"l"(flag) : "memory");
-}
-__device__ __forceinline__ unsigned load_flag(const unsigned* flag) {
-  unsigned value;
-  asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];\n" : "=r"(value) : "l"(flag) : "memory");
-  return value;
-}
-
-// After a warp's store step in the wide launch: the ready flags of the rows it wrote to the workspace,
-// where leaves fold them. Every lane of the warp calls it; each row's lane t 0 sets its flag.
-__device__ __forceinline__ void release_rows(const MergeParams& m, const RowOutput& out0, const RowOutput& out1) {
-  if (m.row_ready == nullptr) return;
-  __syncwarp();
-  if (threadIdx.x % 4 != 0) return;
-  if (out0.row >= 0 && !out0.direct) set_ready(m.row_ready + out0.row);
-  if (out1.row >= 0 && !out1.direct) set_ready(m.row_ready + out1.row);
-}
-
 // A leaf row doing its query's merge: the query's other rows (at most kFoldRounds, from the wide
 // launch this one follows) folded into the lane's N values `o` and the row's `lse` by the core merge,
 // in the merge lists' order, one at a time (two at once spilled the leaf kernels' registers). The
-// row ids are the plan's, read first. Each row is loaded once its ready flag is set
-// (MergeParams::row_ready), so that the fold starts as the rows land, not when the whole wide launch
-// has ended; the row's lanes leave the flags at zero for the next run. Without flags it waits for the
-// launch before, if any. FLAGS false: the rows never come with flags (a cluster's combine folding its
-// own leaf warps' rows), and the kernel is spared the code.
-template <int D, bool FLAGS = true, int N, typename Columns>
+// row ids are the plan's: read before the wait for the wide launch's end.
+template <int D, int N, typename Columns>
 __device__ __forceinline__ void fold_wide_rows(const MergeParams& m, const RowOutput& out, float (&o)[N], float& lse,
                                                Columns columns) {
-  const bool flags = FLAGS && m.row_ready != nullptr;
   int rows[kFoldRounds + 1];  // the query's rows, this one among them; out.row past its count
 #pragma unroll
   for (int i = 0; i <= kFoldRounds; ++i) rows[i] = i < out.count ? m.rows[out.first + i] : out.row;
-  if (flags) {
-    // Every flag's load in flight at once (relaxed: an acquire load holds back the loads after it),
-    // until all are set; then one fence orders the rows' loads after them.
-    bool ready;
-    do {
-      ready = true;
-#pragma unroll
-      for (int i = 0; i <= kFoldRounds; ++i) {
-        if (rows[i] != out.row) ready &= load_flag(m.row_ready + rows[i]) != 0;
-      }
-    } while (!ready);
-    __threadfence();
-  } else {
-    wait_for_primary();
-  }
+  wait_for_primary();
 #pragma unroll
   for (int i = 0; i <= kFoldRounds; ++i) {
     if (rows[i] == out.row) continue;
     float part[N];
     load_values(m.partial_o + static_cast<long long>(rows[i]) * D, part, columns);
     merge_into(o, lse, part, m.partial_lse[rows[i]], N);
-  }
-  if (flags) {
-    __syncwarp(Columns::lanes());  // every lane of the row has seen its flags
-    if (columns.sub == 0) {
-#pragma unroll
-      for (int i = 0; i <= kFoldRounds; ++i) {
-        if (rows[i] != out.row) m.row_ready[rows[i]] = 0;
-      }
-    }
   }
 }
 

@@ -292,8 +292,8 @@ __device__ __forceinline__ bool all_direct(const RowOutput& out0, const RowOutpu
 // loads from a block's shared memory issued together), folds the queries' leaf rows where the plan says
 // (fold_leaves: the cluster's leaf warps wrote them before the first barrier) and stores them as
 // store_direct_rows or row_output.cuh does. The last barrier keeps every block's shared memory until the
-// others have read it. FLAGS: rows for the workspace get their ready flags (release_rows).
-template <typename T, int D, int KT, bool FLAGS>
+// others have read it.
+template <typename T, int D, int KT>
 __device__ __forceinline__ void combine_cluster_rows(const SegmentAttentionParams& p, const float (&acc)[D / 2],
                                                      const float (&inv)[2], float (&lse)[2], const RowOutput& out0,
                                                      const RowOutput& out1, int wg, WgmmaSharedStorage<D, KT>& smem) {
@@ -336,8 +336,8 @@ __device__ __forceinline__ void combine_cluster_rows(const SegmentAttentionParam
     }
     const FragmentColumns columns{lane % 4};
     if (p.merge.fold_wide_rows) {  // the queries' leaf rows, which the cluster's leaf warps wrote before the barrier
-      if (out0.fold) fold_wide_rows<D, false>(p.merge, out0, rows[0], lse[0], columns);
-      if (out1.fold) fold_wide_rows<D, false>(p.merge, out1, rows[1], lse[1], columns);
+      if (out0.fold) fold_wide_rows<D>(p.merge, out0, rows[0], lse[0], columns);
+      if (out1.fold) fold_wide_rows<D>(p.merge, out1, rows[1], lse[1], columns);
     }
     auto done = [](const RowOutput& out) { return out.row < 0 || out.direct || out.fold; };  // O and LSE are final
     if (__all_sync(0xffffffffu, done(out0) && done(out1))) {
@@ -348,7 +348,6 @@ __device__ __forceinline__ void combine_cluster_rows(const SegmentAttentionParam
     } else {
       finish_row<T, D>(p, out0, rows[0], lse[0], columns);
       finish_row<T, D>(p, out1, rows[1], lse[1], columns);
-      if constexpr (FLAGS) release_rows(p.merge, out0, out1);
     }
   }
   cluster_sync_relaxed();
@@ -356,9 +355,7 @@ __device__ __forceinline__ void combine_cluster_rows(const SegmentAttentionParam
 
 // One item of `tiles` tiles, for the consumer warpgroup `wg`: load Q, every tile, store the rows.
 // CLUSTER: the item is one part of a row block whose parts are this block's cluster (combine_cluster_rows).
-// FLAGS: rows for the workspace get their ready flags, for leaves that fold them (release_rows); never
-// where the leaves run inside the blocks, and the kernels that run them are spared the code.
-template <typename T, int D, int KT, bool CLUSTER, bool FLAGS>
+template <typename T, int D, int KT, bool CLUSTER>
 __device__ __forceinline__ void consume_item(const SegmentAttentionParams& p, const WorkItem& item, int used, int tiles,
                                              int wg, WgmmaSharedStorage<D, KT>& smem) {
   load_q<T, D, KT>(p, item, smem);
@@ -382,14 +379,13 @@ __device__ __forceinline__ void consume_item(const SegmentAttentionParams& p, co
   float inv[2], lse[2];
   softmax.finish(inv, lse);
   if constexpr (CLUSTER) {
-    combine_cluster_rows<T, D, KT, FLAGS>(p, o, inv, lse, out0, out1, wg, smem);
+    combine_cluster_rows<T, D, KT>(p, o, inv, lse, out0, out1, wg, smem);
   } else if (all_direct(out0, out1)) {
     store_direct_rows<T, D, KT>(p, [&](int r, float (&v)[D / 4]) { fragment_row<D>(o, r, inv[r], v); }, lse, out0, out1,
                                 wg, smem);
   } else {  // rows for the workspace: fp32, as the other kernels write them
     finish_row_pair<T, D>(p, o, 0, out0, inv[0], lse[0], t);
     finish_row_pair<T, D>(p, o, 1, out1, inv[1], lse[1], t);
-    if constexpr (FLAGS) release_rows(p.merge, out0, out1);
   }
 }
 
@@ -467,7 +463,7 @@ __global__ void __launch_bounds__(WgmmaTile<D, KT>::kThreads, 1) segment_attenti
     // Both warpgroups' products that read the last item's Q have landed before it is overwritten.
     if (i > range.first) consumer_sync(WgmmaBarrier::q_ready);
     const int tiles = item_tiles<KT>(item);
-    consume_item<T, D, KT, CLUSTER, !LEAVES>(p, item, used, tiles, wg, smem);
+    consume_item<T, D, KT, CLUSTER>(p, item, used, tiles, wg, smem);
     used += tiles;
   }
 #else
