@@ -1,6 +1,7 @@
 #include "hydragen/harness.hpp"
 
 #include <utility>
+#include <vector>
 
 #include "hydragen/backends.hpp"
 
@@ -64,6 +65,9 @@ const std::vector<HarnessCase>& harness_cases() {
         {"long_two_level_2000", 1, 8, 2, 64, T::two_level(1500, {300, 200}, {{10, 0, 64}, {5}})},
         {"depth4_fanout_1_to_64_scrambled", 1, 4, 2, 64, depth4_fanout_1_to_64(1)},
         {"causal_q4_depth4_fanout_1_to_64_scrambled", 4, 4, 1, 128, depth4_fanout_1_to_64(4)},
+        // 32 sequences of a 2048-token prefix: on compute capability 9.0 cuda-hydragen splits it in 5-8
+        // parts, which each query's leaf row folds (token_warps' long fold, kLongFoldRounds).
+        {"mqa_b32_prefix_2048", 1, 8, 1, 128, T::prefix_suffix(2048, std::vector<int>(32, 64))},
     };
     for (std::size_t i = 0; i < c.size(); ++i) c[i].seed = 1000 + i;  // fixed per case
     return c;

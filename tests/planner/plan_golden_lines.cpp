@@ -71,6 +71,7 @@ std::string decided(const Planned& p) {
   // those options' (and rules'): named only where they differ.
   std::string out = line;
   if (l.narrow_product == NarrowProduct::tokens) out += " product=tokens";
+  if (l.fold && l.fold_rounds != kFoldRounds) out += " fold_rounds=" + std::to_string(l.fold_rounds);
   if (d.build.wide_cluster > 1) out += " cluster=" + std::to_string(d.build.wide_cluster);
   if (l.leaf_evict_first) out += " leaf_evict_first";
   return out;

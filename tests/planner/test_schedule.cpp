@@ -413,23 +413,27 @@ struct Run {
   const bool single = std::all_of(rows_of.begin(), rows_of.end(), [](const std::vector<int>& r) { return r.size() == 1; });
   if (s.needs_merge() == single) return fail() << "needs_merge() is " << s.needs_merge() << " but every query has one row: " << single;
   // The leaves may fold the merge when every query has rows, each of several has one narrow row,
-  // and its other rows, twice for a narrow item of more than 8 rows, number at most kFoldRounds.
+  // and its other rows number at most kFoldRounds: half that where a lane holds two narrow rows (the
+  // rows product in an item of more than 8 rows; token_warps' lanes hold one).
   std::vector<int> item_rows(static_cast<std::size_t>(rows), 0);
   for (const WorkItem& it : s.narrow_items) {
     for (int r = it.first_row; r < it.first_row + it.num_rows; ++r) item_rows[r] = it.num_rows;
   }
-  bool foldable = !s.narrow_items.empty() && !s.wide_items.empty();
-  for (const std::vector<int>& r : rows_of) {
-    int narrow = 0, per_lane = 1;
-    for (int row : r) {
-      narrow += item_rows[row] > 0;
-      if (item_rows[row] > 8) per_lane = 2;
+  for (ItemKernel kernel : {ItemKernel::token_warps, ItemKernel::item_warps}) {
+    bool foldable = !s.narrow_items.empty() && !s.wide_items.empty();
+    for (const std::vector<int>& r : rows_of) {
+      int narrow = 0, per_lane = 1;
+      for (int row : r) {
+        narrow += item_rows[row] > 0;
+        if (kernel != ItemKernel::token_warps && item_rows[row] > 8) per_lane = 2;
+      }
+      const int rounds = (static_cast<int>(r.size()) - 1) * per_lane;
+      if (r.empty() || (r.size() > 1 && (narrow != 1 || rounds > kFoldRounds))) foldable = false;
     }
-    const int rounds = (static_cast<int>(r.size()) - 1) * per_lane;
-    if (r.empty() || (r.size() > 1 && (narrow != 1 || rounds > kFoldRounds))) foldable = false;
-  }
-  if (s.narrow_rows_fold(kFoldRounds) != foldable) {
-    return fail() << "narrow_rows_fold(kFoldRounds) is " << s.narrow_rows_fold(kFoldRounds) << ", the rows say " << foldable;
+    if (s.narrow_rows_fold(kFoldRounds, kernel) != foldable) {
+      return fail() << "narrow_rows_fold(kFoldRounds, " << kernel_name(kernel) << ") is "
+                    << s.narrow_rows_fold(kFoldRounds, kernel) << ", the rows say " << foldable;
+    }
   }
 
   // Coverage: every token of the query's path, except the causal tail of its leaf, exactly once.
@@ -1256,9 +1260,25 @@ TEST(HydragenPlan, LetsTheLeavesFoldTheMergeWhereEachQueryHasOneLeafRowAndFewWid
     const AttentionShape shape = make_shape(c.batch, c.q_len, c.q_heads, c.kv_heads, 128, DType::bf16);
     SCOPED_TRACE(shape.describe() + ", prefix " + std::to_string(c.prefix) + ", suffix " + std::to_string(c.suffix) + ": " + c.why);
     const Planned p = plan_hydragen(shape, tree, hydragen("leaves=after"), kH100);
-    EXPECT_EQ(p.schedule.narrow_rows_fold(kFoldRounds), c.fold);
+    EXPECT_EQ(p.schedule.narrow_rows_fold(kFoldRounds, p.decisions.narrow_kernel), c.fold);
     EXPECT_TRUE(check_schedule(Kind::segment, shape, tree, cuts_of(p), p.schedule));
   }
+}
+
+// Where the prefix is split in 5-8 parts, only token_warps' leaves fold (a row a lane, in the kernel
+// compiled for kLongFoldRounds); the other narrow kernels' leaves keep the merge kernel.
+TEST(HydragenPlan, FoldsFiveToEightPrefixPartsOnlyInTokenWarpsLongFold) {
+  const AttentionShape shape = make_shape(32, 1, 8, 1, 128, DType::bf16);
+  const SharingTree tree = SharingTree::prefix_suffix(2048, std::vector<int>(32, 64));
+  const Planned p = plan_hydragen(shape, tree, hydragen(), kH100);
+  ASSERT_EQ(p.decisions.narrow_kernel, ItemKernel::token_warps);
+  EXPECT_GT(p.schedule.max_partials() - 1, kFoldRounds) << "more wide rows a query than the short fold takes";
+  EXPECT_LE(p.schedule.max_partials() - 1, kLongFoldRounds);
+  EXPECT_TRUE(p.decisions.launches.fold);
+  EXPECT_EQ(p.decisions.launches.fold_rounds, kLongFoldRounds);
+  EXPECT_EQ(fold_rounds(p.schedule, ItemKernel::token_warps), kLongFoldRounds);
+  EXPECT_EQ(fold_rounds(p.schedule, ItemKernel::item_warps), 0);
+  EXPECT_EQ(fold_rounds(p.schedule, ItemKernel::sm_item_warps), 0);
 }
 
 // A wgmma launch of items of these lengths, then leaves whose rows fold (no query has rows that
@@ -1279,7 +1299,7 @@ Schedule wgmma_then_leaves(const std::vector<long long>& wide_lengths) {
 // and `narrow_blocks` 16-row leaf blocks.
 Ruled<bool> fold(const std::vector<long long>& wide_lengths, int narrow_blocks, const DeviceLimits& device = kH100) {
   const Schedule s = wgmma_then_leaves(wide_lengths);
-  EXPECT_TRUE(s.narrow_rows_fold(kFoldRounds));
+  EXPECT_TRUE(s.narrow_rows_fold(kFoldRounds, ItemKernel::token_warps));
   return fold_leaves(s, ItemKernel::wgmma, ItemKernel::token_warps, narrow_blocks, 0, device);
 }
 bool folds(int wide_blocks, long long tokens, int narrow_blocks) { return fold(leaves(wide_blocks, tokens), narrow_blocks).choice; }

@@ -2,6 +2,8 @@
 // What the host hands the kernels: plain structs shared by host and device code, one params struct
 // per kernel family, passed by value. Each field's shape is written here once; plans fill them by
 // name.
+#include "tile_config.hpp"
+
 namespace hydragen::cuda {
 
 // One block of segment attention: up to 16 (narrow), 64 (wide) or 128 (wgmma) query rows attend the
@@ -37,6 +39,9 @@ struct MergeParams {
   // programmatic dependent, and writes O and LSE, so that no merge kernel runs (the schedule's
   // narrow_rows_fold says when it can, the plan whether it pays).
   bool fold_wide_rows = false;
+  // The most rows a folding row folds: kFoldRounds, or kLongFoldRounds in token_warps' long-fold kernel.
+  // Read by the host, which launches the kernel compiled for it.
+  int fold_rounds = kFoldRounds;
   // LaunchRecipe::chained_leaves (narrow items as the wide launch's programmatic dependent, no fold):
   // [1] the workers that have finished, zero between runs; the last to finish waits for the wide
   // launch, so that this launch ends after it and the merge after both reads its rows. Null otherwise.

@@ -402,6 +402,12 @@ Ruled<int> launch_workers(const char* launch, const std::string& option, ItemKer
   return out(n, "one per item: the block scheduler balances a few waves, or long items, better");
 }
 
+int fold_rounds(const Schedule& s, ItemKernel narrow) {
+  if (s.narrow_rows_fold(kFoldRounds, narrow)) return kFoldRounds;
+  if (narrow == ItemKernel::token_warps && s.narrow_rows_fold(kLongFoldRounds, narrow)) return kLongFoldRounds;
+  return 0;
+}
+
 Ruled<bool> fold_leaves(const Schedule& s, ItemKernel wide, ItemKernel narrow, int narrow_workers, int leaf_sms,
                         const DeviceLimits& device, bool inside, int cluster) {
   Inputs in;
@@ -421,7 +427,12 @@ Ruled<bool> fold_leaves(const Schedule& s, ItemKernel wide, ItemKernel narrow, i
   if (!s.gemm_chunks.empty()) return no("cuBLAS products write the workspace only");
   if (!device.dependent_launch) return no("the device has no programmatic dependent launch");
   if (leaf_sms > 0) return no("the leaves run beside, not after");
-  if (!s.narrow_rows_fold(kFoldRounds)) return no("some query's rows are not one leaf row beside at most four others");
+  const int rounds = fold_rounds(s, narrow);
+  in("fold_rounds", rounds);
+  if (rounds == 0) {
+    return no("some query's rows are not one leaf row beside at most four others (two where a lane holds two leaf "
+              "rows; eight in token_warps)");
+  }
   const long long wide_blocks = static_cast<long long>(s.wide_items.size());
   const long long idle = list_schedule(item_lengths(s.wide_items), device.sms).idle_sm_tokens;
   const long long narrow_blocks = launch_blocks(narrow_workers, narrow);

@@ -171,8 +171,13 @@ Ruled<NarrowProduct> narrow_product(const std::string& option, ItemKernel narrow
 // Leaves inside the wgmma blocks (`inside`) take 128.
 Ruled<int> wide_tile(const std::string& option, ItemKernel wide, const std::vector<long long>& items, bool inside = false);
 
+// The most rows a lane of the `narrow` kernel's leaves folds to do their queries' merge: kFoldRounds
+// where Schedule::narrow_rows_fold(kFoldRounds), kLongFoldRounds where token_warps' long-fold kernel
+// can, 0 where neither (MergeParams::fold_rounds).
+int fold_rounds(const Schedule& s, ItemKernel narrow);
+
 // Whether the narrow launch does the merge, as the wgmma launch's dependent: where its rows can
-// (Schedule::narrow_rows_fold) and waiting for the wgmma launch costs less than the merge.
+// (fold_rounds) and waiting for the wgmma launch costs less than the merge.
 // Leaves inside a cluster launch (`cluster` > 1): its combine folds them where Schedule::cluster_rows_fold.
 Ruled<bool> fold_leaves(const Schedule& s, ItemKernel wide, ItemKernel narrow, int narrow_workers, int leaf_sms,
                         const DeviceLimits& device, bool inside = false, int cluster = 1);

@@ -343,12 +343,14 @@ bool Schedule::cluster_rows_fold(int most_rounds) const {
   return rows_fold(*this, weight, most_rounds);
 }
 
-bool Schedule::narrow_rows_fold(int most_rounds) const {
+bool Schedule::narrow_rows_fold(int most_rounds, ItemKernel narrow) const {
   if (narrow_items.empty() || wide_items.empty()) return false;
-  // The narrow rows fold; a lane of an item of more than 8 rows holds two of them, so twice the rounds.
+  // The narrow rows fold; a lane of the rows product in an item of more than 8 rows holds rows g and
+  // g + 8, so twice the rounds.
   std::vector<int> weight(static_cast<std::size_t>(num_rows()), 0);
   for (const WorkItem& item : narrow_items) {
-    std::fill_n(weight.begin() + item.first_row, item.num_rows, item.num_rows > 8 ? 2 : 1);
+    const bool two_a_lane = narrow != ItemKernel::token_warps && item.num_rows > 8;
+    std::fill_n(weight.begin() + item.first_row, item.num_rows, two_a_lane ? 2 : 1);
   }
   return rows_fold(*this, weight, most_rounds);
 }

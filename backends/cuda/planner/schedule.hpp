@@ -108,11 +108,12 @@ struct Schedule {
   int num_rows() const { return static_cast<int>(row_query.size()); }
   bool needs_merge() const;            // some query has no partial row or several (one is written by its block)
   int max_partials() const;            // the most partial rows of one query
-  // Whether the narrow items can do the merge (MergeParams::fold_wide_rows): every query has rows,
-  // each of several has exactly one narrow item's row, and a lane's rounds of loading and folding
-  // the others (their number, twice for a narrow item of more than 8 rows: a lane holds two) are at
-  // most `most_rounds`.
-  bool narrow_rows_fold(int most_rounds) const;
+  // Whether the narrow items, run by the `narrow` kernel, can do the merge (MergeParams::fold_wide_rows):
+  // every query has rows, each of several has exactly one narrow item's row, and a lane's rounds of
+  // loading and folding the others are at most `most_rounds`. A round per other row; twice as many
+  // where a lane holds two rows: the warp kernels' rows product, in an item of more than 8 rows.
+  // token_warps' lanes hold one row each, after the token warps' fold.
+  bool narrow_rows_fold(int most_rounds, ItemKernel narrow) const;
   // Whether a cluster launch's combine can fold its leaves' rows (MergeParams::fold_wide_rows in the
   // wgmma launch): the narrow items grouped by cluster, every query has rows, and each of several has
   // one cluster row and at most `most_rounds` others.

@@ -147,6 +147,10 @@ inline constexpr int kMergeRound = 32;
 // holds two rows: at most this many such rounds per lane. Beyond, the merge kernel, a warp per query
 // all loads at once, was faster (four rows for each of two rows, 1.12x slower; kernel-notes: leaf-fold).
 inline constexpr int kFoldRounds = 4;
+// token_warps' leaves (a row a lane) also come in a kernel whose fold takes up to this many rows, for
+// queries whose prefix is split in 5-8 parts: beside kFoldRounds' kernels, not instead of them, whose
+// unrolled fold it would lengthen (every folding point 1.04x slower at 8, perf-notes v48).
+inline constexpr int kLongFoldRounds = 8;
 
 // cuda-hydragen-cublas: one block of kSoftmaxThreads holds a chunk's score row in registers,
 // kSoftmaxPerThread scores each, so a GEMM chunk has at most kMaxChunkTokens tokens.

@@ -118,6 +118,7 @@ class SegmentPlan final : public CudaPlan {
     l.narrow.items = narrow_.data();
     l.narrow.num_items = static_cast<int>(narrow_.size());
     l.narrow.merge.fold_wide_rows = decisions_.launches.fold;
+    l.narrow.merge.fold_rounds = decisions_.launches.fold_rounds;
     l.narrow.leaf_evict_first = decisions_.launches.leaf_evict_first;
     if (decisions_.recipe == LaunchRecipe::chained_leaves) l.narrow.merge.chain_count = chain_count_.data();
     l.wide.items = wide_.data();

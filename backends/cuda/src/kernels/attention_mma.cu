@@ -8,10 +8,11 @@ namespace hydragen::cuda::detail {
 
 namespace {
 
-template <typename T, int D, int ROW_WARPS, int TOKEN_WARPS, int GROUPS, NarrowProduct PRODUCT = NarrowProduct::rows>
+template <typename T, int D, int ROW_WARPS, int TOKEN_WARPS, int GROUPS, NarrowProduct PRODUCT = NarrowProduct::rows,
+          int FOLD_ROUNDS = kFoldRounds>
 void launch_block(const SegmentAttentionParams& params, int blocks, cudaStream_t stream, bool dependent) {
   constexpr int smem = MmaBlockTile<D, ROW_WARPS, GROUPS>::kSmemBytes;
-  constexpr auto kernel = segment_attention_mma<T, D, ROW_WARPS, TOKEN_WARPS, GROUPS, PRODUCT>;
+  constexpr auto kernel = segment_attention_mma<T, D, ROW_WARPS, TOKEN_WARPS, GROUPS, PRODUCT, FOLD_ROUNDS>;
   allow_smem<kernel>(smem);
   launch_kernel(kernel, dim3(blocks), dim3(MmaBlockShape<ROW_WARPS, TOKEN_WARPS, GROUPS>::kThreads), smem, stream, dependent,
                 params);
@@ -38,7 +39,13 @@ void launch_mma(const SegmentAttentionParams& params, int workers, ItemKernel ke
     const int blocks = launch_blocks(workers, kernel);
     switch (kernel) {
       case ItemKernel::mma64: launch_block<T, D, 4, 1, 1>(params, blocks, stream, dependent); break;
-      case ItemKernel::token_warps: launch_block<T, D, 1, 4, 1>(params, blocks, stream, dependent); break;
+      case ItemKernel::token_warps:
+        if (params.merge.fold_wide_rows && params.merge.fold_rounds > kFoldRounds) {
+          launch_block<T, D, 1, 4, 1, NarrowProduct::rows, kLongFoldRounds>(params, blocks, stream, dependent);
+        } else {
+          launch_block<T, D, 1, 4, 1>(params, blocks, stream, dependent);
+        }
+        break;
       case ItemKernel::item_warps: launch_warps<T, D, kItemWarps>(params, blocks, product, stream, dependent); break;
       case ItemKernel::sm_item_warps: launch_warps<T, D, kSmWarps>(params, blocks, product, stream, dependent); break;
       default: throw std::logic_error("segment attention: not an mma.sync block shape");

@@ -45,6 +45,11 @@ void launch_segment_attention(const SegmentAttentionParams& params, int workers,
   if (cluster > 1 && kernel != ItemKernel::wgmma) {
     throw std::logic_error("segment attention: only the wgmma kernel runs in clusters");
   }
+  const MergeParams& m = params.merge;
+  if (m.fold_wide_rows && (m.fold_rounds > kLongFoldRounds || (m.fold_rounds > kFoldRounds && kernel != ItemKernel::token_warps))) {
+    throw std::logic_error("segment attention: folds of " + std::to_string(m.fold_rounds) + " rows; " +
+                           std::to_string(kFoldRounds) + " at most, " + std::to_string(kLongFoldRounds) + " in token_warps");
+  }
   if (product == NarrowProduct::tokens && kernel != ItemKernel::item_warps && kernel != ItemKernel::sm_item_warps) {
     throw std::logic_error("segment attention: the token product is the warp kernels' (item_warps, sm_item_warps)");
   }

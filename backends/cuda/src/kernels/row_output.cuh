@@ -103,19 +103,19 @@ __device__ __forceinline__ RowOutput row_output(const SegmentAttentionParams& p,
   return out;
 }
 
-// A leaf row doing its query's merge: the query's other rows (at most kFoldRounds, from the wide
-// launch this one follows) folded into the lane's N values `o` and the row's `lse` by the core merge,
-// in the merge lists' order, one at a time (two at once spilled the leaf kernels' registers). The
-// row ids are the plan's: read before the wait for the wide launch's end.
-template <int D, int N, typename Columns>
+// A leaf row doing its query's merge: the query's other rows (at most ROUNDS, from the wide launch
+// this one follows) folded into the lane's N values `o` and the row's `lse` by the core merge, in the
+// merge lists' order, one at a time (two at once spilled the leaf kernels' registers). The row ids
+// are the plan's: read before the wait for the wide launch's end.
+template <int D, int ROUNDS = kFoldRounds, int N, typename Columns>
 __device__ __forceinline__ void fold_wide_rows(const MergeParams& m, const RowOutput& out, float (&o)[N], float& lse,
                                                Columns columns) {
-  int rows[kFoldRounds + 1];  // the query's rows, this one among them; out.row past its count
+  int rows[ROUNDS + 1];  // the query's rows, this one among them; out.row past its count
 #pragma unroll
-  for (int i = 0; i <= kFoldRounds; ++i) rows[i] = i < out.count ? m.rows[out.first + i] : out.row;
+  for (int i = 0; i <= ROUNDS; ++i) rows[i] = i < out.count ? m.rows[out.first + i] : out.row;
   wait_for_primary();
 #pragma unroll
-  for (int i = 0; i <= kFoldRounds; ++i) {
+  for (int i = 0; i <= ROUNDS; ++i) {
     if (rows[i] == out.row) continue;
     float part[N];
     load_values(m.partial_o + static_cast<long long>(rows[i]) * D, part, columns);
@@ -124,18 +124,19 @@ __device__ __forceinline__ void fold_wide_rows(const MergeParams& m, const RowOu
 }
 
 // Hands over a row of which this lane holds the N values o[v] at columns(v) (the lane of columns.sub
-// 0 writes the LSE). FOLD: the kernel may run leaves that do their queries' merge (the narrow mma.sync
-// kernels; compiled out of the others, whose registers it would cost).
-template <typename T, int D, bool FOLD = false, int N, typename Columns>
+// 0 writes the LSE). FOLD: the most rows a leaf that does its query's merge folds, where the kernel may
+// run such leaves (the narrow mma.sync kernels); 0 compiles the fold out of the others, whose
+// registers it would cost.
+template <typename T, int D, int FOLD = 0, int N, typename Columns>
 __device__ __forceinline__ void finish_row(const SegmentAttentionParams& p, const RowOutput& out, float (&o)[N], float lse,
                                            Columns columns) {
   const MergeParams& m = p.merge;
   const bool leader = columns.sub == 0;
   if (out.row < 0) return;
-  if constexpr (FOLD) {
-    if (out.fold) fold_wide_rows<D>(m, out, o, lse, columns);
+  if constexpr (FOLD > 0) {
+    if (out.fold) fold_wide_rows<D, FOLD>(m, out, o, lse, columns);
   }
-  if (out.direct || (FOLD && out.fold)) {
+  if (out.direct || (FOLD > 0 && out.fold)) {
     store_values(static_cast<T*>(m.o) + static_cast<long long>(out.query) * D, o, columns);
     if (leader) m.lse[out.query] = lse;
   } else {
@@ -156,7 +157,7 @@ __device__ __forceinline__ void fragment_row(const float (&acc)[D / 2], int r, f
 }
 
 // finish_row for row r of a tensor-core accumulator.
-template <typename T, int D, bool FOLD = false>
+template <typename T, int D, int FOLD = 0>
 __device__ __forceinline__ void finish_row_pair(const SegmentAttentionParams& p, const float (&acc)[D / 2], int r,
                                                 const RowOutput& out, float inv, float lse, int t) {
   float o[D / 4];
@@ -175,7 +176,7 @@ __device__ __forceinline__ void finish_token_row(const SegmentAttentionParams& p
     o[2 * j] = acc[4 * j + r] * inv;
     o[2 * j + 1] = acc[4 * j + 2 + r] * inv;
   }
-  finish_row<T, D, true>(p, out, o, lse, TokenProductColumns{g});
+  finish_row<T, D, kFoldRounds>(p, out, o, lse, TokenProductColumns{g});
 }
 
 }  // namespace hydragen::cuda

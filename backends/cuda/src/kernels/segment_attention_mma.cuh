@@ -253,8 +253,9 @@ __device__ __forceinline__ void attend_tile(const unsigned (&qa)[D / 16][4], con
 
 // Fold step: each token warp saw its share of every tile; their states, written to `scratch` (a
 // stage the next tile does not need), are folded in token-warp order by the core merge, as the merge
-// kernel folds partial rows, GROUP lanes per row; then the store step.
-template <typename T, int D, typename Tile, int ROWS, int TOKEN_WARPS>
+// kernel folds partial rows, GROUP lanes per row; then the store step (a leaf row folding at most
+// FOLD_ROUNDS wide rows).
+template <typename T, int D, typename Tile, int ROWS, int TOKEN_WARPS, int FOLD_ROUNDS>
 __device__ __forceinline__ void fold_token_warps(const SegmentAttentionParams& p, const WorkItem& item,
                                                  const LaneRows& rows, const float (&acc)[D / 2], const float (&inv)[2],
                                                  const float (&row_lse)[2], const RowOutput& out, float* scratch) {
@@ -286,14 +287,15 @@ __device__ __forceinline__ void fold_token_warps(const SegmentAttentionParams& p
     }
   }
   __syncthreads();  // the next item's second tile goes into this stage
-  finish_row<T, D, ROWS == 16>(p, out, o, lse, StridedColumns<GROUP>{sub});
+  finish_row<T, D, ROWS == 16 ? FOLD_ROUNDS : 0>(p, out, o, lse, StridedColumns<GROUP>{sub});
 }
 
 // One worker's run of items, the worker being `group` of the block's GROUPS (the block itself, or
 // one of its warps), number `worker` of the launch's `workers`; smem_raw: the GROUPS workers' stages.
 // The mma kernel runs one per block or warp; the wgmma kernel's leaf warps run warp workers
-// (LaunchRecipe::leaves_inside).
-template <typename T, int D, int ROW_WARPS, int TOKEN_WARPS, int GROUPS, NarrowProduct PRODUCT>
+// (LaunchRecipe::leaves_inside). FOLD_ROUNDS: the most wide rows a leaf row folds (kFoldRounds, or
+// kLongFoldRounds in token_warps' long-fold kernel).
+template <typename T, int D, int ROW_WARPS, int TOKEN_WARPS, int GROUPS, NarrowProduct PRODUCT, int FOLD_ROUNDS = kFoldRounds>
 __device__ __forceinline__ void run_mma_worker(const SegmentAttentionParams& p, int group, int worker, int workers,
                                                unsigned char* smem_raw) {
   static_assert(GROUPS == 1 || TOKEN_WARPS == 1, "the fold of token warps is block-wide");
@@ -406,11 +408,11 @@ __device__ __forceinline__ void run_mma_worker(const SegmentAttentionParams& p, 
       finish_token_row<T, D>(p, acc, 1, out[1], inv[1], row_lse[1], g);
     } else if constexpr (TOKEN_WARPS == 1) {
       // Only narrow items (one row warp) are ever leaves that fold (MergeParams::fold_wide_rows).
-      finish_row_pair<T, D, ROW_WARPS == 1>(p, acc, 0, out[0], inv[0], row_lse[0], t);
-      finish_row_pair<T, D, ROW_WARPS == 1>(p, acc, 1, out[1], inv[1], row_lse[1], t);
+      finish_row_pair<T, D, ROW_WARPS == 1 ? FOLD_ROUNDS : 0>(p, acc, 0, out[0], inv[0], row_lse[0], t);
+      finish_row_pair<T, D, ROW_WARPS == 1 ? FOLD_ROUNDS : 0>(p, acc, 1, out[1], inv[1], row_lse[1], t);
     } else {
       // The stage the last tile left: the other one is receiving the next item's first tile.
-      fold_token_warps<T, D, Tile, ROWS, TOKEN_WARPS>(p, item, rows, acc, inv, row_lse, out[0],
+      fold_token_warps<T, D, Tile, ROWS, TOKEN_WARPS, FOLD_ROUNDS>(p, item, rows, acc, inv, row_lse, out[0],
                                                 reinterpret_cast<float*>(&smem.kv[stage ^ 1][0][0][0]));
     }
     if (index == range.last) break;
@@ -419,7 +421,8 @@ __device__ __forceinline__ void run_mma_worker(const SegmentAttentionParams& p, 
   end_worker();
 }
 
-template <typename T, int D, int ROW_WARPS, int TOKEN_WARPS, int GROUPS, NarrowProduct PRODUCT = NarrowProduct::rows>
+template <typename T, int D, int ROW_WARPS, int TOKEN_WARPS, int GROUPS, NarrowProduct PRODUCT = NarrowProduct::rows,
+          int FOLD_ROUNDS = kFoldRounds>
 __global__ void __launch_bounds__(MmaBlockShape<ROW_WARPS, TOKEN_WARPS, GROUPS>::kThreads,
                                   MmaBlockShape<ROW_WARPS, TOKEN_WARPS, GROUPS>::kBlocksPerSm)
     segment_attention_mma(const SegmentAttentionParams p) {
@@ -428,8 +431,8 @@ __global__ void __launch_bounds__(MmaBlockShape<ROW_WARPS, TOKEN_WARPS, GROUPS>:
   // computed, it made every shared-memory address a register (the wide kernel 1.09x to 1.14x
   // slower, kernel-notes: constant-worker-index).
   const int group = GROUPS == 1 ? 0 : threadIdx.x / (32 * ROW_WARPS * TOKEN_WARPS);
-  run_mma_worker<T, D, ROW_WARPS, TOKEN_WARPS, GROUPS, PRODUCT>(p, group, blockIdx.x * GROUPS + group, gridDim.x * GROUPS,
-                                                                smem_raw);
+  run_mma_worker<T, D, ROW_WARPS, TOKEN_WARPS, GROUPS, PRODUCT, FOLD_ROUNDS>(p, group, blockIdx.x * GROUPS + group,
+                                                                             gridDim.x * GROUPS, smem_raw);
 }
 
 }  // namespace hydragen::cuda
