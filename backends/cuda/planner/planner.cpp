@@ -171,7 +171,8 @@ Planned plan_hydragen(const AttentionShape& shape, const SharingTree& tree, cons
   plan_cut(shape, groups, cut(shape, groups, max_rows(d.wide_kernel), slots, device), options, wide);
   Cut narrow = cut(shape, groups, kNarrowRows, slots, device);
   BuildChoices c{kNarrowRows, narrow.narrow_split.choice, 0, 0, 0};  // no wide blocks
-  Ruled<bool> narrow_form = one_narrow_launch(wide.decisions.recipe, narrow.census, item_lengths(narrow.census, c).narrow, device);
+  Ruled<bool> narrow_form = one_narrow_launch(wide.decisions.recipe, wide.decisions.launches.fold_rounds, narrow.census,
+                                              item_lengths(narrow.census, c).narrow, device);
   if (!narrow_form.choice) {  // the wide form, its log with rule form where the forms part
     wide.decisions.log.insert(wide.decisions.log.begin() + static_cast<std::ptrdiff_t>(d.log.size()), std::move(narrow_form.decision));
     return wide;

@@ -177,20 +177,27 @@ Ruled<long long> narrow_split(const BlockCensus& census, int narrow_slots, const
                                     : "blocks sharing K/V through L2 aim for a wave of resident blocks, then fill the last wave");
 }
 
-Ruled<bool> one_narrow_launch(LaunchRecipe wide_recipe, const BlockCensus& narrow_form, const std::vector<long long>& narrow_form_items,
-                              const DeviceLimits& device) {
+Ruled<bool> one_narrow_launch(LaunchRecipe wide_recipe, int wide_fold_rounds, const BlockCensus& narrow_form,
+                              const std::vector<long long>& narrow_form_items, const DeviceLimits& device) {
   const long long items = static_cast<long long>(narrow_form_items.size());
   const long long longest = items == 0 ? 0 : *std::max_element(narrow_form_items.begin(), narrow_form_items.end());
   Inputs in;
   const bool wide_one_launch = wide_recipe == LaunchRecipe::one_launch;  // one kind of items: wide blocks alone, or leaves alone
+  const bool folded = wide_recipe == LaunchRecipe::folded_leaves;
   in("wide_form_launches", wide_one_launch ? 1 : 2)("wide_form_recipe", recipe_name(wide_recipe))(
-      "narrow_form_blocks", narrow_form.narrow_blocks)("narrow_form_items", items)("narrow_form_longest_item", longest)("sms", device.sms);
+      "wide_form_fold_rounds", folded ? wide_fold_rounds : 0)("narrow_form_blocks", narrow_form.narrow_blocks)(
+      "narrow_form_items", items)("narrow_form_longest_item", longest)("sms", device.sms);
   auto wide = [&](const std::string& why) { return ruled(false, "form", "wide", in, why); };
   if (wide_one_launch) return wide("the wide form is one launch already");
-  if (wide_recipe == LaunchRecipe::folded_leaves) {
+  const bool one_wave = items <= device.sms && longest <= kNarrowFormItemTokens;
+  if (folded && wide_fold_rounds > kFoldRounds && one_wave) {
+    return ruled(true, "form", "narrow (one launch of 16-row blocks)", in,
+                 "at most one short 16-row item per SM, against the wide form's leaves folding more than " +
+                     std::to_string(kFoldRounds) + " rows each ((16, 2048, 64-256) 1.02-1.05x slower so, perf-notes v49)");
+  }
+  if (folded) {
     return wide("the wide form's leaves fold its merge: two launches in a chain, no join, the prefix read once per 128 rows");
   }
-  const bool one_wave = items <= device.sms && longest <= kNarrowFormItemTokens;
   const bool short_second_wave = items <= 2LL * device.sms && longest <= kNarrowFormTwoWaveItemTokens;
   if (!one_wave && !short_second_wave) {
     return wide("16-row items would be more than one per SM or longer than " + std::to_string(kNarrowFormItemTokens) +

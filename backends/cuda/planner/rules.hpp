@@ -102,10 +102,13 @@ Ruled<long long> wide_parts_target(const std::string& option, long long row_bloc
 Ruled<long long> narrow_split(const BlockCensus& census, int narrow_slots, const DeviceLimits& device);
 
 // cuda-hydragen's form=auto: one launch of 16-row blocks where the wide form (planned whole:
-// `wide_recipe`) takes two launches joined, not folded, and the 16-row form's items (their tokens:
-// `narrow_form_items`) are at most one per SM and kNarrowFormItemTokens long, or at most two per SM and
-// kNarrowFormTwoWaveItemTokens long; otherwise the wide form.
-Ruled<bool> one_narrow_launch(LaunchRecipe wide_recipe, const BlockCensus& narrow_form, const std::vector<long long>& narrow_form_items,
+// `wide_recipe`, its leaves folding `wide_fold_rounds` rows where they fold) takes two launches joined,
+// not folded, and the 16-row form's items (their tokens: `narrow_form_items`) are at most one per SM and
+// kNarrowFormItemTokens long, or at most two per SM and kNarrowFormTwoWaveItemTokens long; or where the
+// wide form's leaves fold more than kFoldRounds rows and the 16-row items are at most one per SM and that
+// short; otherwise the wide form.
+Ruled<bool> one_narrow_launch(LaunchRecipe wide_recipe, int wide_fold_rounds, const BlockCensus& narrow_form,
+                              const std::vector<long long>& narrow_form_items,
                               const DeviceLimits& device);
 
 // Where the leaves run beside a wgmma launch of the shared segments: after it (on the SMs it leaves,
