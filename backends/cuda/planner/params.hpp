@@ -77,8 +77,6 @@ struct SegmentAttentionParams {
   float scale_log2 = 0;                  // score scale * log2(e): the kernels exponentiate with exp2
   bool leaf_evict_first = false;         // the narrow items' K/V copies ask L2 to evict their lines first: no other
                                          // item reads them (rule leaf_evict_first)
-  int leaf_prefetch_tiles = 0;           // EXPERIMENT: the mma workers prefetch into L2 the tile this many ahead of
-                                         // the one they copy (HYDRAGEN_LEAF_PREFETCH)
 };
 
 // The naive kernel: one block per query row, scores materialized in `scores`.

@@ -2,7 +2,6 @@
 // planner's decisions (planner/planner.hpp) made once for the current device, the schedule uploaded,
 // and run() one of the launch recipes (LaunchRecipe), a short function each.
 #include <algorithm>
-#include <cstdlib>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -115,7 +114,6 @@ class SegmentPlan final : public CudaPlan {
     p.kv_maps = binding().extra.data();
     p.kv_heads = shape_.kv_heads;
     p.scale_log2 = shape_.scale * kLog2e;
-    if (const char* ahead = std::getenv("HYDRAGEN_LEAF_PREFETCH")) p.leaf_prefetch_tiles = std::atoi(ahead);  // EXPERIMENT
     l.narrow = l.wide = p;
     l.narrow.items = narrow_.data();
     l.narrow.num_items = static_cast<int>(narrow_.size());

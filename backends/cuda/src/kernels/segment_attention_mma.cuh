@@ -72,29 +72,6 @@ __device__ __forceinline__ void worker_sync() {
   }
 }
 
-// EXPERIMENT: tiles ahead of the copies pulled into L2 (p.leaf_prefetch_tiles ahead; at the item's first
-// tile every one up to there), within the tile's segment: bytes in flight that hold no shared memory.
-template <typename T, int D, typename Tile, int THREADS>
-__device__ __forceinline__ void prefetch_kv_tiles(const SegmentAttentionParams& p, const WorkItem& item,
-                                                  const ItemSegments<T>& seg, int first, int tile, int thread) {
-  constexpr int KT = Tile::kTokens;
-  constexpr int kRowLines = D * sizeof(T) >= 128 ? D * static_cast<int>(sizeof(T)) / 128 : 1;  // 128-byte lines a K row
-  const int end = min(item.token_end, seg.start[first + 1]);
-  const int last = tile + p.leaf_prefetch_tiles;
-  for (int ahead = tile == 0 ? 1 : last; ahead <= last; ++ahead) {
-    const int q0 = item.token_begin + ahead * KT;
-    if (q0 >= end) break;
-#pragma unroll
-    for (int line = thread; line < 2 * KT * kRowLines; line += THREADS) {
-      const int row = line / kRowLines % KT, part = line % kRowLines;
-      if (q0 + row >= end) continue;
-      const T* base = line < KT * kRowLines ? seg.k[first] : seg.v[first];
-      const T* at = base + seg.offset(first, q0 + row, p.kv_heads, item.kv_head, D, part * 128 / static_cast<int>(sizeof(T)));
-      asm volatile("prefetch.global.L2 [%0];" ::"l"(__cvta_generic_to_global(at)));
-    }
-  }
-}
-
 // Load step: issues the copies of tile `tile` of `item` into (k_dst, v_dst) and commits them;
 // positions past token_end become zeros. Each thread copies the chunks TileCopies gives it.
 template <typename T, int D, typename Tile, int THREADS>
@@ -128,7 +105,6 @@ __device__ __forceinline__ void load_kv_tile(const SegmentAttentionParams& p, co
         cp_async_16(v_dst + to, v_row + Copies::kColumnLanes * k, policy);
       }
     }
-    if (p.leaf_prefetch_tiles > 0) prefetch_kv_tiles<T, D, Tile, THREADS>(p, item, seg, first, tile, thread);
   } else {
     // A tile across a segment boundary or past the item's end: locate every row.
     for (int c = thread; c < KT * Tile::kChunks; c += THREADS) {
