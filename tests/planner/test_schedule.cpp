@@ -1298,13 +1298,15 @@ Schedule wgmma_then_leaves(const std::vector<long long>& wide_lengths) {
 }
 
 // Rule fold_leaves on the H100 for a wgmma launch of `wide_blocks` equal items (or `wide_lengths`)
-// and `narrow_blocks` 16-row leaf blocks.
-Ruled<bool> fold(const std::vector<long long>& wide_lengths, int narrow_blocks, const DeviceLimits& device = kH100) {
+// and `narrow_blocks` 16-row leaf blocks, whose rows fold in kFoldRounds: the rule's rounds, or 0.
+Ruled<int> fold(const std::vector<long long>& wide_lengths, int narrow_blocks, const DeviceLimits& device = kH100) {
   const Schedule s = wgmma_then_leaves(wide_lengths);
   EXPECT_TRUE(s.narrow_rows_fold(kFoldRounds, ItemKernel::token_warps));
-  return fold_leaves(s, ItemKernel::wgmma, ItemKernel::token_warps, narrow_blocks, 0, device);
+  Ruled<int> r = fold_leaves(s, ItemKernel::wgmma, ItemKernel::token_warps, narrow_blocks, 0, device);
+  EXPECT_TRUE(r.choice == 0 || r.choice == kFoldRounds) << r.choice << " rounds";
+  return r;
 }
-bool folds(int wide_blocks, long long tokens, int narrow_blocks) { return fold(leaves(wide_blocks, tokens), narrow_blocks).choice; }
+bool folds(int wide_blocks, long long tokens, int narrow_blocks) { return fold(leaves(wide_blocks, tokens), narrow_blocks).choice > 0; }
 
 // Folding leaves wait at their end for the wgmma launch: only where they all fit beside it at once,
 // or it leaves little SM time idle (the H100's cases of perf-notes v18, v21). Equal items leave the
@@ -1322,11 +1324,11 @@ TEST(FoldLeaves, WhereTheyAllFitBesideTheWgmmaLaunchOrItLeavesLittleRoomBesideIt
 
 TEST(FoldLeaves, OnlyAfterAWgmmaLaunchWithDependentLaunchAndLeavesAfterIt) {
   const Schedule s = wgmma_then_leaves(leaves(32, 256));  // folds on the H100 (the test above)
-  EXPECT_FALSE(fold_leaves(s, ItemKernel::mma64, ItemKernel::token_warps, 128, 0, kH100).choice) << "mma.sync wide blocks";
-  EXPECT_FALSE(fold_leaves(s, ItemKernel::wgmma, ItemKernel::token_warps, 128, 12, kH100).choice) << "leaves beside";
+  EXPECT_EQ(fold_leaves(s, ItemKernel::mma64, ItemKernel::token_warps, 128, 0, kH100).choice, 0) << "mma.sync wide blocks";
+  EXPECT_EQ(fold_leaves(s, ItemKernel::wgmma, ItemKernel::token_warps, 128, 12, kH100).choice, 0) << "leaves beside";
   const DeviceLimits no_pdl{132, true, false, "NVIDIA H100 80GB HBM3"};
-  const Ruled<bool> without = fold_leaves(s, ItemKernel::wgmma, ItemKernel::token_warps, 128, 0, no_pdl);
-  EXPECT_FALSE(without.choice);
+  const Ruled<int> without = fold_leaves(s, ItemKernel::wgmma, ItemKernel::token_warps, 128, 0, no_pdl);
+  EXPECT_EQ(without.choice, 0);
   EXPECT_NE(without.decision.reason.find("dependent launch"), std::string::npos) << without.decision.reason;
 }
 
@@ -1346,8 +1348,8 @@ TEST(ListSchedule, EndsWithTheLongestItemAndCountsTheRoomTheShortOnesLeave) {
   const ListSchedule tree = list_schedule(two_level, 132);
   EXPECT_EQ(tree.end_tokens, 4096);
   EXPECT_EQ(tree.idle_sm_tokens, 64 * 3072 + 4 * 4096);
-  const Ruled<bool> folding = fold(two_level, 256);
-  EXPECT_FALSE(folding.choice);
+  const Ruled<int> folding = fold(two_level, 256);
+  EXPECT_EQ(folding.choice, 0);
   EXPECT_NE(folding.decision.inputs.find("idle_sm_tokens=" + std::to_string(tree.idle_sm_tokens)), std::string::npos)
       << folding.decision.inputs;
   // Blocks go to the first SM free, in item order: the short items fill in behind the long ones.

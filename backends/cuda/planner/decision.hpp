@@ -50,7 +50,8 @@ struct LaunchChoices {
   NarrowProduct narrow_product = NarrowProduct::rows;  // the warp kernels' product layout (rule narrow_product)
   bool fold = false;                         // the narrow launch does the merge (MergeParams::fold_wide_rows); leaves
                                              // inside a cluster launch: its combine folds their rows
-  int fold_rounds = kFoldRounds;             // the most rows a folding leaf folds (fold_rounds, MergeParams::fold_rounds)
+  int fold_rounds = 0;                       // the most rows a folding leaf's lane folds, 0 where none does (rule
+                                             // fold_leaves; MergeParams::fold_rounds)
   bool run_merge = false;                    // some query needs the merge kernel
   bool overlap_merge = false;                // the merge starts as the one attention launch before it ends
   int merge_warps = 1;                       // warps per query of the merge kernel

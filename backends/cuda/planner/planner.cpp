@@ -60,9 +60,9 @@ void decide_launches(const AttentionShape& shape, const BlockCensus& census, con
     l.narrow_workers =
         log(launch_workers("narrow", o.narrow_workers, d.narrow_kernel, shape.dtype, narrow, d.leaf_sms, 0, d.device));
   }
-  l.fold = log(fold_leaves(s, d.wide_kernel, d.narrow_kernel, l.narrow_workers, d.leaf_sms, d.device, inside,
-                           d.build.wide_cluster));
-  if (l.fold && !inside) l.fold_rounds = fold_rounds(s, d.narrow_kernel);
+  l.fold_rounds = log(fold_leaves(s, d.wide_kernel, d.narrow_kernel, l.narrow_workers, d.leaf_sms, d.device, inside,
+                                  d.build.wide_cluster));
+  l.fold = l.fold_rounds > 0;
   if (!s.narrow_items.empty()) {  // leaves inside fold nothing themselves: their clusters do
     l.narrow_product = log(narrow_product(o.narrow_product, d.narrow_kernel, l.fold && !inside, s, inside));
   }

@@ -415,15 +415,15 @@ int fold_rounds(const Schedule& s, ItemKernel narrow) {
   return 0;
 }
 
-Ruled<bool> fold_leaves(const Schedule& s, ItemKernel wide, ItemKernel narrow, int narrow_workers, int leaf_sms,
+Ruled<int> fold_leaves(const Schedule& s, ItemKernel wide, ItemKernel narrow, int narrow_workers, int leaf_sms,
                         const DeviceLimits& device, bool inside, int cluster) {
   Inputs in;
   in("wide_kernel", kernel_name(wide))("dependent_launch", yes_no(device.dependent_launch))("leaf_sms", leaf_sms)(
       "cluster", cluster);
-  auto no = [&](const std::string& why) { return ruled(false, "fold_leaves", "no", in, why); };
+  auto no = [&](const std::string& why) { return ruled(0, "fold_leaves", "no", in, why); };
   if (inside && cluster > 1) {
     if (s.cluster_rows_fold(kFoldRounds)) {
-      return ruled(true, "fold_leaves", "yes (in the clusters)", in,
+      return ruled(kFoldRounds, "fold_leaves", "yes (in the clusters)", in,
                    "each cluster's leaf warps run its queries' leaves before its combine, which folds their rows: no "
                    "merge kernel");
     }
@@ -446,9 +446,9 @@ Ruled<bool> fold_leaves(const Schedule& s, ItemKernel wide, ItemKernel narrow, i
   const long long free_sms = wide_blocks >= device.sms ? 0 : device.sms - wide_blocks;
   in("wide_blocks", wide_blocks)("idle_sm_tokens", idle)("narrow_blocks", narrow_blocks)("free_sms", free_sms);
   if (narrow_blocks <= free_sms * blocks_per_sm(narrow)) {
-    return ruled(true, "fold_leaves", "yes", in, "every leaf block fits on the SMs the wgmma launch leaves");
+    return ruled(rounds, "fold_leaves", "yes", in, "every leaf block fits on the SMs the wgmma launch leaves");
   }
-  if (idle <= kFoldForgoneSmTokens) return ruled(true, "fold_leaves", "yes", in, "the wgmma launch leaves little SM time idle");
+  if (idle <= kFoldForgoneSmTokens) return ruled(rounds, "fold_leaves", "yes", in, "the wgmma launch leaves little SM time idle");
   return no("folding leaf blocks would hold SMs idle waiting for the wgmma launch");
 }
 

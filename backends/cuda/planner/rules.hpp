@@ -179,10 +179,12 @@ Ruled<int> wide_tile(const std::string& option, ItemKernel wide, const std::vect
 // can, 0 where neither (MergeParams::fold_rounds).
 int fold_rounds(const Schedule& s, ItemKernel narrow);
 
-// Whether the narrow launch does the merge, as the wgmma launch's dependent: where its rows can
-// (fold_rounds) and waiting for the wgmma launch costs less than the merge.
-// Leaves inside a cluster launch (`cluster` > 1): its combine folds them where Schedule::cluster_rows_fold.
-Ruled<bool> fold_leaves(const Schedule& s, ItemKernel wide, ItemKernel narrow, int narrow_workers, int leaf_sms,
+// Whether the narrow launch does the merge, as the wgmma launch's dependent, and in how many rounds: the
+// rows a folding leaf's lane folds (fold_rounds; LaunchChoices::fold_rounds), or 0 where it does not: its
+// rows cannot, or waiting for the wgmma launch costs more than the merge.
+// Leaves inside a cluster launch (`cluster` > 1): kFoldRounds where its combine folds them
+// (Schedule::cluster_rows_fold).
+Ruled<int> fold_leaves(const Schedule& s, ItemKernel wide, ItemKernel narrow, int narrow_workers, int leaf_sms,
                         const DeviceLimits& device, bool inside = false, int cluster = 1);
 
 // Whether the narrow items' K/V copies ask L2 to evict their lines first (LaunchChoices::leaf_evict_first):
