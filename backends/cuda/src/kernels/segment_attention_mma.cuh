@@ -194,17 +194,13 @@ __device__ __forceinline__ void attend_tile_tokens(const unsigned (&qb)[D / 16][
                                                    TokenRowSoftmax& softmax, float (&acc)[D / 4]) {
   static_assert(Tile::kTokens == 16, "the token product takes a tile's 16 tokens at once");
   const int lane = threadIdx.x % 32, g = lane / 4, m = lane / 8;  // m: the 8x8 matrix whose row this lane addresses
-  // S^T over D in two independent sums (even and odd 16-column steps), added at the end: one chain of
-  // D / 16 dependent products was the tile's longest wait (perf-notes v50).
-  float s[4] = {}, s_odd[4] = {};
+  float s[4] = {};
 #pragma unroll
   for (int ks = 0; ks < D / 16; ++ks) {  // A: tokens 0-7 and 8-15 of columns 16 ks.., then of 16 ks + 8..
     unsigned a[4];
     ldmatrix_x4(a, k_tile + tile_offset<Tile>(lane % 8 + 8 * (m % 2), 16 * ks + 8 * (m / 2)));
-    mma_16816<T>(ks % 2 == 0 ? s : s_odd, a, qb[ks][0], qb[ks][1]);
+    mma_16816<T>(s, a, qb[ks][0], qb[ks][1]);
   }
-#pragma unroll
-  for (int i = 0; i < 4; ++i) s[i] += s_odd[i];
   float alpha[2];
   softmax.update(s, pos0 + g, limit, scale_log2, mask, alpha);
   softmax.rescale(acc, alpha);
