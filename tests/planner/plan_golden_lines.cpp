@@ -64,14 +64,14 @@ std::string decided(const Planned& p) {
                 "wide=%s tile=%d narrow=%s leaf_sms=%d workers=%d/%d items=%zu/%zu runs=%zu chunks=%zu rows=%d fold=%d merge=%d "
                 "overlap=%d partials=%d recipe=%s schedule=%016llx",
                 kernel_name(d.wide_kernel), l.wide_tile_tokens, kernel_name(d.narrow_kernel), d.leaf_sms, l.wide_workers, l.narrow_workers,
-                s.wide_items.size(), s.narrow_items.size(), s.wide_worker_items.size(), s.gemm_chunks.size(), s.num_rows(), l.fold,
+                s.wide_items.size(), s.narrow_items.size(), s.wide_worker_items.size(), s.gemm_chunks.size(), s.num_rows(), l.folds(),
                 l.run_merge, l.run_merge && l.overlap_merge, s.max_partials(), recipe_name(d.recipe),
                 static_cast<unsigned long long>(schedule_hash(s)));
   // The rows product, parts merged by the merge kernel and leaves cached as usual are every plan's but
   // those options' (and rules'): named only where they differ.
   std::string out = line;
   if (l.narrow_product == NarrowProduct::tokens) out += " product=tokens";
-  if (l.fold && l.fold_rounds != kFoldRounds) out += " fold_rounds=" + std::to_string(l.fold_rounds);
+  if (l.folds() && l.fold_rounds != kFoldRounds) out += " fold_rounds=" + std::to_string(l.fold_rounds);
   if (d.build.wide_cluster > 1) out += " cluster=" + std::to_string(d.build.wide_cluster);
   if (l.leaf_evict_first) out += " leaf_evict_first";
   return out;

@@ -98,13 +98,13 @@ TEST(PlanDecisions, LeavesInsideRunInTheWgmmaBlocksOrSayWhyNot) {
   EXPECT_EQ(p.decisions.launches.narrow_product, NarrowProduct::tokens);
   // Two parts a row block: the pairs' combine folds the leaves' rows (rule part_merge, fold_leaves).
   EXPECT_EQ(p.decisions.build.wide_cluster, 2);
-  EXPECT_TRUE(p.decisions.launches.fold);
+  EXPECT_TRUE(p.decisions.launches.folds());
   EXPECT_FALSE(p.decisions.launches.run_merge);
   const Planned merged =
       plan_hydragen(make_shape(1024, 1, 8, 1, 128, DType::bf16), tree, hydragen("form=wide:leaves=inside:part_merge=kernel"), kH100);
   EXPECT_EQ(merged.decisions.recipe, LaunchRecipe::leaves_inside);
   EXPECT_TRUE(merged.decisions.launches.run_merge) << "the leaves end before the wgmma rows: the merge after";
-  EXPECT_FALSE(merged.decisions.launches.fold);
+  EXPECT_FALSE(merged.decisions.launches.folds());
 
   // Leaves of 16 rows (q_len 2, g = 8) are more than the token product holds: after, saying so.
   const Planned rows16 = plan_hydragen(make_shape(1024, 2, 8, 1, 128, DType::bf16), tree, hydragen("form=wide:leaves=inside"), kH100);
@@ -153,7 +153,7 @@ TEST(PartMerge, AutoKeepsTheMergeKernelWhereClustersWouldNotAllFitOrTheQueriesHa
   EXPECT_EQ(inside.decisions.build.wide_cluster, 2) << explain(inside.decisions.log);
   ASSERT_EQ(inside.schedule.cluster_leaf_items.size(), 65u);
   for (int c = 0; c <= 64; ++c) EXPECT_EQ(inside.schedule.cluster_leaf_items[c], 16 * c) << "16 sequences' leaves per pair";
-  EXPECT_TRUE(inside.decisions.launches.fold);
+  EXPECT_TRUE(inside.decisions.launches.folds());
   EXPECT_FALSE(inside.decisions.launches.run_merge);
   // Six query heads: 128-row blocks cut sequences in two, so a leaf's queries fall in two pairs and the
   // built schedule cannot fold them: auto rebuilds with rows per part and says why.

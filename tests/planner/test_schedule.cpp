@@ -754,7 +754,7 @@ TEST(NarrowProduct, TokensForWarpKernelItemsOfAtMostFourRowsThatDoNotFold) {
   const AttentionShape mha5 = make_shape(1024, 1, 5, 5, 128, DType::bf16);
   const Planned decoder = plan_hydragen(mha5, SharingTree::prefix_suffix(1024, std::vector<int>(1024, 64)), hydragen(), kH100);
   ASSERT_EQ(decoder.decisions.narrow_kernel, ItemKernel::item_warps);
-  ASSERT_FALSE(decoder.decisions.launches.fold);
+  ASSERT_FALSE(decoder.decisions.launches.folds());
   EXPECT_EQ(decoder.decisions.launches.narrow_product, NarrowProduct::tokens) << "one-row leaves chained after the wgmma launch";
   const Planned beside = plan_hydragen(mha5, SharingTree::prefix_suffix(4096, std::vector<int>(1024, 32)), hydragen(), kH100);
   ASSERT_EQ(beside.decisions.narrow_kernel, ItemKernel::sm_item_warps);
@@ -763,7 +763,7 @@ TEST(NarrowProduct, TokensForWarpKernelItemsOfAtMostFourRowsThatDoNotFold) {
   const AttentionShape mqa1024 = make_shape(1024, 1, 8, 1, 128, DType::bf16);
   const SharingTree mqa_beside = SharingTree::prefix_suffix(2048, std::vector<int>(1024, 256));
   const Planned eight = plan_hydragen(mqa1024, mqa_beside, hydragen(), kH100);
-  ASSERT_FALSE(eight.decisions.launches.fold);
+  ASSERT_FALSE(eight.decisions.launches.folds());
   ASSERT_EQ(eight.decisions.narrow_kernel, ItemKernel::sm_item_warps);
   EXPECT_EQ(eight.decisions.launches.narrow_product, NarrowProduct::rows);
   EXPECT_EQ(plan_hydragen(mqa1024, mqa_beside, hydragen("narrow_product=tokens"), kH100).decisions.launches.narrow_product,
@@ -772,7 +772,7 @@ TEST(NarrowProduct, TokensForWarpKernelItemsOfAtMostFourRowsThatDoNotFold) {
   const SharingTree folds = SharingTree::prefix_suffix(2048, std::vector<int>(256, 64));
   const AttentionShape mqa = make_shape(256, 1, 8, 1, 128, DType::bf16);
   const Planned folded = plan_hydragen(mqa, folds, hydragen(), kH100);
-  ASSERT_TRUE(folded.decisions.launches.fold);
+  ASSERT_TRUE(folded.decisions.launches.folds());
   EXPECT_EQ(folded.decisions.launches.narrow_product, NarrowProduct::rows);
   EXPECT_EQ(plan_hydragen(mqa, folds, hydragen("narrow_product=tokens"), kH100).decisions.launches.narrow_product,
             NarrowProduct::tokens);
@@ -1119,7 +1119,7 @@ TEST(SegmentSchedule, ClustersTakeTheLeavesOfTheirOwnQueriesWhenTheyFoldThem) {
         }
       }
     }
-    EXPECT_EQ(p.decisions.launches.fold, s.cluster_rows_fold(kFoldRounds)) << label;
+    EXPECT_EQ(p.decisions.launches.folds(), s.cluster_rows_fold(kFoldRounds)) << label;
   }
 }
 
@@ -1276,7 +1276,7 @@ TEST(HydragenPlan, FoldsFiveToEightPrefixPartsOnlyInTokenWarpsLongFold) {
   ASSERT_EQ(p.decisions.narrow_kernel, ItemKernel::token_warps);
   EXPECT_GT(p.schedule.max_partials() - 1, kFoldRounds) << "more wide rows a query than the short fold takes";
   EXPECT_LE(p.schedule.max_partials() - 1, kLongFoldRounds);
-  EXPECT_TRUE(p.decisions.launches.fold);
+  EXPECT_TRUE(p.decisions.launches.folds());
   EXPECT_EQ(p.decisions.launches.fold_rounds, kLongFoldRounds);
   EXPECT_EQ(fold_rounds(p.schedule, ItemKernel::token_warps), kLongFoldRounds);
   EXPECT_EQ(fold_rounds(p.schedule, ItemKernel::item_warps), 0);

@@ -48,8 +48,6 @@ struct BuildChoices {
 struct LaunchChoices {
   int narrow_workers = 0, wide_workers = 0;  // of each launch: one per item, or fewer persistent ones
   NarrowProduct narrow_product = NarrowProduct::rows;  // the warp kernels' product layout (rule narrow_product)
-  bool fold = false;                         // the narrow launch does the merge (MergeParams::fold_wide_rows); leaves
-                                             // inside a cluster launch: its combine folds their rows
   int fold_rounds = 0;                       // the most rows a folding leaf's lane folds, 0 where none does (rule
                                              // fold_leaves; MergeParams::fold_rounds)
   bool run_merge = false;                    // some query needs the merge kernel
@@ -58,6 +56,9 @@ struct LaunchChoices {
   int wide_tile_tokens = kWgmmaTileTokens[0];  // the wgmma kernel's K/V tile (rule wide_tile)
   bool chain_leaves = false;                 // the leaves as the wide launch's dependent launch (rule chain_leaves)
   bool leaf_evict_first = false;             // the narrow items' K/V copies evicted from L2 first (rule leaf_evict_first)
+  // The narrow launch does the merge (MergeParams::fold_wide_rows); leaves inside a cluster launch: its
+  // combine folds their rows.
+  bool folds() const { return fold_rounds > 0; }
 };
 
 struct PlanDecisions {

@@ -62,13 +62,12 @@ void decide_launches(const AttentionShape& shape, const BlockCensus& census, con
   }
   l.fold_rounds = log(fold_leaves(s, d.wide_kernel, d.narrow_kernel, l.narrow_workers, d.leaf_sms, d.device, inside,
                                   d.build.wide_cluster));
-  l.fold = l.fold_rounds > 0;
   if (!s.narrow_items.empty()) {  // leaves inside fold nothing themselves: their clusters do
-    l.narrow_product = log(narrow_product(o.narrow_product, d.narrow_kernel, l.fold && !inside, s, inside));
+    l.narrow_product = log(narrow_product(o.narrow_product, d.narrow_kernel, l.folds() && !inside, s, inside));
   }
-  l.chain_leaves = log(chain_leaves(o.leaf_launch, s, d.wide_kernel, l.fold, d.leaf_sms, d.device, inside));
+  l.chain_leaves = log(chain_leaves(o.leaf_launch, s, d.wide_kernel, l.folds(), d.leaf_sms, d.device, inside));
   l.leaf_evict_first = log(leaf_evict_first(o.leaf_l2, census, s));
-  l.run_merge = log(run_merge(s, l.fold));
+  l.run_merge = log(run_merge(s, l.folds()));
   l.overlap_merge = log(overlap_merge(o.merge_launch, s, d.wide_kernel, d.narrow_kernel, l, d.device, inside));
   if (l.run_merge) l.merge_warps = log(merge_warps(s));
   d.recipe = log(launch_recipe(s, l, d.leaf_sms, inside));

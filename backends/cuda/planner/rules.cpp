@@ -667,13 +667,13 @@ Ruled<LaunchRecipe> launch_recipe(const Schedule& s, const LaunchChoices& launch
   const bool narrow = !s.narrow_items.empty(), wide = !s.wide_items.empty(), gemm = !s.gemm_chunks.empty();
   Inputs in;
   in("narrow_items", s.narrow_items.size())("wide_items", s.wide_items.size())("gemm_chunks", s.gemm_chunks.size())(
-      "fold", yes_no(launches.fold))("leaf_sms", leaf_sms)("chain_leaves", yes_no(launches.chain_leaves));
+      "fold", yes_no(launches.folds()))("leaf_sms", leaf_sms)("chain_leaves", yes_no(launches.chain_leaves));
   LaunchRecipe r = LaunchRecipe::one_launch;
   if (gemm) {
     r = LaunchRecipe::gemm_side_by_side;
   } else if (inside) {
     r = LaunchRecipe::leaves_inside;
-  } else if (launches.fold) {
+  } else if (launches.folds()) {
     r = LaunchRecipe::folded_leaves;
   } else if (narrow && wide && launches.chain_leaves) {
     r = LaunchRecipe::chained_leaves;

@@ -144,8 +144,9 @@ inline constexpr int kMergeRound = 32;
 
 // A leaf row that does its query's merge (MergeParams::fold_wide_rows) loads and folds the wide
 // launch's rows of its query one after another, and a lane of the rows product in a narrow item of
-// more than 8 rows holds two rows: at most this many such rounds per lane. Beyond, the merge kernel, a warp per query
-// all loads at once, was faster (four rows for each of two rows, 1.12x slower; kernel-notes: leaf-fold).
+// more than 8 rows holds two rows: at most this many such rounds per lane. Beyond, the merge kernel,
+// a warp per query all loads at once, was faster (four rows for each of two rows, 1.12x slower;
+// kernel-notes: leaf-fold).
 inline constexpr int kFoldRounds = 4;
 // token_warps' leaves (a row a lane) also come in a kernel whose fold takes up to this many rows, for
 // queries whose prefix is split in 5-8 parts: beside kFoldRounds' kernels, not instead of them, whose

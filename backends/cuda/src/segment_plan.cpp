@@ -117,7 +117,7 @@ class SegmentPlan final : public CudaPlan {
     l.narrow = l.wide = p;
     l.narrow.items = narrow_.data();
     l.narrow.num_items = static_cast<int>(narrow_.size());
-    l.narrow.merge.fold_wide_rows = decisions_.launches.fold;
+    l.narrow.merge.fold_wide_rows = decisions_.launches.folds();
     l.narrow.merge.fold_rounds = decisions_.launches.fold_rounds;
     l.narrow.leaf_evict_first = decisions_.launches.leaf_evict_first;
     if (decisions_.recipe == LaunchRecipe::chained_leaves) l.narrow.merge.chain_count = chain_count_.data();
@@ -128,7 +128,7 @@ class SegmentPlan final : public CudaPlan {
       l.wide.leaf_items = narrow_.data();
       l.wide.num_leaf_items = static_cast<int>(narrow_.size());
       l.wide.leaf_evict_first = decisions_.launches.leaf_evict_first;  // for its leaf warps
-      if (decisions_.launches.fold) {  // the clusters fold their own leaves' rows (rule fold_leaves)
+      if (decisions_.launches.folds()) {  // the clusters fold their own leaves' rows (rule fold_leaves)
         l.wide.cluster_leaf_items = cluster_leaf_items_.data();
         l.wide.merge.fold_wide_rows = true;
       }
