@@ -27,18 +27,16 @@ __device__ __forceinline__ void cp_async_16(void* smem, const void* global, int 
 __device__ __forceinline__ void cp_async_16(void* smem, const void* global) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_address(smem)), "l"(global));
 }
-// An L2 eviction priority for the lines a copy reads (createpolicy, sm_80+): first for data read once
-// that should not push out what is read again, last for data many blocks read.
-__device__ __forceinline__ unsigned long long l2_evict_first() {
-  unsigned long long policy;
-  asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
-  return policy;
-}
-__device__ __forceinline__ unsigned long long l2_evict_normal() {
-  unsigned long long policy;
-  asm("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;\n" : "=l"(policy));
-  return policy;
-}
+// L2 eviction priorities for the lines a copy reads (the cache-hint operand, sm_80+): first for data
+// read once that should not push out what is read again, last for data many blocks read.
+// The cp.async priorities are the values `createpolicy.fractional.L2::evict_*.b64 p, 1.0` gives, which
+// a GPU test checks (tests/cuda/l2_policy_test.cu), spelled as constants so that ptxas selects them in
+// uniform registers: from createpolicy's result it copied the policy into a new uniform pair for every
+// copy, 32 R2UR of a leaf warp's 329 instructions a tile (kernel-notes: l2-policy-constants).
+inline constexpr unsigned long long kL2EvictNormal = 0x16F0000000000000ull;
+inline constexpr unsigned long long kL2EvictFirst = 0x12F0000000000000ull;
+// The TMA loads' priority stays createpolicy's: as a constant, ptxas held it in registers across the
+// wgmma kernel, and the cluster kernels' spills grew from 76 to 188 bytes.
 __device__ __forceinline__ unsigned long long l2_evict_last() {
   unsigned long long policy;
   asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\n" : "=l"(policy));

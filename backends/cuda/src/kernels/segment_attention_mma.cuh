@@ -80,7 +80,7 @@ __device__ __forceinline__ void load_kv_tile(const SegmentAttentionParams& p, co
   constexpr int KT = Tile::kTokens;
   using Copies = TileCopies<THREADS, Tile>;
   const int p0 = item.token_begin + tile * KT;
-  const unsigned long long policy = p.leaf_evict_first ? l2_evict_first() : l2_evict_normal();
+  const unsigned long long policy = p.leaf_evict_first ? kL2EvictFirst : kL2EvictNormal;
   const int first = seg.find(p0);
   if (p0 + KT <= item.token_end && p0 + KT <= seg.start[first + 1]) {
     // The common case: the whole tile lies in one segment, rows a fixed stride apart. The sources are
