@@ -2,8 +2,7 @@
 // (q, s, group) copies kColumns chunks of kRows rows, and writes each at TileCopies::destination,
 // the form of tile_offset the kernel computes from a few bases. Checked on the host for every worker
 // shape a kernel instantiates: the copies cover the tile once, each lands where tile_offset puts it,
-// a warp's pass reads whole 32-byte sectors of K and V, and tile_offset splits into a lane's part and
-// a constant part as the kernels' ldmatrix reads use it (LaneReads).
+// and a warp's pass reads whole 32-byte sectors of K and V.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -84,23 +83,6 @@ TYPED_TEST(TileCopiesOf, ReadWholeSectorsInAWarpsPass) {
         }
         for (const auto& [row, chunk] : chunks) {
           EXPECT_TRUE(chunks.count({row, chunk ^ 1})) << "warp " << warp << " reads half the sector of row " << row << ", chunk " << chunk;
-        }
-      }
-    }
-  }
-}
-
-// An offset at (an 8-row block, a 64-column block) plus a lane's (row, column) within them is the sum
-// of their offsets: the swizzle depends on the row within its 8 and the column within its 64 only. The
-// kernels' reads hold the lane's part in registers and add the rest as constants (LaneReads).
-TYPED_TEST(TileCopiesOf, SplitTileOffsetsAtEightRowsAndSixtyFourColumns) {
-  using Tile = typename TypeParam::Tile;
-  for (int row0 = 0; row0 < Tile::kTokens; row0 += 8) {
-    for (int column0 = 0; column0 < 8 * Tile::kChunks; column0 += 64) {
-      for (int r = 0; row0 + r < Tile::kTokens && r < 16; ++r) {
-        for (int c = 0; column0 + c < 8 * Tile::kChunks && c < 64; ++c) {
-          EXPECT_EQ(tile_offset<Tile>(row0 + r, column0 + c), tile_offset<Tile>(r, c) + tile_offset<Tile>(row0, column0))
-              << "row " << row0 << " + " << r << ", column " << column0 << " + " << c;
         }
       }
     }

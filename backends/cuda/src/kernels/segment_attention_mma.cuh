@@ -183,38 +183,6 @@ __device__ __forceinline__ void load_q_columns(const SegmentAttentionParams& p, 
   }
 }
 
-// A lane's ldmatrix offsets into a K or V tile, for each of the four 16-column steps of a 64-column
-// block; the rest of an address (the tile, the 8-row block, the 64-column block) the unrolled loops add
-// as constants (tile_offset splits so, tests/planner/test_tile_copies.cpp). Computed once per worker and held in
-// registers: ptxas recomputed them from the lane id at every tile, some 40 of the 329 instructions a
-// one-row leaf warp issues per 16-token tile, and the leaves' time follows their instructions
-// (kernel-notes: lane-read-offsets).
-template <typename Tile, bool TOKEN_PRODUCT>
-struct LaneReads {
-  static constexpr int kK = TOKEN_PRODUCT ? 4 : 2;  // the rows product's K reads take 32 columns at a time
-  int k[kK], v[4];
-
-  __device__ explicit LaneReads(int lane) {
-    const int m = lane / 8;  // the 8x8 matrix whose row this lane addresses
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      if constexpr (TOKEN_PRODUCT) {  // K: tokens 0-7 and 8-15, columns +0 and +8; V transposed likewise
-        k[j] = tile_offset<Tile>(lane % 8 + 8 * (m % 2), 16 * j + 8 * (m / 2));
-        v[j] = tile_offset<Tile>(lane % 8 + 8 * (m / 2), 16 * j + 8 * (m % 2));
-      } else {  // K: 8 tokens, 32 columns (two k-steps); V: 16 tokens, columns +0 and +8
-        if (j < kK) k[j] = tile_offset<Tile>(lane % 8, 32 * j + 8 * m);
-        v[j] = tile_offset<Tile>(lane % 8 + (m & 1) * 8, 16 * j + (m / 2) * 8);
-      }
-    }
-    // Opaque to ptxas from here on, so that it keeps them rather than recomputing them.
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      if (j < kK) asm volatile("" : "+r"(k[j]));
-      asm volatile("" : "+r"(v[j]));
-    }
-  }
-};
-
 // Compute step, token product: a warp's 16-token tile (its first position pos0) against its item's
 // rows: S^T = K Q^T (K as the A operand, 16 tokens x 16 columns a product), the online softmax over
 // each row's tokens, P^T turned into B fragments (movmatrix), O^T += V^T P^T (V read transposed, 16
@@ -222,16 +190,15 @@ struct LaneReads {
 // k_tile, v_tile: [16 tokens][D] in the tile's layout (tile_offset).
 template <typename T, int D, typename Tile>
 __device__ __forceinline__ void attend_tile_tokens(const unsigned (&qb)[D / 16][2], const T* k_tile, const T* v_tile,
-                                                   const LaneReads<Tile, true>& reads, int pos0, const int (&limit)[2],
-                                                   float scale_log2, bool mask, TokenRowSoftmax& softmax,
-                                                   float (&acc)[D / 4]) {
+                                                   int pos0, const int (&limit)[2], float scale_log2, bool mask,
+                                                   TokenRowSoftmax& softmax, float (&acc)[D / 4]) {
   static_assert(Tile::kTokens == 16, "the token product takes a tile's 16 tokens at once");
-  const int lane = threadIdx.x % 32, g = lane / 4;
+  const int lane = threadIdx.x % 32, g = lane / 4, m = lane / 8;  // m: the 8x8 matrix whose row this lane addresses
   float s[4] = {};
 #pragma unroll
   for (int ks = 0; ks < D / 16; ++ks) {  // A: tokens 0-7 and 8-15 of columns 16 ks.., then of 16 ks + 8..
     unsigned a[4];
-    ldmatrix_x4(a, k_tile + reads.k[ks % 4] + 64 * (ks / 4));
+    ldmatrix_x4(a, k_tile + tile_offset<Tile>(lane % 8 + 8 * (m % 2), 16 * ks + 8 * (m / 2)));
     mma_16816<T>(s, a, qb[ks][0], qb[ks][1]);
   }
   float alpha[2];
@@ -242,7 +209,7 @@ __device__ __forceinline__ void attend_tile_tokens(const unsigned (&qb)[D / 16][
 #pragma unroll
   for (int mt = 0; mt < D / 16; ++mt) {  // A = V^T: columns 16 mt.. and + 8 of tokens 0-7, then of 8-15
     unsigned a[4];
-    ldmatrix_x4_trans(a, v_tile + reads.v[mt % 4] + 64 * (mt / 4));
+    ldmatrix_x4_trans(a, v_tile + tile_offset<Tile>(lane % 8 + 8 * (m / 2), 16 * mt + 8 * (m % 2)));
     mma_16816<T>(acc + 4 * mt, a, pb0, pb1);
   }
 }
@@ -250,9 +217,8 @@ __device__ __forceinline__ void attend_tile_tokens(const unsigned (&qb)[D / 16][
 // Compute step: this warp's NT 8-token fragments of one tile (tokens tok0.. of k_tile and v_tile),
 // whose first position in the item's token list is pos0: S = Q K^T, the online softmax, O += P V.
 template <typename T, int D, typename Tile, int NT>
-__device__ __forceinline__ void attend_tile(const unsigned (&qa)[D / 16][4], const T* k_tile, const T* v_tile,
-                                            const LaneReads<Tile, false>& reads, int tok0, int pos0,
-                                            const int (&limit)[2], float scale_log2, bool mask,
+__device__ __forceinline__ void attend_tile(const unsigned (&qa)[D / 16][4], const T* k_tile, const T* v_tile, int tok0,
+                                            int pos0, const int (&limit)[2], float scale_log2, bool mask,
                                             RowPairSoftmax<NT>& softmax, float (&acc)[D / 2]) {
   static_assert(NT % 2 == 0, "P V takes the tile's tokens 16 at a time");
   const int lane = threadIdx.x % 32, t = lane % 4;
@@ -262,7 +228,7 @@ __device__ __forceinline__ void attend_tile(const unsigned (&qa)[D / 16][4], con
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt) {
       unsigned b[4];
-      ldmatrix_x4(b, k_tile + reads.k[ks / 2 % 2] + tile_offset<Tile>(tok0 + 8 * nt, 64 * (ks / 4)));
+      ldmatrix_x4(b, k_tile + tile_offset<Tile>(tok0 + 8 * nt + lane % 8, 16 * ks + 8 * (lane / 8)));
       mma_16816<T>(s + 4 * nt, qa[ks], b[0], b[1]);
       mma_16816<T>(s + 4 * nt, qa[ks + 1], b[2], b[3]);
     }
@@ -278,7 +244,7 @@ __device__ __forceinline__ void attend_tile(const unsigned (&qa)[D / 16][4], con
 #pragma unroll
     for (int np = 0; np < D / 16; ++np) {
       unsigned b[4];
-      ldmatrix_x4_trans(b, v_tile + reads.v[np % 4] + tile_offset<Tile>(tok0 + 16 * kc, 64 * (np / 4)));
+      ldmatrix_x4_trans(b, v_tile + tile_offset<Tile>(tok0 + 16 * kc + lane % 8 + (lane / 8 & 1) * 8, 16 * np + (lane / 16) * 8));
       mma_16816<T>(acc + 8 * np, pa, b[0], b[1]);
       mma_16816<T>(acc + 8 * np + 4, pa, b[2], b[3]);
     }
@@ -352,7 +318,6 @@ __device__ __forceinline__ void run_mma_worker(const SegmentAttentionParams& p, 
   const int g = lane / 4, t = lane % 4;
   const int row_warp = warp / TOKEN_WARPS, token_warp = warp % TOKEN_WARPS;
   const int tok0 = token_warp * (KT / TOKEN_WARPS);  // this warp's first token within a tile
-  const LaneReads<Tile, kTokenProduct> reads(lane);
   auto load_tile = [&](const WorkItem& item, int slot, int tile, int stage) {
     load_kv_tile<T, D, Tile, THREADS>(p, item, segs[slot], tile, thread, &smem.kv[stage][0][0][0], &smem.kv[stage][1][0][0]);
   };
@@ -426,11 +391,11 @@ __device__ __forceinline__ void run_mma_worker(const SegmentAttentionParams& p, 
       const int pos0 = item.token_begin + it * KT + tok0;
       const bool mask = pos0 + KT / TOKEN_WARPS > min(rows.limit[0], rows.limit[1]);
       if constexpr (kTokenProduct) {
-        attend_tile_tokens<T, D, Tile>(qa, &smem.kv[stage][0][0][0], &smem.kv[stage][1][0][0], reads, pos0,
-                                       rows.limit, p.scale_log2, mask, softmax, acc);
+        attend_tile_tokens<T, D, Tile>(qa, &smem.kv[stage][0][0][0], &smem.kv[stage][1][0][0], pos0, rows.limit,
+                                       p.scale_log2, mask, softmax, acc);
       } else {
-        attend_tile<T, D, Tile, NT>(qa, &smem.kv[stage][0][0][0], &smem.kv[stage][1][0][0], reads, tok0, pos0,
-                                    rows.limit, p.scale_log2, mask, softmax, acc);
+        attend_tile<T, D, Tile, NT>(qa, &smem.kv[stage][0][0][0], &smem.kv[stage][1][0][0], tok0, pos0, rows.limit,
+                                    p.scale_log2, mask, softmax, acc);
       }
       sync();  // the next copies into this stage come after every warp is done with it
       stage ^= 1;
