@@ -92,7 +92,8 @@ __device__ __forceinline__ unsigned phase_of(int u) { return (u / kWgmmaStages) 
 
 // One K or V tile of KT tokens from `p0`, [D / 64][KT][128 B]: a TMA box of 64 columns x 64 tokens at
 // a time, completing on `full`, its lines kept in L2 last: the row blocks and parts of a shared segment
-// read the same tiles, while leaves stream beside them (kernel-notes: l2-priorities).
+// read the same tiles, while leaves stream beside them (kernel-notes: l2-priorities). Each block loads
+// its own: shared by a cluster's two blocks, they ran slower (kernel-notes: kv-tiles-per-block).
 template <int D, int KT>
 __device__ __forceinline__ void load_kv_tile_boxes(unsigned tile, const void* map, int kv_head, int p0, unsigned full) {
   const unsigned long long keep = l2_evict_last();
