@@ -2,7 +2,8 @@
 // section 5's rules at the sizes of section 6): the headline point B = 1024, P = 16384, S = 64 (bf16,
 // Hq = 8, Hkv = 1, D = 128), two large MHA cases (one with enough leaves for persistent workers), a
 // large causal q_len = 4 case with ragged suffixes, two on half a wave of wgmma blocks, one on a
-// part per row block and one with the leaves beside persistent wgmma blocks.
+// part per row block and one with the leaves beside persistent wgmma blocks, and two whose scores spread
+// 30x (the wgmma kernel's softmax paths).
 // Each case's problem and reference are computed once and shared by its backends: cuda-naive,
 // cuda-flash with shared and with redundant storage (1024 copies of a 16448-token path: 8.6 GB on
 // the GPU), cuda-hydragen (also with narrow_kernel=token_warps, the narrow kernel its auto rule leaves out for
@@ -33,6 +34,7 @@ struct LargeCase {
   int prefix;
   std::vector<int> suffixes;  // one per sequence
   std::uint64_t seed;
+  double q_scale = 1.0;  // make_problem's: the scores' spread
 
   SharingTree tree() const { return SharingTree::prefix_suffix(prefix, suffixes); }
   AttentionShape shape() const {
@@ -76,6 +78,12 @@ const std::vector<LargeCase>& large_cases() {
       // The same shard at P = 4096 with 32-token leaves: the leaves on SMs of their own beside persistent
       // wgmma blocks (rule leaf_layout), as their dependent launch (rule chain_leaves), then the merge.
       {"beside_B1024_P4096_S32_mha_h5_d128", 1, 5, 5, 128, 4096, std::vector<int>(1024, 32), 4096},
+      // Scores spread 30x: rows' maxima still move by more than 2^8 after the first tile, so the wgmma
+      // kernel's 192-token tiles take both softmax paths, the exps against the running max and the
+      // exps after the tile's max (kernel-notes: exps-before-max): on whole row blocks, and on a row
+      // block's two parts as a cluster.
+      {"moving_max_B2048_P8192_S0_mqa_hq8_d128", 1, 8, 1, 128, 8192, std::vector<int>(2048, 0), 2048, 30.0},
+      {"moving_max_pairs_B1024_P8192_S0_mqa_hq8_d128", 1, 8, 1, 128, 8192, std::vector<int>(1024, 0), 1024, 30.0},
   };
   return cases;
 }
@@ -92,7 +100,7 @@ const Expected& expected(std::size_t case_index) {
   if (!slot) {
     const LargeCase& c = large_cases()[case_index];
     const auto start = std::chrono::steady_clock::now();
-    Problem problem = make_problem(c.shape(), c.tree(), c.seed);
+    Problem problem = make_problem(c.shape(), c.tree(), c.seed, c.q_scale);
     Results reference = run_backend(backend("reference"), with_dtype(problem, DType::fp64));
     const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
     std::cout << "[ reference] " << c.name << ": problem and fp64 reference in " << took.count() << " s\n";

@@ -117,6 +117,49 @@ struct RowPairSoftmax : RowPairState<1, 1, 2> {  // [4j + 2r + e] is row r's; a 
       l[r] = fmaf(l[r], alpha[r], sum[r][0]);
     }
   }
+
+  // The tile's probabilities against the running maxima as they stand, as P's A fragments (`pa`, of
+  // probabilities_as_a) and into the row sums, where no row's max over the tile passes its running max
+  // by more than kDrift (log2 units): the exps then need not wait for the tile's max, which is taken
+  // beside them, and no probability exceeds 2^kDrift. Returns false where some row's does, leaving the
+  // state as it was and `pa` overwritten: the caller then runs update and probabilities_as_a. Call on
+  // all lanes, on a tile without masking after a first one (running maxima finite).
+  static constexpr float kDrift = 8.f;
+  template <typename T>
+  __device__ __forceinline__ bool update_within_drift(const float (&s)[4 * NS], float scale_log2, unsigned (&pa)[NS / 2][4],
+                                                      float (&alpha)[2]) {
+    constexpr int kChains = NS >= 4 ? 4 : NS;
+    float mx[2][kChains], sum[2][kChains] = {};
+#pragma unroll
+    for (int j = 0; j < NS; ++j) {
+      float x[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        float& chain = mx[i / 2][j % kChains];
+        chain = j < kChains && i % 2 == 0 ? s[4 * j + i] : fmaxf(chain, s[4 * j + i]);
+        x[i] = exp2_approx(fmaf(s[4 * j + i], scale_log2, -m[i / 2]));
+        sum[i / 2][j % kChains] += x[i];
+      }
+      pa[j / 2][2 * (j % 2)] = pack2<T>(x[0], x[1]);
+      pa[j / 2][2 * (j % 2) + 1] = pack2<T>(x[2], x[3]);
+    }
+    bool moved = false;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+#pragma unroll
+      for (int c = 1; c < kChains; ++c) mx[r][0] = fmaxf(mx[r][0], mx[r][c]);
+      moved |= mx[r][0] * scale_log2 > m[r] + kDrift;
+    }
+    if (__any_sync(0xffffffffu, moved)) return false;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+#pragma unroll
+      for (int c = 1; c < kChains; ++c) sum[r][0] += sum[r][c];
+      l[r] += sum[r][0];
+      alpha[r] = 1.f;
+    }
+    return true;
+  }
 };
 
 // The online softmax of the token product's scores (NarrowProduct::tokens): S^T = K Q^T over a tile of

@@ -13,7 +13,8 @@
 //            matrix products of the other. O is rescaled for tile i - 1's max between the two issues,
 //            while S_i runs. ptxas places the wait for P_{i-1} V_{i-1} above S_i's softmax; the exps
 //            forced ahead of it, to overlap the warpgroup's own product too, ran slower
-//            (kernel-notes: softmax-after-pv-wait). K stages are released when S is done, V stages
+//            (kernel-notes: softmax-after-pv-wait). With 192-token tiles at D = 128 the exps do not wait
+//            for the tile's max (kernel-notes: exps-before-max). K stages are released when S is done, V stages
 //            when the product that read them is, so each stage is refilled as early as possible.
 //   store    store_direct_rows through the Q tile where the warp's rows are their queries' only ones,
 //            else row_output.cuh; with CLUSTER (a row block's parts as one cluster, rule part_merge)
@@ -209,13 +210,17 @@ __device__ __forceinline__ void consume_kv_tiles(WgmmaSharedStorage<D, KT>& smem
     }
     if (has_s || wg == 0) consumer_arrive(turn_of(1 - wg));  // the other's turn
 
+    // With 192-token tiles at D = 128, after the first tile: the exps against the running max, the
+    // tile's max beside them, where no row's max moves far (kernel-notes: exps-before-max); else in order.
+    constexpr bool kExpsFirst = has_pv && KT > 128 && D == 128;
+    const int p0 = item.token_begin + i * KT;
+    const bool mask = p0 + KT > min(limit[0], limit[1]);
     if constexpr (has_s) {
       wgmma_wait<has_pv ? 1 : 0>();
       wgmma_hold(s);
       __syncwarp();
       if (lane == 0) mbarrier_arrive(smem_address(&smem.empty_k[ks]));
-      const int p0 = item.token_begin + i * KT;
-      softmax.update(s, p0 + 2 * t, limit, scale_log2, p0 + KT > min(limit[0], limit[1]), alpha);
+      if constexpr (!kExpsFirst) softmax.update(s, p0 + 2 * t, limit, scale_log2, mask, alpha);
     }
     if constexpr (has_pv) {
       wgmma_wait<0>();
@@ -225,8 +230,15 @@ __device__ __forceinline__ void consume_kv_tiles(WgmmaSharedStorage<D, KT>& smem
       if (lane == 0) mbarrier_arrive(smem_address(&smem.empty_v[vs]));
     }
     if constexpr (has_s) {
+      bool in_order = true;
+      if constexpr (kExpsFirst) {
+        in_order = !(__all_sync(0xffffffffu, !mask) && softmax.template update_within_drift<T>(s, scale_log2, pa, alpha));
+        if (in_order) softmax.update(s, p0 + 2 * t, limit, scale_log2, mask, alpha);
+      }
+      if (in_order) {
 #pragma unroll
-      for (int kc = 0; kc < KT / 16; ++kc) probabilities_as_a<T, KT / 8>(s, kc, pa[kc]);
+        for (int kc = 0; kc < KT / 16; ++kc) probabilities_as_a<T, KT / 8>(s, kc, pa[kc]);
+      }
     }
   };
   using yes = std::true_type;
