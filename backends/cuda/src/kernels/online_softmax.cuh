@@ -54,6 +54,15 @@ struct RowPairState {
   }
 };
 
+// The mma.sync A fragment of 16 tokens (probabilities of fragments 2k and 2k + 1) as 16-bit pairs.
+template <typename T, int NS>
+__device__ __forceinline__ void probabilities_as_a(const float (&s)[4 * NS], int k, unsigned (&a)[4]) {
+  a[0] = pack2<T>(s[8 * k + 0], s[8 * k + 1]);
+  a[1] = pack2<T>(s[8 * k + 2], s[8 * k + 3]);
+  a[2] = pack2<T>(s[8 * k + 4], s[8 * k + 5]);
+  a[3] = pack2<T>(s[8 * k + 6], s[8 * k + 7]);
+}
+
 template <int NS>  // 8-token fragments of a score tile
 struct RowPairSoftmax : RowPairState<1, 1, 2> {  // [4j + 2r + e] is row r's; a row's 4 lanes
 
@@ -131,17 +140,17 @@ struct RowPairSoftmax : RowPairState<1, 1, 2> {  // [4j + 2r + e] is row r's; a 
     constexpr int kChains = NS >= 4 ? 4 : NS;
     float mx[2][kChains], sum[2][kChains] = {};
 #pragma unroll
-    for (int j = 0; j < NS; ++j) {
-      float x[4];
+    for (int k = 0; k < NS / 2; ++k) {
+      float x[8];  // fragments 2k and 2k + 1: one A fragment's values
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        float& chain = mx[i / 2][j % kChains];
-        chain = j < kChains && i % 2 == 0 ? s[4 * j + i] : fmaxf(chain, s[4 * j + i]);
-        x[i] = exp2_approx(fmaf(s[4 * j + i], scale_log2, -m[i / 2]));
-        sum[i / 2][j % kChains] += x[i];
+      for (int i = 0; i < 8; ++i) {
+        const int j = 2 * k + i / 4, e = i % 4;
+        float& chain = mx[e / 2][j % kChains];
+        chain = j < kChains && e % 2 == 0 ? s[4 * j + e] : fmaxf(chain, s[4 * j + e]);
+        x[i] = exp2_approx(fmaf(s[4 * j + e], scale_log2, -m[e / 2]));
+        sum[e / 2][j % kChains] += x[i];
       }
-      pa[j / 2][2 * (j % 2)] = pack2<T>(x[0], x[1]);
-      pa[j / 2][2 * (j % 2) + 1] = pack2<T>(x[2], x[3]);
+      probabilities_as_a<T, 2>(x, 0, pa[k]);
     }
     bool moved = false;
 #pragma unroll
@@ -186,14 +195,5 @@ struct TokenRowSoftmax : RowPairState<0, 4, 8, 16> {  // O^T's [4j + 2e + r] is 
     for (int r = 0; r < 2; ++r) l[r] = fmaf(l[r], alpha[r], s[r] + s[r + 2]);
   }
 };
-
-// The mma.sync A fragment of 16 tokens (probabilities of fragments 2k and 2k + 1) as 16-bit pairs.
-template <typename T, int NS>
-__device__ __forceinline__ void probabilities_as_a(const float (&s)[4 * NS], int k, unsigned (&a)[4]) {
-  a[0] = pack2<T>(s[8 * k + 0], s[8 * k + 1]);
-  a[1] = pack2<T>(s[8 * k + 2], s[8 * k + 3]);
-  a[2] = pack2<T>(s[8 * k + 4], s[8 * k + 5]);
-  a[3] = pack2<T>(s[8 * k + 6], s[8 * k + 7]);
-}
 
 }  // namespace hydragen::cuda

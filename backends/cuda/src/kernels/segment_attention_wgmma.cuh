@@ -230,12 +230,9 @@ __device__ __forceinline__ void consume_kv_tiles(WgmmaSharedStorage<D, KT>& smem
       if (lane == 0) mbarrier_arrive(smem_address(&smem.empty_v[vs]));
     }
     if constexpr (has_s) {
-      bool in_order = true;
-      if constexpr (kExpsFirst) {
-        in_order = !(__all_sync(0xffffffffu, !mask) && softmax.template update_within_drift<T>(s, scale_log2, pa, alpha));
-        if (in_order) softmax.update(s, p0 + 2 * t, limit, scale_log2, mask, alpha);
-      }
-      if (in_order) {
+      if (!(kExpsFirst && __all_sync(0xffffffffu, !mask) &&
+            softmax.template update_within_drift<T>(s, scale_log2, pa, alpha))) {
+        if constexpr (kExpsFirst) softmax.update(s, p0 + 2 * t, limit, scale_log2, mask, alpha);
 #pragma unroll
         for (int kc = 0; kc < KT / 16; ++kc) probabilities_as_a<T, KT / 8>(s, kc, pa[kc]);
       }
