@@ -48,7 +48,7 @@ Placed placement_at(const Point& p, const std::string& leaves, const TreeSpec& l
   const BuildChoices after{kWgmmaRows, narrow_split(c, resident_blocks(ItemKernel::token_warps, device), device).choice,
                            wide_target_blocks(ItemKernel::wgmma, &c, shape, device_and_rates(device).choice, device).choice, 0, 0};
   placed.layout =
-      leaf_layout(leaves, "auto", "auto", true, ItemKernel::wgmma, shape, c, item_lengths(c, after), device_and_rates(device).choice, device).choice;
+      leaf_layout(leaves, "auto", "auto", "auto", true, ItemKernel::wgmma, shape, c, item_lengths(c, after), device_and_rates(device).choice, device).choice;
   EXPECT_EQ(placed.layout.beside, placed.plan.decisions.leaf_sms > 0) << "the rule again decides as the plan did";
   return placed;
 }
@@ -220,6 +220,42 @@ TEST(LeafPlacement, ForcedTakesTheBestBesideLayout) {
     EXPECT_GT(l.layout.beside_ns, 0);
     expect_runs(l.plan);
   }
+}
+
+// The knobs for measuring beside: leaf_sms and wide_parts fix those, the model fits the rest to them.
+TEST(LeafPlacement, BesideTakesTheLeafSmsAndPartsAskedFor) {
+  const AttentionShape shape = make_shape(1024, 1, 5, 5, 128, DType::bf16);  // the decoder's MHA layer: 40 row blocks
+  const SharingTree tree = SharingTree::prefix_suffix(16256, std::vector<int>(1024, 64));
+  auto planned = [&](const std::string& options) {
+    return plan_hydragen(shape, tree, resolve_options("cuda-hydragen", hydragen_options(), PlanOptions::parse(options)), kH100);
+  };
+  const Planned sms = planned("leaves=beside:leaf_sms=24");
+  EXPECT_EQ(sms.decisions.leaf_sms, 24);
+  expect_runs(sms);
+  const Planned parts = planned("leaves=beside:wide_parts=4");
+  EXPECT_GT(parts.decisions.leaf_sms, 0);
+  EXPECT_EQ(parts.schedule.wide_items.size(), 40u * 4) << "four parts of each row block";
+  expect_runs(parts);
+  const Planned both = planned("leaves=beside:wide_parts=8:leaf_sms=32");
+  EXPECT_EQ(both.decisions.leaf_sms, 32);
+  EXPECT_EQ(both.schedule.wide_items.size(), 40u * 8);
+  expect_runs(both);
+}
+
+TEST(LeafPlacement, RefusesBesideKnobsWithoutBesideOrWhereNothingFits) {
+  const AttentionShape shape = make_shape(1024, 1, 5, 5, 128, DType::bf16);
+  const SharingTree tree = SharingTree::prefix_suffix(16256, std::vector<int>(1024, 64));
+  auto refused = [&](const std::string& options, const std::string& says) {
+    try {
+      plan_hydragen(shape, tree, resolve_options("cuda-hydragen", hydragen_options(), PlanOptions::parse(options)), kH100);
+      ADD_FAILURE() << options << ": no exception";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  };
+  refused("leaf_sms=16", "needs leaves=beside");
+  refused("leaves=after:leaf_sms=16", "needs leaves=beside");
+  refused("leaves=beside:wide_parts=32:leaf_sms=96", "no beside layout of the 40 row blocks fits 132 SMs");
 }
 
 TEST(LeafPlacement, HasNothingToPlaceWithoutLeavesOrAWgmmaLaunch) {

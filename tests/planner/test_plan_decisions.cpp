@@ -80,13 +80,16 @@ TEST(PlanDecisions, ExplainListsEachRuleByNameWithItsInputs) {
   EXPECT_NE(text.find("leaves_option=beside"), std::string::npos) << "the rule's inputs:\n" << text;
 }
 
-TEST(PlanDecisions, WidePartsKeepTheLeavesAfterAndSaysSo) {
+TEST(PlanDecisions, WidePartsKeepTheLeavesAfterOrFixBesidesParts) {
   const AttentionShape shape = make_shape(1024, 1, 8, 1, 128, DType::bf16);
   const SharingTree tree = SharingTree::prefix_suffix(2048, std::vector<int>(1024, 320));
   const std::string text = explain(plan_hydragen(shape, tree, hydragen("wide_parts=2"), kH100).decisions.log);
   EXPECT_NE(text.find("leaf_layout: after -- wide_parts=2 fixes the wide launch's parts"), std::string::npos) << text;
   EXPECT_NE(text.find("leaves_option=auto wide_parts=2"), std::string::npos) << "the option the user left, as left:\n" << text;
-  EXPECT_THROW(plan_hydragen(shape, tree, hydragen("wide_parts=2:leaves=beside"), kH100), std::invalid_argument);
+  // With leaves=beside the parts are the beside layout's (a knob for measuring it), the leaf SMs the model's.
+  const Planned beside = plan_hydragen(shape, tree, hydragen("wide_parts=2:leaves=beside"), kH100);
+  EXPECT_GT(beside.decisions.leaf_sms, 0);
+  EXPECT_EQ(beside.schedule.wide_items.size(), 64u * 2) << "64 row blocks of two parts";
 }
 
 TEST(PlanDecisions, LeavesInsideRunInTheWgmmaBlocksOrSayWhyNot) {

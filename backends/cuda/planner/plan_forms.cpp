@@ -50,13 +50,19 @@ std::vector<PlanOption> hydragen_options() {
           {"wide_parts",
            {"auto", "1", "2", "4", "8", "16", "32"},
            "cut each wide row block into this many parts by tokens (fewer where a part would be under 256 tokens), "
-           "whatever the waves, and keep the leaves after; auto: rule wide_target_blocks"},
+           "whatever the waves, and keep the leaves after (with leaves=beside: the beside layout's parts); auto: rule "
+           "wide_target_blocks"},
           {"leaves",
            {"auto", "after", "beside", "inside"},
            "where a wgmma launch and leaves both run: after, the leaves on the SMs the wgmma launch frees; beside, the "
            "shared segments' parts on fewer persistent wgmma blocks and the leaves, a warp each, on the other SMs from "
            "the start; inside, the leaves in three warps of every wgmma block (leaves of at most 8 rows; 128-token "
            "tiles), the merge after; auto: beside where rule leaf_layout's cost model predicts it faster"},
+          {"leaf_sms",
+           {"auto", "8", "16", "24", "32", "40", "48", "64", "96"},
+           "with leaves=beside only: the leaves on this many SMs, the wgmma launch's parts and persistent blocks as the "
+           "cost model fits them to the rest (with wide_parts: those parts); a knob for measuring the layout; auto: as "
+           "rule leaf_layout sizes it"},
           {"part_merge",
            {"auto", "kernel", "cluster"},
            "where a wgmma launch's split row blocks combine their parts: kernel, each part writes fp32 rows that the "

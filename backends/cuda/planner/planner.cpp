@@ -114,7 +114,7 @@ void plan_cut(const AttentionShape& shape, const std::vector<Group>& groups, Cut
                           : wide_parts_target(parts, static_cast<long long>(chosen.census.wide_block_tokens.size())));
   const ItemLengths after = item_lengths(chosen.census, d.build);
   const LeafLayout layout =
-      log(leaf_layout(options.at("leaves"), parts, options.at("narrow_kernel"),
+      log(leaf_layout(options.at("leaves"), parts, options.at("narrow_kernel"), options.at("leaf_sms"),
                       options.at("wide_tile") != "192" && options.at("narrow_product") != "rows", d.wide_kernel, shape,
                       chosen.census, after, d.rates, d.device));
   if (layout.beside) {

@@ -209,12 +209,15 @@ Ruled<bool> one_narrow_launch(LaunchRecipe wide_recipe, int wide_fold_rounds, co
 }
 
 Ruled<LeafLayout> leaf_layout(const std::string& option, const std::string& wide_parts, const std::string& narrow_option,
-                              bool inside_allowed,
+                              const std::string& leaf_sms_option, bool inside_allowed,
                               ItemKernel wide_kernel, const AttentionShape& shape, const BlockCensus& census,
                               const ItemLengths& after, const std::optional<DeviceRates>& rates, const DeviceLimits& device) {
   LeafLayout best;
   Inputs in;
   const long long leaf_tokens = total_tokens(after.narrow);
+  if (leaf_sms_option != "auto" && option != "beside") {
+    throw std::invalid_argument("cuda-hydragen: leaf_sms=" + leaf_sms_option + " sizes the beside layout: it needs leaves=beside");
+  }
   in("leaves_option", option)("wide_parts", wide_parts)("leaf_rows", shape.q_len * (shape.q_heads / shape.kv_heads))("row_blocks", census.wide_block_tokens.size())("leaf_items", after.narrow.size())(
       "leaf_tokens", leaf_tokens)("sms", device.sms);
   int most = 0;  // rows of the largest narrow block
@@ -269,10 +272,7 @@ Ruled<LeafLayout> leaf_layout(const std::string& option, const std::string& wide
     inside.inside = true;
     return ruled(inside, "leaf_layout", "inside", in, "leaves=inside: a warp per leaf in three warps of every wgmma block");
   }
-  if (wide_parts != "auto") {
-    if (option == "beside") {
-      throw std::invalid_argument("cuda-hydragen: wide_parts=" + wide_parts + " and leaves=beside both set the wide launch's parts");
-    }
+  if (wide_parts != "auto" && option != "beside") {
     return ruled(best, "leaf_layout", "after", in, "wide_parts=" + wide_parts + " fixes the wide launch's parts: the leaves after");
   }
   if (option == "after") return ruled(best, "leaf_layout", "after", in, "leaves=after");
@@ -316,19 +316,34 @@ Ruled<LeafLayout> leaf_layout(const std::string& option, const std::string& wide
   // Beside: p parts per row block, dealt m to each of W persistent wgmma blocks; the leaves on as
   // many of the other SMs as stream them within the wgmma launch's time (more slowed the wgmma
   // blocks' L2 reads); the whole bounded by both launches' DRAM reads.
+  // leaves=beside with wide_parts=N or leaf_sms=N: the model's best layout of those parts or leaf SMs.
+  const int fixed_parts = wide_parts == "auto" ? 0 : std::stoi(wide_parts);
+  const int fixed_leaf_sms = leaf_sms_option == "auto" ? 0 : std::stoi(leaf_sms_option);
+  if (fixed_leaf_sms >= device.sms) {
+    throw std::invalid_argument("cuda-hydragen: leaf_sms=" + leaf_sms_option + " leaves no SM of the " + std::to_string(device.sms) +
+                                " for the wgmma launch");
+  }
   int best_parts = 0;
-  for (int parts = 1; parts <= kMaxSplits && row_blocks * parts <= kMaxPartsPerWorker * device.sms; ++parts) {
+  double best_score = 0;
+  for (int parts = std::max(1, fixed_parts); parts <= (fixed_parts > 0 ? fixed_parts : kMaxSplits) &&
+                                              row_blocks * parts <= kMaxPartsPerWorker * device.sms;
+       ++parts) {
     const WideCut cut = wide_cut(census, row_blocks * parts);  // what the schedule cuts for that target
     const long long n = cut.blocks;
     const double part_ns = wgmma_ns(cut.longest, shape, r);
     for (long long m = std::max<long long>(1, (n + device.sms - 2) / (device.sms - 1)); m <= kMaxPartsPerWorker; ++m) {
       const long long workers = (n + m - 1) / m;
+      if (fixed_leaf_sms > 0 && workers > device.sms - fixed_leaf_sms) continue;
       const double prefix_ns = static_cast<double>(m) * part_ns + static_cast<double>(m - 1) * r.part_switch_ns;
       const double needed = std::ceil(leaf_bytes / (prefix_ns * r.leaf_sm_bytes_per_ns));
-      const int leaf_sms = std::max(1, static_cast<int>(std::min(needed, static_cast<double>(device.sms - workers))));
+      const int leaf_sms =
+          fixed_leaf_sms > 0 ? fixed_leaf_sms : std::max(1, static_cast<int>(std::min(needed, static_cast<double>(device.sms - workers))));
       const double leaves_ns = leaf_bytes / std::min(leaf_sms * r.leaf_sm_bytes_per_ns, r.beside_leaf_dram_share * dram);
       const double ns = std::max({prefix_ns, leaves_ns, (shared_bytes + leaf_bytes) / dram}) + r.merge_ns + r.fixed_ns;
-      if (best.beside_ns == 0 || ns < best.beside_ns) {
+      // Fixed leaf SMs fix the leaves' time: the wgmma launch as short as it goes beside them.
+      const double score = fixed_leaf_sms > 0 ? prefix_ns : ns;
+      if (best.beside_ns == 0 || score < best_score) {
+        best_score = score;
         best.beside_ns = ns;
         best.leaf_sms = leaf_sms;
         best_parts = parts;
@@ -337,6 +352,12 @@ Ruled<LeafLayout> leaf_layout(const std::string& option, const std::string& wide
     }
   }
   const bool forced = option == "beside";
+  if (forced && best.beside_ns == 0 && (fixed_parts > 0 || fixed_leaf_sms > 0)) {
+    throw std::invalid_argument("cuda-hydragen: leaves=beside with wide_parts=" + wide_parts + " and leaf_sms=" + leaf_sms_option +
+                                ": no beside layout of the " + std::to_string(row_blocks) + " row blocks fits " +
+                                std::to_string(device.sms) + " SMs (at most " + std::to_string(kMaxPartsPerWorker) +
+                                " parts a wgmma block)");
+  }
   best.beside = best.beside_ns > 0 &&
                 (forced || (measured_leaves && !short_one_row_leaves && best.beside_ns < r.beside_margin * best.after_ns));
   best.wide_target_blocks = row_blocks * best_parts;

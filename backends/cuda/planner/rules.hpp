@@ -128,10 +128,11 @@ struct LeafLayout {
   double after_ns = 0, beside_ns = 0;  // the model's times; 0 where not predicted
 };
 // Only for a wgmma launch beside leaves under narrow_kernel=auto and wide_parts=auto (another narrow kernel,
-// or parts the user fixed, keep them after, or are an error with leaves=beside, which sizes the parts
-// itself). `shared_kv_tokens`: the wide blocks' distinct (segment, KV head) tokens, read once from DRAM.
+// or parts the user fixed, keep them after). With leaves=beside, `wide_parts` and `leaf_sms_option` (a
+// number or auto) fix the beside layout's parts per row block and leaf SMs, the model choosing the rest: knobs
+// for measuring the layout; an error where nothing fits them, or leaf_sms without leaves=beside.
 Ruled<LeafLayout> leaf_layout(const std::string& option, const std::string& wide_parts, const std::string& narrow_option,
-                              bool inside_allowed,
+                              const std::string& leaf_sms_option, bool inside_allowed,
                               ItemKernel wide, const AttentionShape& shape, const BlockCensus& census,
                               const ItemLengths& after, const std::optional<DeviceRates>& rates, const DeviceLimits& device);
 
