@@ -80,6 +80,19 @@ TEST(PlanDecisions, ExplainListsEachRuleByNameWithItsInputs) {
   EXPECT_NE(text.find("leaves_option=beside"), std::string::npos) << "the rule's inputs:\n" << text;
 }
 
+// Rule wide_tile: the 192-token tile where every wgmma item has at least kWideTileLongTokens tokens.
+TEST(PlanDecisions, TakesThe192TokenTileWhereEveryWgmmaItemIsLong) {
+  auto tile = [](int batch, int prefix, int suffix) {
+    const SharingTree tree = SharingTree::prefix_suffix(prefix, std::vector<int>(batch, suffix));
+    return plan_hydragen(make_shape(batch, 1, 8, 1, 128, DType::bf16), tree, hydragen(""), kH100).decisions.launches.wide_tile_tokens;
+  };
+  EXPECT_EQ(tile(4096, 3500, 0), 192) << "256 row blocks, an item of 3500 tokens each";
+  EXPECT_EQ(tile(4096, 3072, 0), 192) << "at the bound";
+  EXPECT_EQ(tile(4096, 2816, 0), 128) << "under it";
+  EXPECT_EQ(tile(1024, 3500, 64), 128) << "64 row blocks cut in two: items of 1750 tokens";
+  EXPECT_EQ(tile(4096, 16384, 0), 192);
+}
+
 TEST(PlanDecisions, WidePartsKeepTheLeavesAfterOrFixBesidesParts) {
   const AttentionShape shape = make_shape(1024, 1, 8, 1, 128, DType::bf16);
   const SharingTree tree = SharingTree::prefix_suffix(2048, std::vector<int>(1024, 320));

@@ -63,8 +63,10 @@ inline constexpr double kInsideLeafTileShare = 0.25;
 // 0.33-0.58 inside ran 0.82x-1.01x of after, at 0.67 0.91x-1.10x, and over trees (row blocks of two
 // lengths) 1.02x-1.04x (perf-notes v41).
 inline constexpr double kInsideFullLeafTileShare = 0.6;
-// wide_tile: the 192-token tile where every wgmma item has at least this many tokens.
-inline constexpr long long kWideTileLongTokens = 4096;
+// wide_tile: the 192-token tile where every wgmma item has at least this many tokens (on the H200 since
+// v52's softmax, at one item per row block: 0.946x-0.988x of 128 over 3072-4000 tokens, 0.97x-1.02x at
+// 2304-2816 by the last tile's waste, 1.014x at 2048; perf-notes v53).
+inline constexpr long long kWideTileLongTokens = 3072;
 // gemm_chunks: the most scores (KV heads x rows x tokens) of one cuBLAS chunk: 256 MiB of fp32
 // scores and their probabilities beside them.
 inline constexpr long long kMaxChunkScores = 1LL << 26;
