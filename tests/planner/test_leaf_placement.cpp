@@ -222,32 +222,32 @@ TEST(LeafPlacement, ForcedTakesTheBestBesideLayout) {
   }
 }
 
+// The decoder's MHA layer (B 1024, 5 heads, P 16256, S 64: 40 row blocks) planned on the H100 with `options`.
+Planned decoder_layer_plan(const std::string& options) {
+  const SharingTree tree = SharingTree::prefix_suffix(16256, std::vector<int>(1024, 64));
+  return plan_hydragen(make_shape(1024, 1, 5, 5, 128, DType::bf16), tree,
+                       resolve_options("cuda-hydragen", hydragen_options(), PlanOptions::parse(options)), kH100);
+}
+
 // The knobs for measuring beside: leaf_sms and wide_parts fix those, the model fits the rest to them.
 TEST(LeafPlacement, BesideTakesTheLeafSmsAndPartsAskedFor) {
-  const AttentionShape shape = make_shape(1024, 1, 5, 5, 128, DType::bf16);  // the decoder's MHA layer: 40 row blocks
-  const SharingTree tree = SharingTree::prefix_suffix(16256, std::vector<int>(1024, 64));
-  auto planned = [&](const std::string& options) {
-    return plan_hydragen(shape, tree, resolve_options("cuda-hydragen", hydragen_options(), PlanOptions::parse(options)), kH100);
-  };
-  const Planned sms = planned("leaves=beside:leaf_sms=24");
+  const Planned sms = decoder_layer_plan("leaves=beside:leaf_sms=24");
   EXPECT_EQ(sms.decisions.leaf_sms, 24);
   expect_runs(sms);
-  const Planned parts = planned("leaves=beside:wide_parts=4");
+  const Planned parts = decoder_layer_plan("leaves=beside:wide_parts=4");
   EXPECT_GT(parts.decisions.leaf_sms, 0);
   EXPECT_EQ(parts.schedule.wide_items.size(), 40u * 4) << "four parts of each row block";
   expect_runs(parts);
-  const Planned both = planned("leaves=beside:wide_parts=8:leaf_sms=32");
+  const Planned both = decoder_layer_plan("leaves=beside:wide_parts=8:leaf_sms=32");
   EXPECT_EQ(both.decisions.leaf_sms, 32);
   EXPECT_EQ(both.schedule.wide_items.size(), 40u * 8);
   expect_runs(both);
 }
 
 TEST(LeafPlacement, RefusesBesideKnobsWithoutBesideOrWhereNothingFits) {
-  const AttentionShape shape = make_shape(1024, 1, 5, 5, 128, DType::bf16);
-  const SharingTree tree = SharingTree::prefix_suffix(16256, std::vector<int>(1024, 64));
-  auto refused = [&](const std::string& options, const std::string& says) {
+  auto refused = [](const std::string& options, const std::string& says) {
     try {
-      plan_hydragen(shape, tree, resolve_options("cuda-hydragen", hydragen_options(), PlanOptions::parse(options)), kH100);
+      decoder_layer_plan(options);
       ADD_FAILURE() << options << ": no exception";
     } catch (const std::invalid_argument& e) {
       EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
