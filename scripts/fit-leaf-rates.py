@@ -73,7 +73,7 @@ def rates_file(base_text, values, directory):
         if f[1] in values:
             f[2] = str(values[f[1]])
         if f[1] == "beside_margin":
-            f[2] = "1"
+            f[2], f[3] = "1", "ratio"  # older files call the margin a share
         seen.add(f[1])
         out.append(",".join(f))
     missing = set(values) - seen

@@ -75,7 +75,7 @@ TEST(DeviceRates, ACalibrationFileRoundTripsThroughTheTablesColumns) {
   const std::string csv = device_rates_csv("Imaginary GPU", calibrated(), "hydragen-bench --calibrate 2026-11-26");
   EXPECT_THAT(csv, HasSubstr("Imaginary GPU,merge,5000,ns,the merge kernel after a launch that filled the GPU,"
                              "hydragen-bench --calibrate 2026-11-26\n"));
-  EXPECT_THAT(csv, HasSubstr(",beside_margin,1,share,"));
+  EXPECT_THAT(csv, HasSubstr(",beside_margin,1,ratio,"));
   EXPECT_THAT(csv, HasSubstr(",not measured: no margin (the model's prediction alone)\n"));
   EXPECT_THAT(csv, HasSubstr(",partials_share,1,share,"));
   const std::optional<DeviceRates> back = device_rates_in(csv, "Imaginary GPU", "rates.csv");
@@ -118,18 +118,54 @@ TEST(DeviceRates, AMalformedFileIsNamedWithWhatIsWrong) {
               ThrowsMessage<std::invalid_argument>(HasSubstr("merge is in ns, not 'us'")));
   EXPECT_THAT([&] { device_rates_in(header + "x,merge,-1,ns,the merge,today\n", "x", "rates.csv"); },
               ThrowsMessage<std::invalid_argument>(HasSubstr("'-1' is out of range for ns")));
-  // The margin's row, as every rate's: missing, not a number, outside (0, 1], twice.
+  // The margin's row, as every rate's: missing, not a number, outside (0, 2] (a ratio to the model's
+  // prediction, which may lie either side of 1), another unit, twice.
   EXPECT_THAT([] { device_rates_in(with_margin_row(""), "x", "rates.csv"); },
               ThrowsMessage<std::invalid_argument>(HasSubstr("rates.csv: x has no beside_margin")));
-  EXPECT_THAT([] { device_rates_in(with_margin_row("x,beside_margin,0.97x,share,the margin,today"), "x", "rates.csv"); },
+  EXPECT_THAT([] { device_rates_in(with_margin_row("x,beside_margin,0.97x,ratio,the margin,today"), "x", "rates.csv"); },
               ThrowsMessage<std::invalid_argument>(HasSubstr("'0.97x' is not a number in row 'x,beside_margin,0.97x")));
-  EXPECT_THAT([] { device_rates_in(with_margin_row("x,beside_margin,1.5,share,the margin,today"), "x", "rates.csv"); },
+  EXPECT_EQ(device_rates_in(with_margin_row("x,beside_margin,1.03,ratio,the margin,today"), "x", "rates.csv")->beside_margin, 1.03);
+  EXPECT_THAT([] { device_rates_in(with_margin_row("x,beside_margin,2.5,ratio,the margin,today"), "x", "rates.csv"); },
+              ThrowsMessage<std::invalid_argument>(HasSubstr("'2.5' is out of range for ratio")));
+  EXPECT_THAT([] { device_rates_in(with_margin_row("x,beside_margin,0,ratio,the margin,today"), "x", "rates.csv"); },
+              ThrowsMessage<std::invalid_argument>(HasSubstr("'0' is out of range for ratio")));
+  EXPECT_THAT([] { device_rates_in(with_margin_row("x,beside_margin,0.97,share,the margin,today"), "x", "rates.csv"); },
+              ThrowsMessage<std::invalid_argument>(HasSubstr("beside_margin is in ratio, not 'share'")));
+  // A share stays within (0, 1].
+  EXPECT_THAT([&] { device_rates_in(header + "x,partials_share,1.5,share,the share,today\n", "x", "rates.csv"); },
               ThrowsMessage<std::invalid_argument>(HasSubstr("'1.5' is out of range for share")));
-  EXPECT_THAT([] { device_rates_in(with_margin_row("x,beside_margin,0,share,the margin,today"), "x", "rates.csv"); },
-              ThrowsMessage<std::invalid_argument>(HasSubstr("'0' is out of range for share")));
-  const std::string twice = with_margin_row("x,beside_margin,0.9,share,the margin,today") + "x,beside_margin,0.95,share,again,today\n";
+  const std::string twice = with_margin_row("x,beside_margin,0.9,ratio,the margin,today") + "x,beside_margin,0.95,ratio,again,today\n";
   EXPECT_THAT([&] { device_rates_in(twice, "x", "rates.csv"); },
               ThrowsMessage<std::invalid_argument>(HasSubstr("x's beside_margin named twice")));
+}
+
+// $HYDRAGEN_RATES: unset, the table first; "file", a calibration's rows even where the table names the
+// GPU (to plan with a candidate row without a build); "measure", measured even so; nothing else.
+TEST(DeviceRates, HydragenRatesNamesWhereAPlansRatesComeFrom) {
+  EXPECT_EQ(rates_source(nullptr), RatesSource::table_first);
+  EXPECT_EQ(rates_source(""), RatesSource::table_first);
+  EXPECT_EQ(rates_source("file"), RatesSource::file);
+  EXPECT_EQ(rates_source("measure"), RatesSource::measure);
+  EXPECT_THAT([] { rates_source("table"); },
+              ThrowsMessage<std::invalid_argument>(HasSubstr("HYDRAGEN_RATES='table': unset (the built-in table")));
+}
+
+TEST(DeviceRates, AFileAskedForMustExistAndNameTheGpu) {
+  const std::string csv = device_rates_csv(kH100, calibrated(), "today");
+  // Asked for: the file's rates, not the table's, for a GPU the table names.
+  const std::optional<DeviceRates> file = calibrated_rates(RatesSource::file, csv, kH100, "cand.csv");
+  ASSERT_TRUE(file.has_value());
+  EXPECT_EQ(file->wgmma_sm_flops_per_ns, 1000);
+  EXPECT_THAT(file->source, HasSubstr("cand.csv: NVIDIA H100 80GB HBM3"));
+  EXPECT_THAT([] { calibrated_rates(RatesSource::file, std::nullopt, kH100, "cand.csv"); },
+              ThrowsMessage<std::invalid_argument>(HasSubstr("HYDRAGEN_RATES=file: there is no calibration file 'cand.csv'")));
+  EXPECT_THAT([&] { calibrated_rates(RatesSource::file, csv, "NVIDIA H200", "cand.csv"); },
+              ThrowsMessage<std::invalid_argument>(HasSubstr("'cand.csv' has no row for 'NVIDIA H200'")));
+  // Not asked for (the table has no row): a missing file or row means measure.
+  EXPECT_FALSE(calibrated_rates(RatesSource::table_first, std::nullopt, "Imaginary GPU", "cache.csv").has_value());
+  EXPECT_FALSE(calibrated_rates(RatesSource::table_first, csv, "Imaginary GPU", "cache.csv").has_value());
+  EXPECT_THAT([] { calibrated_rates(RatesSource::table_first, std::string("device,rate\n"), "Imaginary GPU", "cache.csv"); },
+              ThrowsMessage<std::invalid_argument>(HasSubstr("cache.csv: the header is not")));
 }
 
 TEST(DeviceRates, TheDeviceRuleUsesTheRatesADeviceCarriesElseTheTablesElseNone) {

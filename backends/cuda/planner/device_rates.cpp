@@ -16,6 +16,8 @@ extern const char* const kDeviceRatesCsv;
 namespace {
 
 const char* const kHeader = "device,rate,value,unit,what,measured";
+// A model off by more than twice its prediction needs its form mended, not a margin.
+constexpr double kMaxRatio = 2;
 
 // Each rate: its column name, its field, its unit and what it is (the table's `what`); for a number
 // no calibration measures, the value it takes instead and the label saying so.
@@ -35,7 +37,7 @@ const RateColumn kRates[] = {
     {"merge", &DeviceRates::merge_ns, "ns", "the merge kernel after a launch that filled the GPU"},
     {"part_switch", &DeviceRates::part_switch_ns, "ns", "a persistent wgmma block's move to its next part"},
     {"fixed", &DeviceRates::fixed_ns, "ns", "a leaf layout's launches and pipeline fills and last tail"},
-    {"beside_margin", &DeviceRates::beside_margin, "share", "leaf_layout takes beside where predicted at most this share of after", 1,
+    {"beside_margin", &DeviceRates::beside_margin, "ratio", "leaf_layout takes beside where predicted at most this ratio to after", 1,
      "not measured: no margin (the model's prediction alone)"},
     {"partials_share", &DeviceRates::partials_share, "share", "of the K/V DRAM rate what fp32 partials and their merge move at",
      kRateFreePartialsShare, "not measured: the K/V DRAM rate (rate-free)"},
@@ -48,10 +50,11 @@ const RateColumn* column(const std::string& name) {
   return nullptr;
 }
 
-// A share is in (0, 1]; a time at least 0 (a calibration clamps a cost it cannot see to 0); a rate
-// positive.
+// A share is in (0, 1]; a ratio (a margin for a model's bias) in (0, kMaxRatio]; a time at least 0 (a
+// calibration clamps a cost it cannot see to 0); a rate positive.
 bool in_range(const RateColumn& c, double value) {
   if (std::string(c.unit) == "share") return value > 0 && value <= 1;
+  if (std::string(c.unit) == "ratio") return value > 0 && value <= kMaxRatio;
   if (std::string(c.unit) == "ns") return value >= 0 && std::isfinite(value);
   return value > 0 && std::isfinite(value);
 }
@@ -114,6 +117,30 @@ std::optional<DeviceRates> device_rates(const std::string& device) {
   } catch (const std::invalid_argument& e) {
     throw std::logic_error(std::string("the compiled-in table: ") + e.what());
   }
+}
+
+RatesSource rates_source(const char* value) {
+  const std::string v = value != nullptr ? value : "";
+  if (v.empty()) return RatesSource::table_first;
+  if (v == "file") return RatesSource::file;
+  if (v == "measure") return RatesSource::measure;
+  throw std::invalid_argument("HYDRAGEN_RATES='" + v +
+                              "': unset (the built-in table, else a calibration file, else measured), 'file' (the calibration "
+                              "file even where the table names the GPU) or 'measure' (measured even so)");
+}
+
+std::optional<DeviceRates> calibrated_rates(RatesSource source, const std::optional<std::string>& text, const std::string& device,
+                                            const std::string& file) {
+  if (source == RatesSource::measure) throw std::logic_error("calibrated_rates: measured rates come from no file");
+  const bool asked = source == RatesSource::file;
+  if (!text) {
+    if (!asked) return std::nullopt;
+    throw std::invalid_argument("HYDRAGEN_RATES=file: there is no calibration file '" + file +
+                                "' (hydragen-bench --calibrate writes one; $HYDRAGEN_RATES_FILE names another)");
+  }
+  std::optional<DeviceRates> rates = device_rates_in(*text, device, file);
+  if (!rates && asked) throw std::invalid_argument("HYDRAGEN_RATES=file: '" + file + "' has no row for '" + device + "'");
+  return rates;
 }
 
 DeviceRates unmeasured_rates() {

@@ -222,10 +222,9 @@ std::optional<DeviceRates> resolve_device_rates(const DeviceLimits& device) {
   static std::map<std::string, std::optional<DeviceRates>> resolved;  // by device name
   const std::lock_guard<std::mutex> lock(mutex);
   if (const auto it = resolved.find(device.name); it != resolved.end()) return it->second;
-  const char* mode = std::getenv("HYDRAGEN_RATES");
-  const bool measure = mode != nullptr && std::string(mode) == "measure";
-  std::optional<DeviceRates> rates = measure ? std::nullopt : device_rates(device.name);
-  if (!rates && !measure) {
+  const RatesSource source = rates_source(std::getenv("HYDRAGEN_RATES"));
+  std::optional<DeviceRates> rates = source == RatesSource::table_first ? device_rates(device.name) : std::nullopt;
+  if (!rates && source != RatesSource::measure) {
     const std::string file = calibration_file();
     std::optional<std::string> text;
     try {
@@ -233,7 +232,7 @@ std::optional<DeviceRates> resolve_device_rates(const DeviceLimits& device) {
     } catch (const std::invalid_argument& e) {
       throw std::invalid_argument("the calibration file '" + file + "' " + e.what());
     }
-    if (text) rates = device_rates_in(*text, device.name, file);
+    rates = calibrated_rates(source, text, device.name, file);
   }
   if (!rates && device.wgmma) rates = measure_device_rates();
   resolved[device.name] = rates;

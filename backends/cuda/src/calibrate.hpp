@@ -14,7 +14,8 @@ DeviceRates measure_device_rates();
 
 // The rates for plans on `device` (the current one): device-rates.csv's row for its name; else a
 // calibration file's (calibration_file()) row; else, for a wgmma device, measured at first use and
-// kept for the process; else none. HYDRAGEN_RATES=measure measures even where the table has a row.
+// kept for the process; else none. HYDRAGEN_RATES=file takes the calibration file's row even where
+// the table has one (an error where it has none), HYDRAGEN_RATES=measure measures even so.
 // Asked once per device per process.
 std::optional<DeviceRates> resolve_device_rates(const DeviceLimits& device);
 
