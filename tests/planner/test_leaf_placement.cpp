@@ -222,6 +222,19 @@ TEST(LeafPlacement, ForcedTakesTheBestBesideLayout) {
   }
 }
 
+TEST(LeafPlacement, StreamsFewLeavesBesideAtTheirWarpsRate) {
+  // 64 leaves, a warp each: however many leaf SMs they get, they stream at most as fast as 64 /
+  // kLeafWarpsFillingAnSm SMs (on the H200, 20 leaf SMs for these ran 1.40x after, perf-notes v54).
+  const Point p{64, 16384, 256, 8, 1, 128, "64 leaves of 256 tokens"};
+  const Placed l = placement_at(p, "beside");
+  SCOPED_TRACE(describe(p, l.layout));
+  EXPECT_GT(l.plan.decisions.leaf_sms, 64 / kLeafWarpsFillingAnSm) << "more SMs than the leaves fill";
+  const DeviceRates r = device_rates(kH100.name).value();
+  const double leaf_bytes = 64.0 * 256 * (2 * 128 * 2);  // a token's K and V rows of 128 bf16, one KV head
+  EXPECT_GE(l.layout.beside_ns, leaf_bytes / (64 / kLeafWarpsFillingAnSm * r.leaf_sm_bytes_per_ns) + r.merge_ns + r.fixed_ns);
+  EXPECT_FALSE(placement_at(p, "auto").layout.beside);
+}
+
 // The decoder's MHA layer (B 1024, 5 heads, P 16256, S 64: 40 row blocks) planned on the H100 with `options`.
 Planned decoder_layer_plan(const std::string& options) {
   const SharingTree tree = SharingTree::prefix_suffix(16256, std::vector<int>(1024, 64));

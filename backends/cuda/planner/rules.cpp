@@ -315,7 +315,8 @@ Ruled<LeafLayout> leaf_layout(const std::string& option, const std::string& wide
                   r.fixed_ns;
   // Beside: p parts per row block, dealt m to each of W persistent wgmma blocks; the leaves on as
   // many of the other SMs as stream them within the wgmma launch's time (more slowed the wgmma
-  // blocks' L2 reads); the whole bounded by both launches' DRAM reads.
+  // blocks' L2 reads); the whole bounded by both launches' DRAM reads. A leaf is one warp's: leaves
+  // fewer than kLeafWarpsFillingAnSm a leaf SM stream at their warps' rate, not their SMs'.
   // leaves=beside with wide_parts=N or leaf_sms=N: the model's best layout of those parts or leaf SMs.
   const int fixed_parts = wide_parts == "auto" ? 0 : std::stoi(wide_parts);
   const int fixed_leaf_sms = leaf_sms_option == "auto" ? 0 : std::stoi(leaf_sms_option);
@@ -323,6 +324,7 @@ Ruled<LeafLayout> leaf_layout(const std::string& option, const std::string& wide
     throw std::invalid_argument("cuda-hydragen: leaf_sms=" + leaf_sms_option + " leaves no SM of the " + std::to_string(device.sms) +
                                 " for the wgmma launch");
   }
+  const double leaves_rate_cap = leaf_items * r.leaf_sm_bytes_per_ns / kLeafWarpsFillingAnSm;
   int best_parts = 0;
   double best_score = 0;
   for (int parts = std::max(1, fixed_parts); parts <= (fixed_parts > 0 ? fixed_parts : kMaxSplits) &&
@@ -338,7 +340,7 @@ Ruled<LeafLayout> leaf_layout(const std::string& option, const std::string& wide
       const double needed = std::ceil(leaf_bytes / (prefix_ns * r.leaf_sm_bytes_per_ns));
       const int leaf_sms =
           fixed_leaf_sms > 0 ? fixed_leaf_sms : std::max(1, static_cast<int>(std::min(needed, static_cast<double>(device.sms - workers))));
-      const double leaves_ns = leaf_bytes / std::min(leaf_sms * r.leaf_sm_bytes_per_ns, r.beside_leaf_dram_share * dram);
+      const double leaves_ns = leaf_bytes / std::min({leaf_sms * r.leaf_sm_bytes_per_ns, leaves_rate_cap, r.beside_leaf_dram_share * dram});
       const double ns = std::max({prefix_ns, leaves_ns, (shared_bytes + leaf_bytes) / dram}) + r.merge_ns + r.fixed_ns;
       // Fixed leaf SMs fix the leaves' time: the wgmma launch as short as it goes beside them.
       const double score = fixed_leaf_sms > 0 ? prefix_ns : ns;

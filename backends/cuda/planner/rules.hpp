@@ -53,6 +53,10 @@ inline constexpr double kBesideMaxLeafTokens = 512;
 // the model misses the per-item cost (docs/planner-rules.md: leaf_layout, measured 2026-11-26).
 inline constexpr double kBesideMinOneRowLeafTokens = 32;
 inline constexpr int kMaxPartsPerWorker = 8;
+// ... the leaves beside streaming at most as fast as this many of them to a leaf SM (an SM's rate needs
+// about half its twelve warps: 64 leaves on 20 leaf SMs ran beside 1.40x after, 256 on 36 as fast as
+// the SMs' rate predicts: perf-notes v54)
+inline constexpr double kLeafWarpsFillingAnSm = 6;
 // ... inside (leaves=auto): where the leaves' 16-token tiles per leaf warp of a wave of wgmma blocks are
 // at most this share of the wgmma launch's 128-token tiles per SM (measured wins at 0.16-0.17, losses
 // from 0.66: perf-notes v37), and a wave's parts longer than kHalfWaveLeafPartTokens (at 248 and 496
