@@ -6,8 +6,9 @@ without timing every preset (a whole-preset A/B of two builds runs past the devi
 Compares two versions of the planner's golden table (tests/planner/plan_decisions.golden: one line per
 backend, point and device). By default the table at --base (a git revision, HEAD) against the working
 tree's, rewritten with HYDRAGEN_WRITE_GOLDEN=1; or two files. Prints one hydragen-sweep argument line per
-group of points (the same B and head layout: its P and S values, a superset where the group's points do
-not fill the product), then the harness cases whose plans moved (no sweep point; test_backends runs them).
+group of points (the same B and head layout: its P and S values; a line per P where the group's points do
+not fill the product, so that no point is timed that did not move), then the harness cases whose plans
+moved (no sweep point; test_backends runs them).
 
     scripts/changed-points.py [--base REV] [--backend cuda-hydragen] [--device H100]
     scripts/changed-points.py OLD.golden NEW.golden
@@ -41,18 +42,22 @@ def decisions(text, backend, device):
 
 
 def sweep_lines(points):
-    """hydragen-sweep arguments covering `points` (matches of POINT), grouped by B and head layout."""
-    groups = collections.defaultdict(lambda: (set(), set()))
+    """hydragen-sweep arguments for exactly `points` (matches of POINT), grouped by B and head layout: one
+    line where a group's (P, S) fill their product, else a line per P."""
+    groups = collections.defaultdict(set)
     for m in points:
         key = (int(m["B"]), m["dtype"], int(m["q"]), int(m["Hq"]), int(m["Hkv"]), int(m["D"]), m["tree"])
-        groups[key][0].add(int(m["P"]))
-        groups[key][1].add(int(m["S"]))
+        groups[key].add((int(m["P"]), int(m["S"])))
+    join = lambda values: ",".join(str(v) for v in sorted(values))  # noqa: E731
     lines = []
-    for (B, dtype, q, hq, hkv, d, tree), (ps, ss) in sorted(groups.items()):
-        join = lambda values: ",".join(str(v) for v in sorted(values))  # noqa: E731
-        line = (f"--dtype {dtype} --batch {B} --prefix {join(ps)} --suffix {join(ss)} --q-len {q} "
-                f"--q-heads {hq} --kv-heads {hkv} --head-dim {d}")
-        lines.append(line + ("" if tree == "prefix" else f" --tree {tree}"))
+    for (B, dtype, q, hq, hkv, d, tree), ps_ss in sorted(groups.items()):
+        ps = {p for p, _ in ps_ss}
+        ss = {s for _, s in ps_ss}
+        cuts = [(ps, ss)] if len(ps_ss) == len(ps) * len(ss) else [({p}, {s for q_p, s in ps_ss if q_p == p}) for p in sorted(ps)]
+        for cut_ps, cut_ss in cuts:
+            line = (f"--dtype {dtype} --batch {B} --prefix {join(cut_ps)} --suffix {join(cut_ss)} --q-len {q} "
+                    f"--q-heads {hq} --kv-heads {hkv} --head-dim {d}")
+            lines.append(line + ("" if tree == "prefix" else f" --tree {tree}"))
     return lines
 
 

@@ -51,6 +51,17 @@ def main(script):
         "# also: harness gqa8 bf16 shared",
     ]
     assert lines == expected, "\n".join(lines)
+    # Points that do not fill their group's P x S: a line per P, none timed that did not move; and
+    # ones that do: one line.
+    partial = NEW.replace("B256 P4096 S0 q1 Hq8 Hkv1 D128 prefix | H100 => workers=128/0", "B256 P4096 S0 q1 Hq8 Hkv1 D128 prefix | H100 => workers=64/0")
+    r = run(script, OLD, partial)
+    assert r.stdout.splitlines()[3:5] == [
+        "--dtype bf16 --batch 256 --prefix 2048 --suffix 64 --q-len 1 --q-heads 8 --kv-heads 1 --head-dim 128",
+        "--dtype bf16 --batch 256 --prefix 4096 --suffix 0 --q-len 1 --q-heads 8 --kv-heads 1 --head-dim 128"], r.stdout
+    full = NEW.replace("B256 P8192 S64 q1 Hq8 Hkv1 D128 prefix | H100 => workers=128/256 fold=1", "B256 P8192 S64 q1 Hq8 Hkv1 D128 prefix | H100 => workers=64/256 fold=1")
+    r = run(script, OLD, full)
+    assert r.stdout.splitlines()[3] == \
+        "--dtype bf16 --batch 256 --prefix 2048,8192 --suffix 64 --q-len 1 --q-heads 8 --kv-heads 1 --head-dim 128", r.stdout
     # Another backend and device: cuda-flash's one moved line.
     r = run(script, OLD, NEW, "--backend", "cuda-flash")
     assert r.stdout.splitlines()[:2] == ["# 1 points of cuda-flash on H100 change plans (grid 1)",
