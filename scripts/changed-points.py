@@ -53,7 +53,7 @@ def sweep_lines(points):
     for (B, dtype, q, hq, hkv, d, tree), ps_ss in sorted(groups.items()):
         ps = {p for p, _ in ps_ss}
         ss = {s for _, s in ps_ss}
-        cuts = [(ps, ss)] if len(ps_ss) == len(ps) * len(ss) else [({p}, {s for q_p, s in ps_ss if q_p == p}) for p in sorted(ps)]
+        cuts = [(ps, ss)] if len(ps_ss) == len(ps) * len(ss) else [({p}, {s for prefix, s in ps_ss if prefix == p}) for p in sorted(ps)]
         for cut_ps, cut_ss in cuts:
             line = (f"--dtype {dtype} --batch {B} --prefix {join(cut_ps)} --suffix {join(cut_ss)} --q-len {q} "
                     f"--q-heads {hq} --kv-heads {hkv} --head-dim {d}")
