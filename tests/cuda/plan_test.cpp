@@ -275,9 +275,47 @@ TEST_F(LeavesOnTheirOwnSms, AreRefusedBesideAnotherLeafKernel) {
               ::testing::ThrowsMessage<std::invalid_argument>(HasSubstr("narrow_kernel=token_warps")));
 }
 
+class MeasuredChoice : public DeviceTest {};
+
+// cuda-hydragen:tune=measure times the planner's candidates when it plans and keeps the fastest: its
+// decisions end with rule tune naming the kept plan and each candidate's median; a later plan of the
+// same problem reuses the choice, timing nothing, and its workspace is the kept plan's alone.
+TEST_F(MeasuredChoice, TimesTheCandidatesKeepsOneAndRemembersIt) {
+  const AttentionBackend& b = backend("cuda-hydragen");
+  const AttentionShape shape = make_shape(192, 1, 8, 1, 128, DType::bf16);
+  const SharingTree tree = SharingTree::prefix_suffix(3000, std::vector<int>(192, 48));
+  const PlanOptions options = PlanOptions::parse("tune=measure");
+  const std::size_t measuring_bytes = b.workspace_bytes(shape, tree, options);
+  const auto first = b.plan(shape, tree, options);
+  const PlanDecision tune = first->decisions().back();
+  ASSERT_EQ(tune.rule, "tune") << explain(first->decisions());
+  EXPECT_THAT(tune.choice, ::testing::EndsWith(" (measured)"));
+  EXPECT_THAT(tune.reason, HasSubstr("graph medians model "));
+  EXPECT_THAT(tune.reason, HasSubstr("form=narrow "));
+  EXPECT_THAT(tune.reason, ::testing::Not(HasSubstr("earlier plan")));
+
+  const std::size_t kept_bytes = b.workspace_bytes(shape, tree, options);
+  EXPECT_LT(kept_bytes, measuring_bytes) << "no scratch tensors, no flush buffer, no other candidates";
+  const auto second = b.plan(shape, tree, options);
+  EXPECT_EQ(second->decisions().back().choice, tune.choice);
+  EXPECT_THAT(second->decisions().back().reason, HasSubstr("measured by an earlier plan of this problem"));
+  // The remembered choice runs the same plan: the same bits (the harness checks every problem it covers
+  // against the reference under this option).
+  const StagedProblem staged(b.memory(), make_problem(shape, tree, 91), Storage::shared);
+  std::vector<Results> results;
+  for (const auto* plan : {&first, &second}) {
+    staged.poison_outputs();
+    (*plan)->run(staged.inputs(), staged.outputs());
+    results.push_back(staged.fetch());
+  }
+  EXPECT_EQ(results[0].o, results[1].o);
+  EXPECT_EQ(results[0].lse, results[1].lse);
+}
+
 INSTANTIATE_TEST_SUITE_P(AllCudaBackends, CudaPlan,
                          ::testing::Values("cuda-naive", "cuda-flash", "cuda-hydragen", "cuda-hydragen:form=wide",
-                                           "cuda-hydragen:form=wide:leaves=beside", "cuda-hydragen-cublas"),
+                                           "cuda-hydragen:form=wide:leaves=beside", "cuda-hydragen:tune=measure",
+                                           "cuda-hydragen-cublas"),
                          [](const ::testing::TestParamInfo<std::string>& param) {
                            std::string name = param.param;
                            for (char& c : name) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';

@@ -74,6 +74,7 @@ std::string decided(const Planned& p) {
   if (l.folds() && l.fold_rounds != kFoldRounds) out += " fold_rounds=" + std::to_string(l.fold_rounds);
   if (d.build.wide_cluster > 1) out += " cluster=" + std::to_string(d.build.wide_cluster);
   if (l.leaf_evict_first) out += " leaf_evict_first";
+  if (!d.log.empty() && d.log.back().rule == "tune") out += " tune=" + d.log.back().inputs;  // the plans a GPU would time
   return out;
 }
 

@@ -210,5 +210,73 @@ TEST(PartMerge, ClusterFallsBackToTheMergeKernelAndSaysWhy) {
   EXPECT_EQ(beside.decisions.build.wide_cluster, 1) << explain(beside.decisions.log);
 }
 
+// tune=measure: the plans a GPU times, the model's first, each other one a distinct plan of options
+// the caller left to auto.
+TEST(TuneCandidates, AreTheModelsPlanThenEachDistinctPlanOfTheAutoOptions) {
+  const AttentionShape shape = make_shape(256, 1, 8, 1, 128, DType::bf16);
+  const SharingTree tree = SharingTree::prefix_suffix(4096, std::vector<int>(256, 64));
+  const std::vector<TuneCandidate> c = tune_candidates(shape, tree, hydragen("tune=measure"), kH100);
+  ASSERT_GE(c.size(), 4u);
+  EXPECT_EQ(c[0].label, "model");
+  EXPECT_TRUE(runs_alike(c[0].planned.decisions, plan_hydragen(shape, tree, hydragen(""), kH100).decisions));
+  bool after = false, beside = false, inside = false;
+  for (std::size_t i = 0; i < c.size(); ++i) {
+    EXPECT_EQ(c[i].options.at("tune"), "model") << c[i].label;
+    for (std::size_t j = 0; j < i; ++j) {
+      EXPECT_FALSE(runs_alike(c[i].planned.decisions, c[j].planned.decisions)) << c[i].label << " runs as " << c[j].label;
+    }
+    const PlanDecisions& d = c[i].planned.decisions;
+    const Schedule& s = c[i].planned.schedule;
+    after |= !s.wide_items.empty() && !s.narrow_items.empty() && d.leaf_sms == 0 && !d.leaves_inside;
+    beside |= d.leaf_sms > 0;
+    inside |= d.leaves_inside;
+  }
+  EXPECT_TRUE(after && beside && inside) << "each leaf layout is timed";
+  // Beside at the option's leaf SM counts either side of the model's sizing.
+  int sized = 0;
+  std::vector<int> others;
+  for (const TuneCandidate& t : c) {
+    if (t.planned.decisions.leaf_sms == 0) continue;
+    if (t.options.at("leaf_sms") == "auto") {
+      sized = t.planned.decisions.leaf_sms;
+    } else {
+      others.push_back(t.planned.decisions.leaf_sms);
+    }
+  }
+  ASSERT_GT(sized, 0);
+  ASSERT_EQ(others.size(), 2u);
+  EXPECT_LT(others[0], sized);
+  EXPECT_GT(others[1], sized);
+}
+
+TEST(TuneCandidates, LeaveTheOptionsTheCallerSetAsSet) {
+  const AttentionShape shape = make_shape(256, 1, 8, 1, 128, DType::bf16);
+  const SharingTree tree = SharingTree::prefix_suffix(4096, std::vector<int>(256, 64));
+  EXPECT_EQ(tune_candidates(shape, tree, hydragen("tune=measure:form=wide:leaves=after"), kH100).size(), 1u);
+  for (const TuneCandidate& c : tune_candidates(shape, tree, hydragen("tune=measure:form=wide:leaves=beside"), kH100)) {
+    EXPECT_EQ(c.options.at("leaves"), "beside") << c.label;
+    EXPECT_TRUE(c.label == "model" || c.label.rfind("leaf_sms=", 0) == 0) << c.label;
+  }
+  // Where a layout is refused (beside without a wgmma launch) it is left out, not an error.
+  for (const TuneCandidate& c : tune_candidates(shape, tree, hydragen("tune=measure"), kA100)) {
+    EXPECT_EQ(c.planned.decisions.leaf_sms, 0) << c.label;
+  }
+}
+
+TEST(TuneCandidates, ThePlanIsTheModelsItsLogEndingWithTheListATuneTimes) {
+  const AttentionShape shape = make_shape(256, 1, 8, 1, 128, DType::bf16);
+  const SharingTree tree = SharingTree::prefix_suffix(4096, std::vector<int>(256, 64));
+  const Planned p = plan_hydragen(shape, tree, hydragen("tune=measure"), kH100);
+  EXPECT_TRUE(runs_alike(p.decisions, plan_hydragen(shape, tree, hydragen(""), kH100).decisions));
+  const Decision& tune = p.decisions.log.back();
+  EXPECT_EQ(tune.rule, "tune");
+  const std::size_t n = tune_candidates(shape, tree, hydragen("tune=measure"), kH100).size();
+  EXPECT_EQ(tune.choice, "measure (" + std::to_string(n) + " plans)");
+  EXPECT_NE(tune.reason.find("model, form="), std::string::npos) << tune.reason;
+  const Planned fixed = plan_hydragen(shape, tree, hydragen("tune=measure:form=wide:leaves=after"), kH100);
+  EXPECT_EQ(fixed.decisions.log.back().choice, "measure (1 plan)");
+  EXPECT_EQ(plan_hydragen(shape, tree, hydragen(""), kH100).decisions.log.back().rule, "launch_recipe") << "tune=model logs no tune";
+}
+
 }  // namespace
 }  // namespace hydragen::cuda

@@ -76,4 +76,8 @@ struct PlanDecisions {
 
 const char* kernel_name(ItemKernel kernel);
 
+// Whether two plans' decisions build the same schedule and launch it alike (tune=measure times each
+// distinct plan once): every choice but the log and the rates.
+bool runs_alike(const PlanDecisions& a, const PlanDecisions& b);
+
 }  // namespace hydragen::cuda

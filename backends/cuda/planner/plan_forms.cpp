@@ -80,6 +80,12 @@ std::vector<PlanOption> hydragen_options() {
            "wgmma launch): stream, in stream order; dependent, as its programmatic dependent (sm_90), the merge's "
            "blocks reading the plan's row tables while it ends; after a second stream's launch always stream; auto: "
            "rule overlap_merge"},
+          {"tune",
+           {"model", "measure"},
+           "model: the rules decide the plan (their cost models); measure: the plan times the model's plan and the "
+           "others the options left to auto allow (form, leaves, beside's leaf SMs) on random tensors of the problem on the GPU, "
+           "and keeps the fastest (the model's unless another is 2% faster), remembered for the process per device, "
+           "problem and options; rule tune says what was timed (docs/planner-rules.md)"},
           {"leaf_l2",
            {"auto", "normal", "evict_first"},
            "the L2 priority of the narrow items' K/V copies: normal; evict_first, their lines evicted before the wgmma "
@@ -97,7 +103,8 @@ std::vector<PlanOptions> hydragen_variants() {
           PlanOptions::parse("form=wide:leaves=beside:narrow_product=tokens"), PlanOptions::parse("form=wide:leaves=inside"),
           PlanOptions::parse("form=wide:wide_parts=2:part_merge=cluster"),
           PlanOptions::parse("form=wide:leaves=inside:part_merge=cluster"),
-          PlanOptions::parse("inline=never"), PlanOptions::parse("form=wide:merge_launch=stream:leaf_l2=normal")};
+          PlanOptions::parse("inline=never"), PlanOptions::parse("form=wide:merge_launch=stream:leaf_l2=normal"),
+          PlanOptions::parse("tune=measure")};
 }
 
 }  // namespace hydragen::cuda

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "hydragen/attention.hpp"
+#include "plan_forms.hpp"
 #include "rules.hpp"
 
 namespace hydragen::cuda {
@@ -150,7 +151,10 @@ void plan_cut(const AttentionShape& shape, const std::vector<Group>& groups, Cut
                   d);
 }
 
-Planned plan_hydragen(const AttentionShape& shape, const SharingTree& tree, const PlanOptions& options,
+namespace {
+
+// cuda-hydragen's plan as the rules make it (the option tune aside).
+Planned plan_by_rules(const AttentionShape& shape, const SharingTree& tree, const PlanOptions& options,
                       const DeviceLimits& device) {
   validate_problem(shape, tree);
   Planned p{begin(device), {}};
@@ -179,6 +183,99 @@ Planned plan_hydragen(const AttentionShape& shape, const SharingTree& tree, cons
   log(std::move(narrow_form));
   plan_cut(shape, groups, std::move(narrow), options, p);
   return p;
+}
+
+// `options` with `name` set to `value`.
+PlanOptions with(const PlanOptions& options, const std::string& name, const std::string& value) {
+  PlanOptions out;
+  for (const auto& [n, v] : options.items()) out.set(n, n == name ? value : v);
+  return out;
+}
+
+}  // namespace
+
+Planned plan_hydragen(const AttentionShape& shape, const SharingTree& tree, const PlanOptions& options,
+                      const DeviceLimits& device) {
+  Planned p = plan_by_rules(shape, tree, options, device);
+  if (options.at("tune") == "measure") p.decisions.log.push_back(tune_decision(tune_candidates(shape, tree, options, device)));
+  return p;
+}
+
+std::vector<TuneCandidate> tune_candidates(const AttentionShape& shape, const SharingTree& tree, const PlanOptions& options,
+                                           const DeviceLimits& device) {
+  const PlanOptions base = with(options, "tune", "model");
+  std::vector<TuneCandidate> out{{"model", base, plan_by_rules(shape, tree, base, device)}};
+  auto add = [&](const std::vector<std::pair<std::string, std::string>>& set) {
+    PlanOptions o = base;
+    std::string label;
+    for (const auto& [name, value] : set) {
+      o = with(o, name, value);
+      label += (label.empty() ? "" : ":") + name + "=" + value;
+    }
+    try {
+      Planned p = plan_by_rules(shape, tree, o, device);
+      for (const TuneCandidate& c : out) {
+        if (runs_alike(c.planned.decisions, p.decisions)) return;
+      }
+      out.push_back({label, o, std::move(p)});
+    } catch (const std::invalid_argument&) {
+      // The rules refuse these options for this problem (e.g. beside with no leaves): nothing to time.
+    }
+  };
+  const bool form_auto = options.at("form") == "auto";
+  if (form_auto) {
+    add({{"form", "wide"}});
+    add({{"form", "narrow"}});
+  }
+  // The leaves' layouts are the wide form's: forced where the form is auto.
+  std::vector<std::pair<std::string, std::string>> wide;
+  if (form_auto) wide.push_back({"form", "wide"});
+  if (options.at("form") != "narrow" && options.at("leaves") == "auto") {
+    for (const char* layout : {"after", "beside", "inside"}) {
+      auto set = wide;
+      set.push_back({"leaves", layout});
+      add(set);
+    }
+  }
+  if (options.at("leaf_sms") == "auto" && (options.at("leaves") == "auto" || options.at("leaves") == "beside")) {
+    // Beside's sizing either side of the model's (the first beside plan listed).
+    int sized = 0;
+    for (const TuneCandidate& c : out) {
+      if (c.planned.decisions.leaf_sms > 0) {
+        sized = c.planned.decisions.leaf_sms;
+        break;
+      }
+    }
+    if (sized > 0) {
+      int below = 0, above = 0;
+      for (const PlanOption& o : hydragen_options()) {
+        if (o.name != "leaf_sms") continue;
+        for (const std::string& v : o.values) {
+          if (v == "auto") continue;
+          const int n = std::stoi(v);
+          if (n < sized) below = n;
+          if (n > sized && above == 0) above = n;
+        }
+      }
+      for (int n : {below, above}) {
+        if (n == 0) continue;
+        auto set = wide;
+        if (options.at("leaves") == "auto") set.push_back({"leaves", "beside"});
+        set.push_back({"leaf_sms", std::to_string(n)});
+        add(set);
+      }
+    }
+  }
+  return out;
+}
+
+Decision tune_decision(const std::vector<TuneCandidate>& candidates) {
+  std::string labels;
+  for (const TuneCandidate& c : candidates) labels += (labels.empty() ? "" : ", ") + c.label;
+  return {"tune", "measure (" + std::to_string(candidates.size()) + (candidates.size() == 1 ? " plan)" : " plans)"),
+          "candidates=" + std::to_string(candidates.size()),
+          candidates.size() > 1 ? "on a GPU the plan times " + labels + " and keeps the fastest"
+                                : "the options leave the model nothing to be measured against: its plan runs"};
 }
 
 Planned plan_hydragen_cublas(const AttentionShape& shape, const SharingTree& tree, const DeviceLimits& device) {

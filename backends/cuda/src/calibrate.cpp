@@ -20,6 +20,7 @@
 #include "kernels/launch.hpp"
 #include "planner.hpp"
 #include "plans.hpp"
+#include "scratch_problem.hpp"
 
 namespace hydragen::cuda {
 
@@ -29,40 +30,6 @@ constexpr int kD = 128;          // the shapes the table's rates were measured a
 constexpr int kQueryHeads = 8;   // 8 rows per sequence: 16 sequences fill a wgmma block's 128 rows
 constexpr int kRuns = 5;         // timed runs per size; the median
 constexpr double kTokenBytes = 2.0 * kD * 2;  // K and V of one token, bf16
-
-// Zero-filled device tensors of one problem, bound as a plan's inputs and outputs.
-class Staged {
- public:
-  Staged(const AttentionShape& shape, const SharingTree& tree)
-      : q_(tensor_bytes(shape.num_seqs * shape.q_heads)), o_(tensor_bytes(shape.num_seqs * shape.q_heads)),
-        lse_(static_cast<std::size_t>(shape.num_seqs) * shape.q_heads) {
-    for (int s = 0; s < tree.num_segments(); ++s) {
-      k_.emplace_back(tensor_bytes(tree.length(s)));
-      v_.emplace_back(tensor_bytes(tree.length(s)));
-    }
-    for (auto* a : {&q_, &o_}) CUDA_CHECK(cudaMemset(a->data(), 0, a->bytes()));
-    for (auto* side : {&k_, &v_}) {
-      for (auto& a : *side) CUDA_CHECK(cudaMemset(a.data(), 0, a.bytes()));
-    }
-    in_.q = {q_.data(), DType::bf16, q_.size() / 2};
-    for (int s = 0; s < tree.num_segments(); ++s) {
-      in_.k.push_back({k_[s].data(), DType::bf16, k_[s].size() / 2});
-      in_.v.push_back({v_[s].data(), DType::bf16, v_[s].size() / 2});
-    }
-    out_.o = {o_.data(), DType::bf16, o_.size() / 2};
-    out_.lse = {lse_.data(), DType::fp32, lse_.size()};
-  }
-  const AttentionInputs& in() const { return in_; }
-  const AttentionOutputs& out() const { return out_; }
-
- private:
-  static std::size_t tensor_bytes(long long rows) { return static_cast<std::size_t>(rows) * kD * 2; }
-  DeviceArray<unsigned char> q_, o_;  // [B, 1, Hq, D] bf16
-  DeviceArray<float> lse_;            // [B, 1, Hq]
-  std::vector<DeviceArray<unsigned char>> k_, v_;  // per segment [length, 1, D] bf16
-  AttentionInputs in_;
-  AttentionOutputs out_;
-};
 
 AttentionShape shape_of(int sequences) { return make_shape(sequences, 1, kQueryHeads, 1, kD, DType::bf16); }
 
@@ -90,7 +57,7 @@ class TimedPlan {
   void run(cudaStream_t s) const { plan_->run(staged_.in(), staged_.out(), Stream{s}); }
 
  private:
-  Staged staged_;
+  ScratchProblem staged_;
   std::unique_ptr<AttentionPlan> plan_;
 };
 

@@ -26,6 +26,9 @@ std::unique_ptr<AttentionPlan> make_hydragen_cublas_plan(const AttentionShape& s
 // The plan that runs `planned` as decided (its decisions by the planner, or set by hand: calibrate.cpp).
 std::unique_ptr<AttentionPlan> make_segment_plan(const AttentionShape& shape, const SharingTree& tree, const Planned& planned);
 
+// What make_segment_plan allocates on the device for `planned`.
+std::size_t segment_plan_bytes(const AttentionShape& shape, const SharingTree& tree, const Planned& planned);
+
 // The current device's limits with the rates plans use on it (calibrate.hpp: resolve_device_rates).
 DeviceLimits planning_device();
 

@@ -12,6 +12,7 @@
 #include "hydragen/cuda/check.hpp"
 #include "hydragen/cuda/handles.hpp"
 #include "kernels/launch.hpp"
+#include "measured_plan.hpp"
 #include "planner.hpp"
 #include "plans.hpp"
 #include "tensor_maps.hpp"
@@ -262,11 +263,17 @@ std::unique_ptr<AttentionPlan> make_flash_plan(const AttentionShape& shape, cons
 std::size_t flash_workspace_bytes(const AttentionShape& shape, const SharingTree& tree, const PlanOptions& options) {
   return SegmentPlan::device_bytes(shape, tree, plan_flash(shape, tree, options, planning_device()));
 }
+std::size_t segment_plan_bytes(const AttentionShape& shape, const SharingTree& tree, const Planned& planned) {
+  return SegmentPlan::device_bytes(shape, tree, planned);
+}
+
 std::unique_ptr<AttentionPlan> make_hydragen_plan(const AttentionShape& shape, const SharingTree& tree,
                                                   const PlanOptions& options) {
+  if (options.at("tune") == "measure") return make_measured_plan(shape, tree, options);
   return std::make_unique<SegmentPlan>(shape, tree, plan_hydragen(shape, tree, options, planning_device()));
 }
 std::size_t hydragen_workspace_bytes(const AttentionShape& shape, const SharingTree& tree, const PlanOptions& options) {
+  if (options.at("tune") == "measure") return measured_workspace_bytes(shape, tree, options);
   return SegmentPlan::device_bytes(shape, tree, plan_hydragen(shape, tree, options, planning_device()));
 }
 std::unique_ptr<AttentionPlan> make_hydragen_cublas_plan(const AttentionShape& shape, const SharingTree& tree) {

@@ -2,11 +2,14 @@
 #include <cuda_bf16.h>
 
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "hydragen/cuda/check.hpp"
 #include "hydragen/cuda/device.hpp"
 #include "hydragen/cuda/device_array.hpp"
+#include "hydragen/cuda/element.cuh"
 #include "hydragen/cuda/handles.hpp"
 #include "hydragen/cuda/memory.hpp"
 #include "hydragen/cuda/timing.hpp"
@@ -14,15 +17,6 @@
 namespace hydragen::cuda {
 
 namespace {
-
-struct GraphHolder {
-  cudaGraph_t graph = nullptr;
-  cudaGraphExec_t exec = nullptr;
-  ~GraphHolder() {
-    if (exec != nullptr) (void)cudaGraphExecDestroy(exec);
-    if (graph != nullptr) (void)cudaGraphDestroy(graph);
-  }
-};
 
 TimingResult summarize(std::vector<double> ms) {
   std::sort(ms.begin(), ms.end());
@@ -39,14 +33,16 @@ double median_ms(const std::function<void(cudaStream_t)>& enqueue, int runs) {
   return summarize(ms).median_ms;
 }
 
-__global__ void fill_random_bf16(__nv_bfloat16* x, long long n, unsigned seed) {
+template <typename T>
+__global__ void fill_random_kernel(T* x, long long n, unsigned seed) {
   for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<long long>(gridDim.x) * blockDim.x) {
     unsigned h = static_cast<unsigned>(i) * 2654435761u ^ seed;  // a hash, not a quality RNG: never zeros
     h ^= h >> 15;
     h *= 2246822519u;
     h ^= h >> 13;
-    x[i] = __float2bfloat16_rn((static_cast<float>(h & 0xffffu) + 0.5f) / 32768.f - 1.f);
+    constexpr float kSqrt3 = 1.7320508f;  // [-sqrt 3, sqrt 3): unit variance, as N(0, 1) inputs have
+    x[i] = from_float<T>(((static_cast<float>(h & 0xffffu) + 0.5f) / 32768.f - 1.f) * kSqrt3);
   }
 }
 
@@ -64,6 +60,20 @@ __global__ void read_words(const uint4* x, long long n, unsigned* sink) {
 }
 
 }  // namespace
+
+void fill_random(void* data, DType dtype, std::size_t count, unsigned seed, cudaStream_t stream) {
+  if (count == 0) return;
+  const auto n = static_cast<long long>(count);
+  switch (dtype) {
+    case DType::fp32: fill_random_kernel<<<1024, 256, 0, stream>>>(static_cast<float*>(data), n, seed); break;
+    case DType::fp16: fill_random_kernel<<<1024, 256, 0, stream>>>(static_cast<__half*>(data), n, seed); break;
+    case DType::bf16: fill_random_kernel<<<1024, 256, 0, stream>>>(static_cast<__nv_bfloat16*>(data), n, seed); break;
+    default: throw std::invalid_argument("fill_random: no CUDA element type for " + std::string(dtype_name(dtype)));
+  }
+  check_launch("fill_random");
+}
+
+std::size_t RunTimer::flush_bytes() { return 2 * query_device().l2_bytes; }
 
 RunTimer::RunTimer(bool flush_l2) {
   const DeviceInfo device = query_device();
@@ -106,12 +116,7 @@ double RunTimer::time_ms(const std::function<void(cudaStream_t)>& enqueue) {
   return ms;
 }
 
-TimingResult time_graph(const std::function<void(cudaStream_t)>& enqueue, const TimingOptions& options) {
-  RunTimer timer(options.flush_l2);
-  const cudaStream_t stream = timer.stream();
-  for (int i = 0; i < options.warmup; ++i) enqueue(stream);
-  CUDA_CHECK(cudaStreamSynchronize(stream));
-  GraphHolder g;
+CapturedGraph::CapturedGraph(const std::function<void(cudaStream_t)>& enqueue, cudaStream_t stream) {
   CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
   try {
     enqueue(stream);
@@ -121,11 +126,34 @@ TimingResult time_graph(const std::function<void(cudaStream_t)>& enqueue, const 
     if (broken != nullptr) (void)cudaGraphDestroy(broken);
     throw;
   }
-  CUDA_CHECK(cudaStreamEndCapture(stream, &g.graph));
-  CUDA_CHECK(cudaGraphInstantiate(&g.exec, g.graph, 0));
+  CUDA_CHECK(cudaStreamEndCapture(stream, &graph_));
+  if (const cudaError_t e = cudaGraphInstantiate(&exec_, graph_, 0); e != cudaSuccess) {
+    (void)cudaGraphDestroy(graph_);
+    CUDA_CHECK(e);
+  }
+}
+
+CapturedGraph::~CapturedGraph() {
+  if (exec_ != nullptr) (void)cudaGraphExecDestroy(exec_);
+  if (graph_ != nullptr) (void)cudaGraphDestroy(graph_);
+}
+
+CapturedGraph::CapturedGraph(CapturedGraph&& other) noexcept : graph_(other.graph_), exec_(other.exec_) {
+  other.graph_ = nullptr;
+  other.exec_ = nullptr;
+}
+
+void CapturedGraph::launch(cudaStream_t stream) const { CUDA_CHECK(cudaGraphLaunch(exec_, stream)); }
+
+TimingResult time_graph(const std::function<void(cudaStream_t)>& enqueue, const TimingOptions& options) {
+  RunTimer timer(options.flush_l2);
+  const cudaStream_t stream = timer.stream();
+  for (int i = 0; i < options.warmup; ++i) enqueue(stream);
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  const CapturedGraph graph(enqueue, stream);
   std::vector<double> ms;
   for (int i = 0; i < options.replays; ++i) {
-    ms.push_back(timer.time_ms([&](cudaStream_t s) { CUDA_CHECK(cudaGraphLaunch(g.exec, s)); }));
+    ms.push_back(timer.time_ms([&](cudaStream_t s) { graph.launch(s); }));
   }
   return summarize(ms);
 }
@@ -146,9 +174,8 @@ Peaks measure_peaks() {
   const long long elems = static_cast<long long>(n) * n;
   DeviceArray<__nv_bfloat16> a(static_cast<std::size_t>(elems)), b(static_cast<std::size_t>(elems)),
       c(static_cast<std::size_t>(elems));
-  fill_random_bf16<<<1024, 256, 0, stream>>>(a.data(), elems, 1u);
-  fill_random_bf16<<<1024, 256, 0, stream>>>(b.data(), elems, 2u);
-  check_launch("fill_random_bf16");
+  fill_random(a.data(), DType::bf16, static_cast<std::size_t>(elems), 1u, stream);
+  fill_random(b.data(), DType::bf16, static_cast<std::size_t>(elems), 2u, stream);
   CUDA_CHECK(cudaStreamSynchronize(stream));
   OwnedCublas cublas;
   const float alpha = 1.f, beta = 0.f;

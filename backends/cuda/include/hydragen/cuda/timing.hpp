@@ -10,6 +10,7 @@
 #include <functional>
 
 #include "hydragen/cost_model.hpp"
+#include "hydragen/dtype.hpp"
 
 namespace hydragen::cuda {
 
@@ -24,6 +25,22 @@ struct TimingResult {
   int replays = 0;
 };
 
+// What `enqueue` puts on `stream`, captured once as a CUDA graph and replayed by launch(). Move-only.
+class CapturedGraph {
+ public:
+  CapturedGraph(const std::function<void(cudaStream_t)>& enqueue, cudaStream_t stream);
+  ~CapturedGraph();
+  CapturedGraph(CapturedGraph&& other) noexcept;
+  CapturedGraph& operator=(CapturedGraph&&) = delete;
+  CapturedGraph(const CapturedGraph&) = delete;
+  CapturedGraph& operator=(const CapturedGraph&) = delete;
+  void launch(cudaStream_t stream) const;
+
+ private:
+  cudaGraph_t graph_ = nullptr;
+  cudaGraphExec_t exec_ = nullptr;
+};
+
 // `enqueue` puts the work on the stream it is given (e.g. plan->run(..., Stream{stream})).
 TimingResult time_graph(const std::function<void(cudaStream_t)>& enqueue, const TimingOptions& options = {});
 
@@ -36,6 +53,8 @@ class RunTimer {
   RunTimer(const RunTimer&) = delete;
   RunTimer& operator=(const RunTimer&) = delete;
   double time_ms(const std::function<void(cudaStream_t)>& enqueue);
+  // The flush's buffer on the current device (what a RunTimer that flushes allocates): twice its L2.
+  static std::size_t flush_bytes();
   cudaStream_t stream() const { return stream_; }
 
  private:
@@ -47,6 +66,11 @@ class RunTimer {
   int read_blocks_ = 0;  // grid of the read after the write
   int runs_ = 0;
 };
+
+// Fills `count` elements of `dtype` (fp32, fp16, bf16) at `data` on `stream` with values spread evenly
+// over [-sqrt 3, sqrt 3), unit variance, from a hash of each index and `seed`: timed work on values
+// like real inputs', since zeros run faster (the tensor cores draw less power).
+void fill_random(void* data, DType dtype, std::size_t count, unsigned seed, cudaStream_t stream);
 
 // Device-to-device copy bandwidth (bytes read + written per second) and cuBLAS bf16 GEMM 8192^3
 // FLOP/s on random data, each the median of 10 timed runs.
