@@ -6,13 +6,11 @@
 #include <cstdio>
 #include <map>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "hydragen/cuda/check.hpp"
-#include "hydragen/cuda/device.hpp"
 #include "hydragen/cuda/timing.hpp"
 #include "plans.hpp"
 #include "scratch_problem.hpp"
