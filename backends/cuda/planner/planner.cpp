@@ -196,8 +196,11 @@ PlanOptions with(const PlanOptions& options, const std::string& name, const std:
 
 Planned plan_hydragen(const AttentionShape& shape, const SharingTree& tree, const PlanOptions& options,
                       const DeviceLimits& device) {
-  Planned p = plan_by_rules(shape, tree, options, device);
-  if (options.at("tune") == "measure") p.decisions.log.push_back(tune_decision(tune_candidates(shape, tree, options, device)));
+  if (options.at("tune") != "measure") return plan_by_rules(shape, tree, options, device);
+  std::vector<TuneCandidate> candidates = tune_candidates(shape, tree, options, device);
+  const Decision tune = tune_decision(candidates);
+  Planned p = std::move(candidates.front().planned);  // the model's, which the option tune does not change
+  p.decisions.log.push_back(tune);
   return p;
 }
 

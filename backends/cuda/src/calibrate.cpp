@@ -33,11 +33,8 @@ constexpr double kTokenBytes = 2.0 * kD * 2;  // K and V of one token, bf16
 
 AttentionShape shape_of(int sequences) { return make_shape(sequences, 1, kQueryHeads, 1, kD, DType::bf16); }
 
-// The median of kRuns samples in ms, in ns.
-double median_of_runs_ns(std::vector<double> ms) {
-  std::nth_element(ms.begin(), ms.begin() + kRuns / 2, ms.end());
-  return ms[kRuns / 2] * 1e6;
-}
+// The median of samples in ms, in ns.
+double median_of_runs_ns(std::vector<double> ms) { return summarize(std::move(ms)).median_ms * 1e6; }
 
 // The median of kRuns timed runs of `enqueue`, L2 flushed before each, in ns.
 double median_ns(RunTimer& timer, const std::function<void(cudaStream_t)>& enqueue) {
@@ -51,13 +48,13 @@ double median_ns(RunTimer& timer, const std::function<void(cudaStream_t)>& enque
 class TimedPlan {
  public:
   TimedPlan(const AttentionShape& shape, const SharingTree& tree, const Planned& planned, RunTimer& timer)
-      : staged_(shape, tree), plan_(make_segment_plan(shape, tree, planned)) {
+      : scratch_(shape, tree), plan_(make_segment_plan(shape, tree, planned)) {
     run(timer.stream());
   }
-  void run(cudaStream_t s) const { plan_->run(staged_.in(), staged_.out(), Stream{s}); }
+  void run(cudaStream_t s) const { plan_->run(scratch_.in(), scratch_.out(), Stream{s}); }
 
  private:
-  ScratchProblem staged_;
+  ScratchProblem scratch_;
   std::unique_ptr<AttentionPlan> plan_;
 };
 

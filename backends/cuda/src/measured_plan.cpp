@@ -117,10 +117,7 @@ std::unique_ptr<AttentionPlan> make_measured_plan(const AttentionShape& shape, c
     }
   }
   std::vector<double> median;
-  for (std::vector<double>& m : ms) {
-    std::nth_element(m.begin(), m.begin() + m.size() / 2, m.end());
-    median.push_back(m[m.size() / 2]);
-  }
+  for (std::vector<double>& m : ms) median.push_back(summarize(std::move(m)).median_ms);
   const std::size_t fastest = static_cast<std::size_t>(std::min_element(median.begin(), median.end()) - median.begin());
   const std::size_t kept = median[fastest] < kKeepModel * median[0] ? fastest : 0;
   Choice c{candidates[kept].label, candidates[kept].options, "", candidates.size()};

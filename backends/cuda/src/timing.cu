@@ -16,12 +16,13 @@
 
 namespace hydragen::cuda {
 
-namespace {
-
 TimingResult summarize(std::vector<double> ms) {
+  if (ms.empty()) throw std::invalid_argument("summarize: no timed runs");
   std::sort(ms.begin(), ms.end());
   return TimingResult{ms[ms.size() / 2], ms.front(), ms.back(), static_cast<int>(ms.size())};
 }
+
+namespace {
 
 // Median of `runs` timed runs of `enqueue` after one warm-up (no L2 flush: the peaks' buffers are
 // far larger than L2).

@@ -8,6 +8,7 @@
 #include <cuda_runtime_api.h>
 
 #include <functional>
+#include <vector>
 
 #include "hydragen/cost_model.hpp"
 #include "hydragen/dtype.hpp"
@@ -24,6 +25,10 @@ struct TimingResult {
   double median_ms = 0, min_ms = 0, max_ms = 0;
   int replays = 0;
 };
+
+// The median (the upper one of an even count), min and max of timed runs in ms; std::invalid_argument
+// for none.
+TimingResult summarize(std::vector<double> ms);
 
 // What `enqueue` puts on `stream`, captured once as a CUDA graph and replayed by launch(). Move-only.
 class CapturedGraph {
