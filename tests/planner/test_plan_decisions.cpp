@@ -232,7 +232,7 @@ TEST(TuneCandidates, AreTheModelsPlanThenEachDistinctPlanOfTheAutoOptions) {
     inside |= d.leaves_inside;
   }
   EXPECT_TRUE(after && beside && inside) << "each leaf layout is timed";
-  // Beside at the option's leaf SM counts either side of the model's sizing.
+  // Beside at the option's two leaf SM counts below the model's sizing and two above, nearest first.
   int sized = 0;
   std::vector<int> others;
   for (const TuneCandidate& t : c) {
@@ -244,9 +244,18 @@ TEST(TuneCandidates, AreTheModelsPlanThenEachDistinctPlanOfTheAutoOptions) {
     }
   }
   ASSERT_GT(sized, 0);
-  ASSERT_EQ(others.size(), 2u);
-  EXPECT_LT(others[0], sized);
-  EXPECT_GT(others[1], sized);
+  std::vector<int> values;  // the option's, ascending
+  for (const PlanOption& o : hydragen_options()) {
+    if (o.name != "leaf_sms") continue;
+    for (const std::string& v : o.values) {
+      if (v != "auto") values.push_back(std::stoi(v));
+    }
+  }
+  const auto first_above = std::upper_bound(values.begin(), values.end(), sized);
+  const auto last_below = std::lower_bound(values.begin(), values.end(), sized);
+  ASSERT_GE(last_below - values.begin(), 2) << "the test's point has two sizings below the model's " << sized;
+  ASSERT_GE(values.end() - first_above, 2) << "and two above";
+  EXPECT_EQ(others, (std::vector<int>{last_below[-1], last_below[-2], first_above[0], first_above[1]})) << "model's: " << sized;
 }
 
 TEST(TuneCandidates, LeaveTheOptionsTheCallerSetAsSet) {

@@ -1,5 +1,6 @@
 #include "planner.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -11,6 +12,9 @@
 namespace hydragen::cuda {
 
 namespace {
+
+// tune=measure's sizings of beside either side of the model's: the option leaf_sms's nearest values.
+constexpr std::size_t kTuneLeafSmSteps = 2;
 
 // Keeps each rule's decision and hands back its choice.
 class Log {
@@ -241,7 +245,8 @@ std::vector<TuneCandidate> tune_candidates(const AttentionShape& shape, const Sh
     }
   }
   if (options.at("leaf_sms") == "auto" && (options.at("leaves") == "auto" || options.at("leaves") == "beside")) {
-    // Beside's sizing either side of the model's (the first beside plan listed).
+    // Beside's sizing at the option's two values either side of the model's (the first beside plan
+    // listed): where one step beats the model's sizing, the next one often does too (v55).
     int sized = 0;
     for (const TuneCandidate& c : out) {
       if (c.planned.decisions.leaf_sms > 0) {
@@ -250,18 +255,20 @@ std::vector<TuneCandidate> tune_candidates(const AttentionShape& shape, const Sh
       }
     }
     if (sized > 0) {
-      int below = 0, above = 0;
+      std::vector<int> below, above;  // nearest first
       for (const PlanOption& o : hydragen_options()) {
         if (o.name != "leaf_sms") continue;
         for (const std::string& v : o.values) {
           if (v == "auto") continue;
           const int n = std::stoi(v);
-          if (n < sized) below = n;
-          if (n > sized && above == 0) above = n;
+          if (n < sized) below.insert(below.begin(), n);
+          if (n > sized) above.push_back(n);
         }
       }
-      for (int n : {below, above}) {
-        if (n == 0) continue;
+      below.resize(std::min<std::size_t>(below.size(), kTuneLeafSmSteps));
+      above.resize(std::min<std::size_t>(above.size(), kTuneLeafSmSteps));
+      below.insert(below.end(), above.begin(), above.end());
+      for (int n : below) {
         auto set = wide;
         if (options.at("leaves") == "auto") set.push_back({"leaves", "beside"});
         set.push_back({"leaf_sms", std::to_string(n)});

@@ -27,7 +27,7 @@ Planned plan_hydragen(const AttentionShape& shape, const SharingTree& tree, cons
 
 // tune=measure: the plans a measurement on the device chooses among (the CUDA backend times them when
 // it plans). The model's plan first; then, for each option the caller left to auto, the others it
-// allows: form wide and narrow; leaves after, beside and inside; beside's leaf SMs at the option's
+// allows: form wide and narrow; leaves after, beside and inside; beside's leaf SMs at the option's two
 // values either side of the model's sizing. A set of options the rules refuse here is left out, and
 // so is a plan that runs as one already listed (runs_alike).
 struct TuneCandidate {
