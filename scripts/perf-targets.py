@@ -7,7 +7,11 @@ from hydragen-decode's decode-*.csv); --before DIR
 adds the "nothing slower than the committed results by more than 2%" check against another folder's
 sweep CSVs (same file names).
 
-  scripts/perf-targets.py docs/results/h100-v27-2026-11-26 [--before OLD_RESULTS_DIR]
+  scripts/perf-targets.py docs/results/h100-v27-2026-11-26 [--before OLD_RESULTS_DIR] [--ours BACKEND]
+
+--ours names the form of ours to judge (default cuda-hydragen; e.g. cuda-hydragen:tune=measure, where the
+sweeps timed it too): every target but --before's reads its rows, and the decoder's its runs.
+`scripts/device-check dist targets` measures every target into one folder in one call.
 """
 import argparse
 import csv
@@ -53,11 +57,14 @@ def point(k):
         (f", {k[4]}/{k[5]}/D{k[6]}" if k[4:7] != (8, 1, 128) else "") + (f", {k[7]}" if k[7] != "prefix" else "") + ")"
 
 
+OURS = "cuda-hydragen:shared"  # the form judged (--ours), as table() keys it
+
+
 def against_flashinfer(name, data):
-    ratios = sorted((best(m, FLASHINFER) / ms(m["cuda-hydragen:shared"]), k) for k, m in data.items()
-                    if "cuda-hydragen:shared" in m and best(m, FLASHINFER))
+    ratios = sorted((best(m, FLASHINFER) / ms(m[OURS]), k) for k, m in data.items()
+                    if OURS in m and best(m, FLASHINFER))
     if not ratios:
-        print(f"  {name}: no point with both cuda-hydragen and a FlashInfer row")
+        print(f"  {name}: no point with both {OURS} and a FlashInfer row")
         return
     behind = [f"{point(k)} {x:.3f}" for x, k in ratios if x < 1]
     print(f"  {name}: ahead of FlashInfer's better form at {len(ratios) - len(behind)} of {len(ratios)} points "
@@ -102,7 +109,7 @@ def decode_steps(folder):
 def rows_at(tables, k):
     """Every table's rows at point k, the first table holding an ours row first ({} where none has one)."""
     for t in tables:
-        if "cuda-hydragen:shared" in t.get(k, {}):
+        if OURS in t.get(k, {}):
             return t[k]
     return {}
 
@@ -111,13 +118,17 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("dir", help="folder with the sweep CSVs and the peers' CSVs of the same presets")
     ap.add_argument("--before", help="folder of committed sweep CSVs to compare cuda-hydragen and cuda-flash with")
+    ap.add_argument("--ours", default="cuda-hydragen", help="the backend judged (default cuda-hydragen)")
     a = ap.parse_args()
+    global OURS
+    OURS = f"{a.ours}:shared"
+    print(f"issue 39's targets for {a.ours} in {a.dir}")
     presets = ("grid", "paper-fig4", "mha", "models", "spec")
     data = {p: table(os.path.join(a.dir, f"{p}.csv"), os.path.join(a.dir, f"peers-{p}.csv")) for p in presets}
     runs = {os.path.basename(path): table(path) for path in sorted(glob.glob(os.path.join(a.dir, "vs-flashinfer-*.csv")))}
     every = list(runs.values()) + list(data.values())  # same-run files first: their ratios pair rows of one run
 
-    print("1. cuda-hydragen against FlashInfer's forms measured (the fastest per point)")
+    print(f"1. {a.ours} against FlashInfer's forms measured (the fastest per point)")
     for p in presets:
         against_flashinfer(p, data[p])
     for name, t in runs.items():
@@ -126,17 +137,17 @@ def main():
     print("2. the stacked-prefix product against FA3's prefill at S = 0 where FA3 fills the GPU (target: 1.03x or better)")
     m = rows_at(every, RATE_POINT)
     if m:
-        r = m["cuda-hydragen:shared"]
+        r = m[OURS]
         fa3 = m.get("flashinfer-prefix-fa3:shared")
         print(f"  {point(RATE_POINT)}: {float(r['tflops']):.0f} TFLOP/s (target 760), {float(r['time_over_floor']):.3f}x "
               f"its attainable floor, {float(r['nominal_share']):.2f} of the nominal peaks"
               + (f"; FA3 {float(fa3['tflops']):.0f} TFLOP/s in the same rows" if fa3 else ""))
     else:
         print(f"  {point(RATE_POINT)}: not in this folder")
-    full = sorted((ms(m["flashinfer-prefix-fa3:shared"]) / ms(m["cuda-hydragen:shared"]), k)
+    full = sorted((ms(m["flashinfer-prefix-fa3:shared"]) / ms(m[OURS]), k)
                   for t in runs.values() for k, m in t.items()
                   if k[2] == 0 and k[7] == "prefix" and k[0] * k[3] * k[4] // 128 >= FILLS_BLOCKS
-                  and "cuda-hydragen:shared" in m and "flashinfer-prefix-fa3:shared" in m)
+                  and OURS in m and "flashinfer-prefix-fa3:shared" in m)
     if full:
         met = sum(1 for x, _ in full if x >= 1.03)
         print(f"  FA3's time over ours at {len(full)} such points: {full[0][0]:.3f} {point(full[0][1])} to "
@@ -149,26 +160,23 @@ def main():
         if not m:
             print(f"{label} {point(k)}: not in this folder")
             return
-        r = m["cuda-hydragen:shared"]
+        r = m[OURS]
         print(f"{label} {point(k)}: {float(r['time_over_floor']):.2f}x floor ({ms(r):.4f} ms; target {target})")
 
     floor_line("3.", (1024, 16384, 64, 1, 8, 1, 128, "prefix"), "1.3x")
     m = rows_at(every, (32, 1024, 64, 1, 8, 1, 128, "prefix"))
-    print("4. (32, 1024, 64): " + (f"{ms(m['cuda-hydragen:shared']) * 1e3:.1f} us (target 12)" if m else "not in this folder"))
+    print("4. (32, 1024, 64): " + (f"{ms(m[OURS]) * 1e3:.1f} us (target 12)" if m else "not in this folder"))
 
-    print("5. models preset, cuda-hydragen time over floor (target 1.6x for GQA g = 4)")
+    print(f"5. models preset, {a.ours} time over floor (target 1.6x for GQA g = 4)")
     for label, heads in (("Hq=Hkv=40", (40, 40, 128)), ("GQA g=4", (32, 8, 128)), ("D=64", (32, 32, 64))):
-        cells = [f"({k[0]}, {k[1]}) {float(m['cuda-hydragen:shared']['time_over_floor']):.2f}x"
-                 for k, m in sorted(data["models"].items()) if k[4:7] == heads and "cuda-hydragen:shared" in m]
+        cells = [f"({k[0]}, {k[1]}) {float(m[OURS]['time_over_floor']):.2f}x"
+                 for k, m in sorted(data["models"].items()) if k[4:7] == heads and OURS in m]
         print(f"  {label}: {', '.join(cells) if cells else 'not in this folder'}")
 
     print(f"6. the decoder's step over no-attention's + the attention floor, {DECODE_POINT[0]}'s TP-{DECODE_POINT[1]} shard "
           f"at B = {DECODE_POINT[2]} (target 1.15)")
-    steps = decode_steps(a.dir)
-    def named(backend):  # the decoder's default attention goes unnamed
-        return "" if backend == "cuda-hydragen" else f", {backend}"
-
-    print("  " + (", ".join(f"P = {P} {ratio:.3f} ({ms_:.2f} ms, {tokens} tokens{named(b)})" for P, ratio, ms_, tokens, b in steps)
+    steps = [s for s in decode_steps(a.dir) if s[4] == a.ours]
+    print("  " + (", ".join(f"P = {P} {ratio:.3f} ({ms_:.2f} ms, {tokens} tokens)" for P, ratio, ms_, tokens, _ in steps)
                   if steps else "not in this folder"))
 
     if a.before:

@@ -2,7 +2,8 @@
 """scripts/perf-targets.py reads issue 39's targets from a results folder: the stacked-prefix rate and
 FA3's time over ours from a same-run file, the decoder's step from hydragen-decode's CSVs (each run over
 its own file's baseline), a tree point apart from the prefix point of the same shape, and says "not in this folder" for what the folder lacks
-instead of failing. Usage: perf_targets.py SCRIPT"""
+instead of failing; with --ours, another form of ours (its rows and its decoder runs) is the one judged.
+Usage: perf_targets.py SCRIPT"""
 import csv
 import os
 import subprocess
@@ -30,7 +31,9 @@ def main(script):
             # (4096, 16384, 0): FA3 1.1x ours; (2048, 1024, 0): ours 1.05x FA3; (32, 1024, 0): FA3 does not fill the GPU.
             w.writerows([row("cuda-hydragen", 4096, 16384, 0.40, 700), row("flashinfer-prefix-fa3", 4096, 16384, 0.44, 640),
                          row("cuda-hydragen", 2048, 1024, 0.020, 500), row("flashinfer-prefix-fa3", 2048, 1024, 0.021, 480),
-                         row("cuda-hydragen", 32, 1024, 0.010, 10), row("flashinfer-prefix-fa3", 32, 1024, 0.030, 3)])
+                         row("cuda-hydragen", 32, 1024, 0.010, 10), row("flashinfer-prefix-fa3", 32, 1024, 0.030, 3),
+                         # The tuned form at one of the points, for --ours.
+                         row("cuda-hydragen:tune=measure", 4096, 16384, 0.39, 720)])
         with open(os.path.join(d, "vs-flashinfer-trees.csv"), "w", newline="") as f:
             w = csv.writer(f)
             w.writerow(HEADER)
@@ -58,7 +61,14 @@ def main(script):
             w = csv.DictWriter(f, list(run) + ["mode", "step_ms", "attention_floor_ms"])
             w.writeheader()
             w.writerows([dict(run, mode="hydragen", P=4096, step_ms=10.0, attention_floor_ms=2.0)])
+        # The tuned form's decoder run (hydragen-decode --backend names it in the backend column).
+        with open(os.path.join(d, "decode-13b-tuned.csv"), "w", newline="") as f:
+            w = csv.DictWriter(f, list(run) + ["mode", "backend", "step_ms", "attention_floor_ms"])
+            w.writeheader()
+            w.writerows([dict(run, mode="hydragen", backend="cuda-hydragen:tune=measure", step_ms=10.0, attention_floor_ms=2.0),
+                         dict(run, mode="no-attention", backend="none", step_ms=6.0, attention_floor_ms=0.0)])
         out = subprocess.run([sys.executable, script, d], capture_output=True, text=True)
+        tuned = subprocess.run([sys.executable, script, d, "--ours", "cuda-hydragen:tune=measure"], capture_output=True, text=True)
     expected = ["(4096, 16384, 0): 700 TFLOP/s (target 760), 2.000x its attainable floor, 0.50 of the nominal peaks; "
                 "FA3 640 TFLOP/s in the same rows",
                 "FA3's time over ours at 2 such points: 1.050 (2048, 1024, 0) to 1.100 (4096, 16384, 0); 1.03x or better at 2",
@@ -71,8 +81,17 @@ def main(script):
     missing = [e for e in expected if e not in out.stdout]
     if "P = 4096" in out.stdout:
         missing.append("no line for P = 4096, whose run has no no-attention row")
-    if out.returncode != 0 or missing:
-        print(f"perf-targets.py exited {out.returncode}; missing lines: {missing}\n{out.stdout}{out.stderr}")
+    if "1.250" in out.stdout:
+        missing.append("no line for the tuned form's decoder run without --ours")
+    expected_tuned = ["(4096, 16384, 0): 720 TFLOP/s (target 760)",
+                      "FA3's time over ours at 1 such points: 1.128 (4096, 16384, 0) to 1.128 (4096, 16384, 0)",
+                      "P = 1024 1.250 (10.00 ms, 128 tokens)", "4. (32, 1024, 64): not in this folder"]
+    missing += [f"--ours: {e}" for e in expected_tuned if e not in tuned.stdout]
+    if "1.500" in tuned.stdout:
+        missing.append("--ours: no line for the default form's decoder runs")
+    if out.returncode != 0 or tuned.returncode != 0 or missing:
+        print(f"perf-targets.py exited {out.returncode} and {tuned.returncode} (--ours); missing lines: {missing}\n"
+              f"{out.stdout}{out.stderr}{tuned.stdout}{tuned.stderr}")
         return 1
     print("perf-targets.py: every expected line")
     return 0
