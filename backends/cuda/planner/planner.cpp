@@ -265,14 +265,14 @@ std::vector<TuneCandidate> tune_candidates(const AttentionShape& shape, const Sh
           if (n > sized) above.push_back(n);
         }
       }
-      below.resize(std::min<std::size_t>(below.size(), kTuneLeafSmSteps));
-      above.resize(std::min<std::size_t>(above.size(), kTuneLeafSmSteps));
-      below.insert(below.end(), above.begin(), above.end());
-      for (int n : below) {
-        auto set = wide;
-        if (options.at("leaves") == "auto") set.push_back({"leaves", "beside"});
-        set.push_back({"leaf_sms", std::to_string(n)});
-        add(set);
+      for (std::vector<int>* side : {&below, &above}) {
+        side->resize(std::min<std::size_t>(side->size(), kTuneLeafSmSteps));
+        for (int n : *side) {
+          auto set = wide;
+          if (options.at("leaves") == "auto") set.push_back({"leaves", "beside"});
+          set.push_back({"leaf_sms", std::to_string(n)});
+          add(set);
+        }
       }
     }
   }

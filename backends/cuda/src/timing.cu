@@ -74,11 +74,16 @@ void fill_random(void* data, DType dtype, std::size_t count, unsigned seed, cuda
   check_launch("fill_random");
 }
 
-std::size_t RunTimer::flush_bytes() { return 2 * query_device().l2_bytes; }
+namespace {
+// The flush's buffer: twice L2, so that reading it leaves none of a run's lines there.
+std::size_t flush_buffer_bytes(const DeviceInfo& device) { return 2 * device.l2_bytes; }
+}  // namespace
+
+std::size_t RunTimer::flush_bytes() { return flush_buffer_bytes(query_device()); }
 
 RunTimer::RunTimer(bool flush_l2) {
   const DeviceInfo device = query_device();
-  flush_bytes_ = flush_l2 ? 2 * device.l2_bytes : 0;
+  flush_bytes_ = flush_l2 ? flush_buffer_bytes(device) : 0;
   read_blocks_ = 4 * device.multiprocessors;
   // Members are raw handles so the destructor can release whatever the constructor got to.
   try {
