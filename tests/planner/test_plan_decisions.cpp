@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -258,13 +259,50 @@ TEST(TuneCandidates, AreTheModelsPlanThenEachDistinctPlanOfTheAutoOptions) {
   EXPECT_EQ(others, (std::vector<int>{last_below[-1], last_below[-2], first_above[0], first_above[1]})) << "model's: " << sized;
 }
 
+// The wide launch's parts per row block: its items whose first rows are the same query's.
+int parts_per_row_block(const Schedule& s) {
+  std::map<int, int> items;
+  int most = 0;
+  for (const WorkItem& w : s.wide_items) most = std::max(most, ++items[s.row_query[static_cast<std::size_t>(w.first_row)]]);
+  return most;
+}
+
+TEST(TuneCandidates, CutTheWideLaunchIntoTheOptionsPartsEitherSideOfTheModels) {
+  const AttentionShape shape = make_shape(1024, 1, 8, 1, 128, DType::bf16);
+  const SharingTree tree = SharingTree::prefix_suffix(16384, std::vector<int>(1024, 64));
+  const std::vector<TuneCandidate> c = tune_candidates(shape, tree, hydragen("tune=measure"), kH100);
+  const int model = parts_per_row_block(c[0].planned.schedule);
+  std::vector<int> values;  // the option's, ascending
+  for (const PlanOption& o : hydragen_options()) {
+    if (o.name != "wide_parts") continue;
+    for (const std::string& v : o.values) {
+      if (v != "auto") values.push_back(std::stoi(v));
+    }
+  }
+  const auto above = std::upper_bound(values.begin(), values.end(), model);
+  const auto below = std::lower_bound(values.begin(), values.end(), model);
+  ASSERT_TRUE(below != values.begin() && above != values.end()) << "the test's point has parts either side of " << model;
+  std::vector<int> timed;
+  for (const TuneCandidate& t : c) {
+    if (t.options.at("wide_parts") == "auto") continue;
+    timed.push_back(std::stoi(t.options.at("wide_parts")));
+    EXPECT_EQ(parts_per_row_block(t.planned.schedule), timed.back()) << t.label;
+    EXPECT_EQ(t.planned.decisions.leaf_sms, 0) << t.label << ": the leaves after";
+  }
+  EXPECT_EQ(timed, (std::vector<int>{below[-1], *above})) << "model's: " << model;
+}
+
 TEST(TuneCandidates, LeaveTheOptionsTheCallerSetAsSet) {
   const AttentionShape shape = make_shape(256, 1, 8, 1, 128, DType::bf16);
   const SharingTree tree = SharingTree::prefix_suffix(4096, std::vector<int>(256, 64));
-  EXPECT_EQ(tune_candidates(shape, tree, hydragen("tune=measure:form=wide:leaves=after"), kH100).size(), 1u);
+  EXPECT_EQ(tune_candidates(shape, tree, hydragen("tune=measure:form=wide:leaves=after:wide_parts=2"), kH100).size(), 1u);
+  for (const TuneCandidate& c : tune_candidates(shape, tree, hydragen("tune=measure:form=wide:leaves=after"), kH100)) {
+    EXPECT_EQ(c.options.at("leaves"), "after") << c.label;
+    EXPECT_TRUE(c.label == "model" || c.label.rfind("wide_parts=", 0) == 0) << c.label;
+  }
   for (const TuneCandidate& c : tune_candidates(shape, tree, hydragen("tune=measure:form=wide:leaves=beside"), kH100)) {
     EXPECT_EQ(c.options.at("leaves"), "beside") << c.label;
-    EXPECT_TRUE(c.label == "model" || c.label.rfind("leaf_sms=", 0) == 0) << c.label;
+    EXPECT_TRUE(c.label == "model" || c.label.rfind("leaf_sms=", 0) == 0 || c.label.rfind("wide_parts=", 0) == 0) << c.label;
   }
   // Where a layout is refused (beside without a wgmma launch) it is left out, not an error.
   for (const TuneCandidate& c : tune_candidates(shape, tree, hydragen("tune=measure"), kA100)) {
@@ -282,7 +320,7 @@ TEST(TuneCandidates, ThePlanIsTheModelsItsLogEndingWithTheListATuneTimes) {
   const std::size_t n = tune_candidates(shape, tree, hydragen("tune=measure"), kH100).size();
   EXPECT_EQ(tune.choice, "measure (" + std::to_string(n) + " plans)");
   EXPECT_NE(tune.reason.find("model, form="), std::string::npos) << tune.reason;
-  const Planned fixed = plan_hydragen(shape, tree, hydragen("tune=measure:form=wide:leaves=after"), kH100);
+  const Planned fixed = plan_hydragen(shape, tree, hydragen("tune=measure:form=wide:leaves=after:wide_parts=2"), kH100);
   EXPECT_EQ(fixed.decisions.log.back().choice, "measure (1 plan)");
   EXPECT_EQ(plan_hydragen(shape, tree, hydragen(""), kH100).decisions.log.back().rule, "launch_recipe") << "tune=model logs no tune";
 }

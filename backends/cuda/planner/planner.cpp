@@ -1,6 +1,7 @@
 #include "planner.hpp"
 
 #include <algorithm>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -15,6 +16,15 @@ namespace {
 
 // tune=measure's sizings of beside either side of the model's: the option leaf_sms's nearest values.
 constexpr std::size_t kTuneLeafSmSteps = 2;
+
+// The most parts the wide launch cuts one row block into: its items whose first rows are the same
+// query's (each part has partial rows of its own).
+int wide_parts_of(const Schedule& s) {
+  std::map<int, int> parts;  // first row's query -> items
+  int most = 0;
+  for (const WorkItem& w : s.wide_items) most = std::max(most, ++parts[s.row_query[static_cast<std::size_t>(w.first_row)]]);
+  return most;
+}
 
 // Keeps each rule's decision and hands back its choice.
 class Log {
@@ -273,6 +283,34 @@ std::vector<TuneCandidate> tune_candidates(const AttentionShape& shape, const Sh
           set.push_back({"leaf_sms", std::to_string(n)});
           add(set);
         }
+      }
+    }
+  }
+  if (options.at("wide_parts") == "auto" && options.at("form") != "narrow") {
+    // The wide launch's parts at the option's values either side of the first wide plan's (the
+    // model's where it is wide), the leaves after: fewer parts leave SMs to the leaves from the start
+    // and fold fewer rows, more parts fill the SMs (v57).
+    int parts = 0;
+    for (const TuneCandidate& c : out) {
+      parts = wide_parts_of(c.planned.schedule);
+      if (parts > 0) break;
+    }
+    if (parts > 0) {
+      int below = 0, above = 0;
+      for (const PlanOption& o : hydragen_options()) {
+        if (o.name != "wide_parts") continue;
+        for (const std::string& v : o.values) {
+          if (v == "auto") continue;
+          const int n = std::stoi(v);
+          if (n < parts) below = n;
+          if (n > parts && above == 0) above = n;
+        }
+      }
+      for (int n : {below, above}) {
+        if (n == 0) continue;
+        auto set = wide;
+        set.push_back({"wide_parts", std::to_string(n)});
+        add(set);
       }
     }
   }
