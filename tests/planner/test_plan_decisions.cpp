@@ -211,6 +211,18 @@ TEST(PartMerge, ClusterFallsBackToTheMergeKernelAndSaysWhy) {
   EXPECT_EQ(beside.decisions.build.wide_cluster, 1) << explain(beside.decisions.log);
 }
 
+// An option's values but auto, ascending.
+std::vector<int> numeric_values(const std::string& option) {
+  std::vector<int> values;
+  for (const PlanOption& o : hydragen_options()) {
+    if (o.name != option) continue;
+    for (const std::string& v : o.values) {
+      if (v != "auto") values.push_back(std::stoi(v));
+    }
+  }
+  return values;
+}
+
 // tune=measure: the plans a GPU times, the model's first, each other one a distinct plan of options
 // the caller left to auto.
 TEST(TuneCandidates, AreTheModelsPlanThenEachDistinctPlanOfTheAutoOptions) {
@@ -245,13 +257,7 @@ TEST(TuneCandidates, AreTheModelsPlanThenEachDistinctPlanOfTheAutoOptions) {
     }
   }
   ASSERT_GT(sized, 0);
-  std::vector<int> values;  // the option's, ascending
-  for (const PlanOption& o : hydragen_options()) {
-    if (o.name != "leaf_sms") continue;
-    for (const std::string& v : o.values) {
-      if (v != "auto") values.push_back(std::stoi(v));
-    }
-  }
+  const std::vector<int> values = numeric_values("leaf_sms");
   const auto first_above = std::upper_bound(values.begin(), values.end(), sized);
   const auto last_below = std::lower_bound(values.begin(), values.end(), sized);
   ASSERT_GE(last_below - values.begin(), 2) << "the test's point has two sizings below the model's " << sized;
@@ -272,13 +278,7 @@ TEST(TuneCandidates, CutTheWideLaunchIntoTheOptionsPartsEitherSideOfTheModels) {
   const SharingTree tree = SharingTree::prefix_suffix(16384, std::vector<int>(1024, 64));
   const std::vector<TuneCandidate> c = tune_candidates(shape, tree, hydragen("tune=measure"), kH100);
   const int model = parts_per_row_block(c[0].planned.schedule);
-  std::vector<int> values;  // the option's, ascending
-  for (const PlanOption& o : hydragen_options()) {
-    if (o.name != "wide_parts") continue;
-    for (const std::string& v : o.values) {
-      if (v != "auto") values.push_back(std::stoi(v));
-    }
-  }
+  const std::vector<int> values = numeric_values("wide_parts");
   const auto above = std::upper_bound(values.begin(), values.end(), model);
   const auto below = std::lower_bound(values.begin(), values.end(), model);
   ASSERT_TRUE(below != values.begin() && above != values.end()) << "the test's point has parts either side of " << model;

@@ -17,6 +17,28 @@ namespace {
 // tune=measure's sizings of beside either side of the model's: the option leaf_sms's nearest values.
 constexpr std::size_t kTuneLeafSmSteps = 2;
 
+// tune=measure's cuts of the wide launch either side of the first wide plan's: the option wide_parts's nearest values.
+constexpr std::size_t kTuneWidePartSteps = 1;
+
+// The numeric values of option `name` nearest `value`: up to `steps` below it (nearest first), then up
+// to `steps` above it (nearest first).
+std::vector<int> option_steps(const std::string& name, int value, std::size_t steps) {
+  std::vector<int> below, above;
+  for (const PlanOption& o : hydragen_options()) {
+    if (o.name != name) continue;
+    for (const std::string& v : o.values) {
+      if (v == "auto") continue;
+      const int n = std::stoi(v);
+      if (n < value) below.insert(below.begin(), n);
+      if (n > value) above.push_back(n);
+    }
+  }
+  below.resize(std::min(below.size(), steps));
+  above.resize(std::min(above.size(), steps));
+  below.insert(below.end(), above.begin(), above.end());
+  return below;
+}
+
 // The most parts the wide launch cuts one row block into: its items whose first rows are the same
 // query's (each part has partial rows of its own).
 int wide_parts_of(const Schedule& s) {
@@ -265,24 +287,11 @@ std::vector<TuneCandidate> tune_candidates(const AttentionShape& shape, const Sh
       }
     }
     if (sized > 0) {
-      std::vector<int> below, above;  // nearest first
-      for (const PlanOption& o : hydragen_options()) {
-        if (o.name != "leaf_sms") continue;
-        for (const std::string& v : o.values) {
-          if (v == "auto") continue;
-          const int n = std::stoi(v);
-          if (n < sized) below.insert(below.begin(), n);
-          if (n > sized) above.push_back(n);
-        }
-      }
-      for (std::vector<int>* side : {&below, &above}) {
-        side->resize(std::min<std::size_t>(side->size(), kTuneLeafSmSteps));
-        for (int n : *side) {
-          auto set = wide;
-          if (options.at("leaves") == "auto") set.push_back({"leaves", "beside"});
-          set.push_back({"leaf_sms", std::to_string(n)});
-          add(set);
-        }
+      for (int n : option_steps("leaf_sms", sized, kTuneLeafSmSteps)) {
+        auto set = wide;
+        if (options.at("leaves") == "auto") set.push_back({"leaves", "beside"});
+        set.push_back({"leaf_sms", std::to_string(n)});
+        add(set);
       }
     }
   }
@@ -296,18 +305,7 @@ std::vector<TuneCandidate> tune_candidates(const AttentionShape& shape, const Sh
       if (parts > 0) break;
     }
     if (parts > 0) {
-      int below = 0, above = 0;
-      for (const PlanOption& o : hydragen_options()) {
-        if (o.name != "wide_parts") continue;
-        for (const std::string& v : o.values) {
-          if (v == "auto") continue;
-          const int n = std::stoi(v);
-          if (n < parts) below = n;
-          if (n > parts && above == 0) above = n;
-        }
-      }
-      for (int n : {below, above}) {
-        if (n == 0) continue;
+      for (int n : option_steps("wide_parts", parts, kTuneWidePartSteps)) {
         auto set = wide;
         set.push_back({"wide_parts", std::to_string(n)});
         add(set);
