@@ -57,14 +57,12 @@ def point(k):
         (f", {k[4]}/{k[5]}/D{k[6]}" if k[4:7] != (8, 1, 128) else "") + (f", {k[7]}" if k[7] != "prefix" else "") + ")"
 
 
-OURS = "cuda-hydragen:shared"  # the form judged (--ours), as table() keys it
-
-
-def against_flashinfer(name, data):
-    ratios = sorted((best(m, FLASHINFER) / ms(m[OURS]), k) for k, m in data.items()
-                    if OURS in m and best(m, FLASHINFER))
+def against_flashinfer(name, data, ours):
+    """ours: the form judged, as table() keys it (e.g. cuda-hydragen:shared)."""
+    ratios = sorted((best(m, FLASHINFER) / ms(m[ours]), k) for k, m in data.items()
+                    if ours in m and best(m, FLASHINFER))
     if not ratios:
-        print(f"  {name}: no point with both {OURS} and a FlashInfer row")
+        print(f"  {name}: no point with both {ours} and a FlashInfer row")
         return
     behind = [f"{point(k)} {x:.3f}" for x, k in ratios if x < 1]
     print(f"  {name}: ahead of FlashInfer's better form at {len(ratios) - len(behind)} of {len(ratios)} points "
@@ -106,10 +104,10 @@ def decode_steps(folder):
                   for path, r in rows if r["mode"] == "hydragen" and no_attention(path, r) is not None)
 
 
-def rows_at(tables, k):
-    """Every table's rows at point k, the first table holding an ours row first ({} where none has one)."""
+def rows_at(tables, k, ours):
+    """Every table's rows at point k, the first table holding an `ours` row first ({} where none has one)."""
     for t in tables:
-        if OURS in t.get(k, {}):
+        if ours in t.get(k, {}):
             return t[k]
     return {}
 
@@ -120,8 +118,7 @@ def main():
     ap.add_argument("--before", help="folder of committed sweep CSVs to compare cuda-hydragen and cuda-flash with")
     ap.add_argument("--ours", default="cuda-hydragen", help="the backend judged (default cuda-hydragen)")
     a = ap.parse_args()
-    global OURS
-    OURS = f"{a.ours}:shared"
+    ours = f"{a.ours}:shared"  # the form judged, as table() keys it
     print(f"issue 39's targets for {a.ours} in {a.dir}")
     presets = ("grid", "paper-fig4", "mha", "models", "spec")
     data = {p: table(os.path.join(a.dir, f"{p}.csv"), os.path.join(a.dir, f"peers-{p}.csv")) for p in presets}
@@ -130,24 +127,24 @@ def main():
 
     print(f"1. {a.ours} against FlashInfer's forms measured (the fastest per point)")
     for p in presets:
-        against_flashinfer(p, data[p])
+        against_flashinfer(p, data[p], ours)
     for name, t in runs.items():
-        against_flashinfer(f"{name} (one run)", t)
+        against_flashinfer(f"{name} (one run)", t, ours)
 
     print("2. the stacked-prefix product against FA3's prefill at S = 0 where FA3 fills the GPU (target: 1.03x or better)")
-    m = rows_at(every, RATE_POINT)
+    m = rows_at(every, RATE_POINT, ours)
     if m:
-        r = m[OURS]
+        r = m[ours]
         fa3 = m.get("flashinfer-prefix-fa3:shared")
         print(f"  {point(RATE_POINT)}: {float(r['tflops']):.0f} TFLOP/s (target 760), {float(r['time_over_floor']):.3f}x "
               f"its attainable floor, {float(r['nominal_share']):.2f} of the nominal peaks"
               + (f"; FA3 {float(fa3['tflops']):.0f} TFLOP/s in the same rows" if fa3 else ""))
     else:
         print(f"  {point(RATE_POINT)}: not in this folder")
-    full = sorted((ms(m["flashinfer-prefix-fa3:shared"]) / ms(m[OURS]), k)
+    full = sorted((ms(m["flashinfer-prefix-fa3:shared"]) / ms(m[ours]), k)
                   for t in runs.values() for k, m in t.items()
                   if k[2] == 0 and k[7] == "prefix" and k[0] * k[3] * k[4] // 128 >= FILLS_BLOCKS
-                  and OURS in m and "flashinfer-prefix-fa3:shared" in m)
+                  and ours in m and "flashinfer-prefix-fa3:shared" in m)
     if full:
         met = sum(1 for x, _ in full if x >= 1.03)
         print(f"  FA3's time over ours at {len(full)} such points: {full[0][0]:.3f} {point(full[0][1])} to "
@@ -156,21 +153,21 @@ def main():
         print("  no same-run FA3 rows at such points")
 
     def floor_line(label, k, target):
-        m = rows_at(every, k)
+        m = rows_at(every, k, ours)
         if not m:
             print(f"{label} {point(k)}: not in this folder")
             return
-        r = m[OURS]
+        r = m[ours]
         print(f"{label} {point(k)}: {float(r['time_over_floor']):.2f}x floor ({ms(r):.4f} ms; target {target})")
 
     floor_line("3.", (1024, 16384, 64, 1, 8, 1, 128, "prefix"), "1.3x")
-    m = rows_at(every, (32, 1024, 64, 1, 8, 1, 128, "prefix"))
-    print("4. (32, 1024, 64): " + (f"{ms(m[OURS]) * 1e3:.1f} us (target 12)" if m else "not in this folder"))
+    m = rows_at(every, (32, 1024, 64, 1, 8, 1, 128, "prefix"), ours)
+    print("4. (32, 1024, 64): " + (f"{ms(m[ours]) * 1e3:.1f} us (target 12)" if m else "not in this folder"))
 
     print(f"5. models preset, {a.ours} time over floor (target 1.6x for GQA g = 4)")
     for label, heads in (("Hq=Hkv=40", (40, 40, 128)), ("GQA g=4", (32, 8, 128)), ("D=64", (32, 32, 64))):
-        cells = [f"({k[0]}, {k[1]}) {float(m[OURS]['time_over_floor']):.2f}x"
-                 for k, m in sorted(data["models"].items()) if k[4:7] == heads and OURS in m]
+        cells = [f"({k[0]}, {k[1]}) {float(m[ours]['time_over_floor']):.2f}x"
+                 for k, m in sorted(data["models"].items()) if k[4:7] == heads and ours in m]
         print(f"  {label}: {', '.join(cells) if cells else 'not in this folder'}")
 
     print(f"6. the decoder's step over no-attention's + the attention floor, {DECODE_POINT[0]}'s TP-{DECODE_POINT[1]} shard "
