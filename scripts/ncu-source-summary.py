@@ -3,8 +3,10 @@
 (`ncu -i REPORT --page source --csv --print-source sass`, a profile taken with the SourceCounters
 section, e.g. `--set full`): the executed instructions by opcode, per unit of work when --per gives the
 count of units (warps x tiles: the instructions one warp issues per tile), with the warp-stall samples
-at each; the stall samples by reason; and shared memory's wavefronts against their ideal by opcode
-(bank conflicts). perf-notes v51 read a leaf warp's 329 instructions a tile from it.
+at each; the stall samples by reason; the samples by loop body (the instructions executed equally
+often: a body's instructions a pass, its share of the samples and its top reasons); and shared memory's
+wavefronts against their ideal by opcode (bank conflicts). perf-notes v51 read a leaf warp's 329
+instructions a tile from it; v58 split a kernel's samples between its prefix step and its leaf tile.
 Usage: ncu-source-summary.py SOURCE_CSV [--per N] [--top K]"""
 import argparse
 import collections
@@ -73,6 +75,25 @@ def main():
         for reason, n in sorted(by_reason.items(), key=lambda kv: -kv[1]):
             if n:
                 print(f"  {reason:24s}{n:8.0f}{100 * n / sampled:7.1f}%")
+
+    if sampled:
+        # Loop bodies: instructions that ran equally often (e.g. warps x tiles) are one body's, unrolled.
+        body_samples, body_reasons, body_size = collections.Counter(), {}, collections.Counter()
+        for r in rows:
+            count = number(r["Instructions Executed"])
+            if not count:
+                continue
+            body_size[count] += 1
+            body_samples[count] += number(r["Warp Stall Sampling (All Samples)"])
+            reasons_here = body_reasons.setdefault(count, collections.Counter())
+            for k in reasons:
+                reasons_here[k[len("stall_"):]] += number(r[k])
+        total_samples = sum(body_samples.values())
+        print(f"\nwarp-stall samples by loop body (instructions executed equally often), top {args.top}:")
+        for count, n in body_samples.most_common(args.top):
+            top = ", ".join(f"{k} {v:.0f}" for k, v in body_reasons[count].most_common(3) if v)
+            print(f"  executed {count:12.0f}: {body_size[count]:6d} instructions, {n:8.0f} samples "
+                  f"{100 * n / total_samples:5.1f}%  {top}")
 
     if sum(wavefronts.values()):
         print(f"\nshared-memory wavefronts: {sum(wavefronts.values()):.0f}, ideal {sum(ideal.values()):.0f}")

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """scripts/ncu-source-summary.py on a small source page in ncu's format: the instructions by opcode per
-unit of work (predicates stripped), the stall samples by reason, shared memory's wavefronts against their
+unit of work (predicates stripped), the stall samples by reason and by loop body, shared memory's wavefronts against their
 ideal by opcode; and a clear error for a CSV that is not a source page.
 Usage: ncu_source_summary.py NCU_SOURCE_SUMMARY"""
 import os
@@ -46,6 +46,9 @@ def main(script):
     assert "wait" in out and "short_sb" in out and "Not Issued" not in out, out
     fields = {line.split()[0]: line.split() for line in out.splitlines() if line.startswith("  ")}
     assert fields["short_sb"][1:] == ["13", "65.0%"], out  # 13 of 20 samples
+    # Loop bodies: the instructions executed 80 times (R2UR twice, HMMA) hold 12 of the 20 samples.
+    assert "executed           80:      3 instructions,       12 samples  60.0%  wait 6, short_sb 6" in out, out
+    assert "executed           40:      2 instructions,        8 samples  40.0%  short_sb 7, wait 1" in out, out
     assert "shared-memory wavefronts: 480, ideal 320" in out, out
     assert fields["LDGSTS.E.BYPASS.128"][1:] == ["320", "ideal", "160", "x2.00"], out
 
@@ -53,7 +56,7 @@ def main(script):
     assert bad.returncode != 0 and "no source page header" in bad.stderr, bad.stderr
     worse = run(script, page(LINES), "--per", "0")
     assert worse.returncode != 0 and "--per must be positive" in worse.stderr, worse.stderr
-    print("ncu-source-summary.py: opcodes per unit, stall reasons, wavefronts, bad input")
+    print("ncu-source-summary.py: opcodes per unit, stall reasons, loop bodies, wavefronts, bad input")
 
 
 if __name__ == "__main__":
