@@ -76,7 +76,6 @@ def main():
             if n:
                 print(f"  {reason:24s}{n:8.0f}{100 * n / sampled:7.1f}%")
 
-    if sampled:
         # Loop bodies: instructions that ran equally often (e.g. warps x tiles) are one body's, unrolled.
         body_samples, body_reasons, body_size = collections.Counter(), {}, collections.Counter()
         for r in rows:
