@@ -279,7 +279,8 @@ TEST(LeafPlacement, HasNothingToPlaceWithoutLeavesOrAWgmmaLaunch) {
 }
 
 // A device device-rates.csv does not name gets no H100 numbers: leaf_layout abstains (leaves after,
-// the rate-free choice) where the H100 takes beside, and the plan is the H100's with leaves=after.
+// the rate-free choice) where the H100 takes beside, and the plan is the H100's with leaves=after on the
+// wave's two parts per row block (with rates, leaves after take one: rule wide_target_blocks).
 TEST(LeafPlacement, AbstainsOnADeviceWithoutRates) {
   const Point p{1024, 2048, 320, 8, 1, 128, "320-token leaves beside a short prefix"};
   const DeviceLimits imaginary{132, true, true, "Imaginary GPU"};
@@ -297,7 +298,10 @@ TEST(LeafPlacement, AbstainsOnADeviceWithoutRates) {
   EXPECT_EQ(rule.choice, "after");
   EXPECT_NE(rule.reason.find("device-rates.csv"), std::string::npos) << rule.reason;
   EXPECT_NE(rule.reason.find("Imaginary GPU"), std::string::npos) << rule.reason;
-  const Planned after = placement_at(p, "after").plan;
+  const Planned after = plan_hydragen(make_shape(p.batch, 1, p.q_heads, p.kv_heads, p.head_dim, DType::bf16),
+                                      SharingTree::prefix_suffix(p.prefix, std::vector<int>(p.batch, p.suffix)),
+                                      resolve_options("cuda-hydragen", hydragen_options(), PlanOptions::parse("leaves=after:wide_parts=2")),
+                                      kH100);
   EXPECT_EQ(l.plan.schedule.wide_items.size(), after.schedule.wide_items.size());
   EXPECT_EQ(l.plan.schedule.narrow_items.size(), after.schedule.narrow_items.size());
   EXPECT_EQ(l.plan.schedule.row_query, after.schedule.row_query);

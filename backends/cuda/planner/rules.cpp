@@ -104,7 +104,7 @@ Ruled<bool> inline_paths(const std::string& option, long long narrow_paths, int 
 }
 
 Ruled<long long> wide_target_blocks(ItemKernel wide, const BlockCensus* census, const AttentionShape& shape,
-                                    const std::optional<DeviceRates>& rates, const DeviceLimits& device) {
+                                    const std::optional<DeviceRates>& rates, const DeviceLimits& device, bool leaves_after) {
   const int waves = wide == ItemKernel::wgmma ? kWgmmaWaves : kMmaWaves;
   const long long target = static_cast<long long>(waves) * blocks_per_sm(wide) * device.sms;
   Inputs in;
@@ -124,30 +124,40 @@ Ruled<long long> wide_target_blocks(ItemKernel wide, const BlockCensus* census, 
   const bool leaves = leaf_blocks > 0 && leaf_tokens >= kHalfWaveLeafTokens * leaf_blocks && leaf_rows > leaf_blocks;
   in("wave_blocks", wave.blocks)("wave_longest_part", wave.longest)("leaf_blocks", leaf_blocks)("leaf_rows", leaf_rows)(
       "leaf_tokens", leaf_tokens);
+  // The fewest parts per row block (1, 2, 4, ...) that keep the launch within half the SMs and a part's
+  // compute within the leaves' stream at the DRAM rate: the leaves then stream on the other SMs while
+  // the parts compute, instead of after them. One-row leaves take it where a wave would hold every SM
+  // (perf-notes v31). Leaves of more rows, once rule leaf_layout has put them after the launch, take it
+  // where they would not all be resident on the SMs that the wave (or half wave) leaves free (v61).
   const bool short_parts = 2 * wave.blocks > target && wave.longest <= (leaves ? kHalfWaveLeafPartTokens : kMinSplitTokens);
-  if (short_parts) {
-    return out(target / 2, leaves ? "half a wave: a wave would cut parts of at most " + std::to_string(kHalfWaveLeafPartTokens) +
-                                        " tokens; the leaves stream on the other half meanwhile, and few parts let them fold the merge"
-                                  : std::string("half a wave: a wave would cut the shortest parts, whose fixed costs and partials cost "
-                                                "more than the SMs they fill"));
-  }
-  // Where a wave would hold every SM, one-row leaves that stream longer than a part computes: the
-  // fewest parts per row block that keep the launch within half the SMs and a part's compute within
-  // the leaves' stream at the DRAM rate. The leaves then run beside it on the other SMs (a second
-  // stream, then the merge) instead of after the wave (perf-notes v31).
-  if (rates && leaf_blocks > 0 && leaf_rows == leaf_blocks) {
+  const long long launch_blocks = short_parts ? wide_cut(*census, target / 2).blocks : wave.blocks;
+  const ItemKernel leaf_kernel =
+      narrow_kernel(shape.dtype, "auto", 0, census->narrow_tokens, false, device, false).choice;
+  const long long free_sms = std::max<long long>(0, device.sms - launch_blocks);
+  const long long leaf_slots = free_sms * blocks_per_sm(leaf_kernel) * items_per_block(leaf_kernel);
+  in("launch_blocks", launch_blocks)("leaf_slots_beside", leaf_slots);
+  const bool one_row = leaf_rows == leaf_blocks && !short_parts;
+  const bool overflow = leaves_after && leaf_rows > leaf_blocks && leaf_blocks > leaf_slots;
+  if (rates && leaf_blocks > 0 && (one_row || overflow)) {
     const long long row_blocks = static_cast<long long>(census->wide_block_tokens.size());
     const long long longest = *std::max_element(census->wide_block_tokens.begin(), census->wide_block_tokens.end());
     const double row_block_ns = wgmma_ns(longest, shape, *rates);
     const double stream_ns = static_cast<double>(leaf_tokens) * kv_token_bytes(shape) / rates->leaf_dram_bytes_per_ns;
     in("row_blocks", row_blocks)("row_block", ns_text(row_block_ns))("leaf_stream", ns_text(stream_ns));
-    for (long long parts = 1; 2 * row_blocks * parts <= target && parts < wave.blocks / row_blocks; parts *= 2) {
+    for (long long parts = 1; 2 * row_blocks * parts <= target && parts < launch_blocks / row_blocks; parts *= 2) {
       if (stream_ns * static_cast<double>(parts) >= row_block_ns) {
-        return out(row_blocks * parts, std::to_string(parts) + (parts == 1 ? " part" : " parts") +
-                                           " per row block: one-row leaves stream longer than a part computes; they run beside it "
-                                           "on the other SMs");
+        return out(row_blocks * parts,
+                   std::to_string(parts) + (parts == 1 ? " part" : " parts") + " per row block: " +
+                       (one_row ? "one-row leaves" : "leaves that a wave would leave too few SMs for") +
+                       " stream longer than a part computes; they run beside it on the other SMs");
       }
     }
+  }
+  if (short_parts) {
+    return out(target / 2, leaves ? "half a wave: a wave would cut parts of at most " + std::to_string(kHalfWaveLeafPartTokens) +
+                                        " tokens; the leaves stream on the other half meanwhile, and few parts let them fold the merge"
+                                  : std::string("half a wave: a wave would cut the shortest parts, whose fixed costs and partials cost "
+                                                "more than the SMs they fill"));
   }
   return out(target, one_wave);
 }

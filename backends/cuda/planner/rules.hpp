@@ -94,11 +94,13 @@ Ruled<bool> inline_paths(const std::string& option, long long narrow_paths, int 
 // cuda-hydragen's blocks (null where the launch's items are not yet cut), half a wave of wgmma blocks
 // where a wave would cut parts of at most kHalfWaveLeafPartTokens with leaves after the launch (of
 // more than one row, averaging kHalfWaveLeafTokens or more), or the shortest parts (kMinSplitTokens) without.
-// Where a wave would hold every SM instead, the device has rates and the leaves have one row each: the
-// fewest parts per row block (1, 2, 4, ...) that keep the launch within half the SMs and a part's
-// compute no longer than the leaves' stream at the DRAM rate.
+// Where the device has rates, the fewest parts per row block (1, 2, 4, ...) that keep the launch within
+// half the SMs and a part's compute no longer than the leaves' stream at the DRAM rate: for one-row
+// leaves where a wave would hold every SM; for leaves of more rows (`leaves_after`: rule leaf_layout has
+// put them after the launch) where their items would not all be resident on the SMs it leaves free.
 Ruled<long long> wide_target_blocks(ItemKernel wide, const BlockCensus* census, const AttentionShape& shape,
-                                    const std::optional<DeviceRates>& rates, const DeviceLimits& device);
+                                    const std::optional<DeviceRates>& rates, const DeviceLimits& device,
+                                    bool leaves_after = false);
 // wide_parts=N (N a number): N parts per wide row block, whatever the waves (`row_blocks`: the wide ones).
 Ruled<long long> wide_parts_target(const std::string& option, long long row_blocks);
 
