@@ -278,6 +278,43 @@ TEST(LeafPlacement, HasNothingToPlaceWithoutLeavesOrAWgmmaLaunch) {
   EXPECT_FALSE(placement_at(no_wide, "beside").layout.beside);
 }
 
+// Rule wide_target_blocks after rule leaf_layout: leaves of more rows after the launch get fewer parts
+// where their items would not all fit on the SMs the wave leaves free, and their stream covers at least
+// kAfterLeavesCover of a part's compute (perf-notes v61, v62).
+std::string wide_target_reason(const Planned& plan) {
+  std::string reason;
+  for (const Decision& d : plan.decisions.log) {
+    if (d.rule == "wide_target_blocks") reason = d.choice + " -- " + d.reason;
+  }
+  return reason;
+}
+
+TEST(LeafPlacement, LeavesAfterTheLaunchGetFewerPartsWhereTheyWouldNotFitBesideIt) {
+  // 256 items of 128 tokens; a wave's 64 blocks leave 68 SMs, room for 204: two parts leave 100 (300).
+  const Placed overflow = placement_at({256, 1024, 128, 8, 1, 128, "256 leaves beside a wave of 4 parts"}, "auto");
+  EXPECT_FALSE(overflow.layout.beside);
+  EXPECT_EQ(overflow.plan.schedule.wide_items.size(), 32u);
+  EXPECT_NE(wide_target_reason(overflow.plan).find("fit on the other SMs only with fewer parts"), std::string::npos)
+      << wide_target_reason(overflow.plan);
+  // The same leaves with a stream that covers a whole part: one part.
+  const Placed heavy = placement_at({256, 1024, 512, 8, 1, 128, "512-token leaves"}, "auto");
+  EXPECT_EQ(heavy.plan.schedule.wide_items.size(), 16u);
+  EXPECT_NE(wide_target_reason(heavy.plan).find("stream longer than a part computes"), std::string::npos)
+      << wide_target_reason(heavy.plan);
+  // 64-token leaves over a 2048-token prefix: their stream is under half a part; the half wave stays.
+  const Placed short_leaves = placement_at({256, 2048, 64, 8, 1, 128, "short leaves"}, "auto");
+  EXPECT_EQ(short_leaves.plan.schedule.wide_items.size(), 64u);
+  EXPECT_NE(wide_target_reason(short_leaves.plan).find("half a wave"), std::string::npos) << wide_target_reason(short_leaves.plan);
+  // 512 one-warp items (item_warps, 12 an SM) fit on the half wave's 68 free SMs: the half wave stays.
+  const Placed fitting = placement_at({512, 1024, 272, 8, 1, 128, "one-warp leaf items"}, "auto");
+  EXPECT_EQ(fitting.plan.schedule.wide_items.size(), 64u);
+  // Forced parts are kept.
+  const Planned forced = plan_hydragen(make_shape(256, 1, 8, 1, 128, DType::bf16),
+                                       SharingTree::prefix_suffix(1024, std::vector<int>(256, 128)),
+                                       resolve_options("cuda-hydragen", hydragen_options(), PlanOptions::parse("wide_parts=4")), kH100);
+  EXPECT_EQ(forced.schedule.wide_items.size(), 64u);
+}
+
 // A device device-rates.csv does not name gets no H100 numbers: leaf_layout abstains (leaves after,
 // the rate-free choice) where the H100 takes beside, and the plan is the H100's with leaves=after on the
 // wave's two parts per row block (with rates, leaves after take one: rule wide_target_blocks).

@@ -104,7 +104,7 @@ Ruled<bool> inline_paths(const std::string& option, long long narrow_paths, int 
 }
 
 Ruled<long long> wide_target_blocks(ItemKernel wide, const BlockCensus* census, const AttentionShape& shape,
-                                    const std::optional<DeviceRates>& rates, const DeviceLimits& device, bool leaves_after) {
+                                    const std::optional<DeviceRates>& rates, const DeviceLimits& device, long long after_narrow_parts) {
   const int waves = wide == ItemKernel::wgmma ? kWgmmaWaves : kMmaWaves;
   const long long target = static_cast<long long>(waves) * blocks_per_sm(wide) * device.sms;
   Inputs in;
@@ -124,33 +124,66 @@ Ruled<long long> wide_target_blocks(ItemKernel wide, const BlockCensus* census, 
   const bool leaves = leaf_blocks > 0 && leaf_tokens >= kHalfWaveLeafTokens * leaf_blocks && leaf_rows > leaf_blocks;
   in("wave_blocks", wave.blocks)("wave_longest_part", wave.longest)("leaf_blocks", leaf_blocks)("leaf_rows", leaf_rows)(
       "leaf_tokens", leaf_tokens);
-  // The fewest parts per row block (1, 2, 4, ...) that keep the launch within half the SMs and a part's
-  // compute within the leaves' stream at the DRAM rate: the leaves then stream on the other SMs while
-  // the parts compute, instead of after them. One-row leaves take it where a wave would hold every SM
-  // (perf-notes v31). Leaves of more rows, once rule leaf_layout has put them after the launch, take it
-  // where they would not all be resident on the SMs that the wave (or half wave) leaves free (v61).
+  // Fewer parts per row block, so that the leaves stream on the other SMs while the parts compute instead
+  // of after them: for one-row leaves where a wave would hold every SM (perf-notes v31); for leaves of
+  // more rows, once rule leaf_layout has put them after the launch, where their items would not all be
+  // resident on the SMs that the wave (or half wave) leaves free (v61).
   const bool short_parts = 2 * wave.blocks > target && wave.longest <= (leaves ? kHalfWaveLeafPartTokens : kMinSplitTokens);
   const long long launch_blocks = short_parts ? wide_cut(*census, target / 2).blocks : wave.blocks;
-  const ItemKernel leaf_kernel =
-      narrow_kernel(shape.dtype, "auto", 0, census->narrow_tokens, false, device, false).choice;
+  std::vector<long long> leaf_items;  // the leaves' items after the narrow split, where they run after the launch
+  for (long long tokens : census->narrow_tokens) {
+    const long long parts = after_narrow_parts > 0 ? split_count(tokens, after_narrow_parts) : 0;
+    for (long long i = 0; i < parts; ++i) leaf_items.push_back((tokens + parts - 1) / parts);
+  }
+  const ItemKernel leaf_kernel = narrow_kernel(shape.dtype, "auto", 0, leaf_items, false, device, false).choice;
   const long long free_sms = std::max<long long>(0, device.sms - launch_blocks);
   const long long leaf_slots = free_sms * blocks_per_sm(leaf_kernel) * items_per_block(leaf_kernel);
-  in("launch_blocks", launch_blocks)("leaf_slots_beside", leaf_slots);
+  const long long after_items = static_cast<long long>(leaf_items.size());
+  in("launch_blocks", launch_blocks)("after_leaf_items", after_items)("leaf_slots_beside", leaf_slots);
   const bool one_row = leaf_rows == leaf_blocks && !short_parts;
-  const bool overflow = leaves_after && leaf_rows > leaf_blocks && leaf_blocks > leaf_slots;
+  const bool overflow = after_items > 0 && leaf_rows > leaf_blocks && after_items > leaf_slots;
   if (rates && leaf_blocks > 0 && (one_row || overflow)) {
     const long long row_blocks = static_cast<long long>(census->wide_block_tokens.size());
     const long long longest = *std::max_element(census->wide_block_tokens.begin(), census->wide_block_tokens.end());
     const double row_block_ns = wgmma_ns(longest, shape, *rates);
     const double stream_ns = static_cast<double>(leaf_tokens) * kv_token_bytes(shape) / rates->leaf_dram_bytes_per_ns;
     in("row_blocks", row_blocks)("row_block", ns_text(row_block_ns))("leaf_stream", ns_text(stream_ns));
-    for (long long parts = 1; 2 * row_blocks * parts <= target && parts < launch_blocks / row_blocks; parts *= 2) {
-      if (stream_ns * static_cast<double>(parts) >= row_block_ns) {
-        return out(row_blocks * parts,
-                   std::to_string(parts) + (parts == 1 ? " part" : " parts") + " per row block: " +
-                       (one_row ? "one-row leaves" : "leaves that a wave would leave too few SMs for") +
-                       " stream longer than a part computes; they run beside it on the other SMs");
+    auto cut_into = [&](long long parts, const char* why) {
+      return out(row_blocks * parts, std::to_string(parts) + (parts == 1 ? " part" : " parts") + " per row block: " + why);
+    };
+    if (one_row) {
+      for (long long parts = 1; 2 * row_blocks * parts <= target && parts < launch_blocks / row_blocks; parts *= 2) {
+        if (stream_ns * static_cast<double>(parts) >= row_block_ns) {
+          return cut_into(parts, "one-row leaves stream longer than a part computes; they run beside it on the other SMs");
+        }
       }
+    } else {
+      // The most parts whose launch leaves room for all the leaves' items on the other SMs. Where none
+      // does, one part, if the SMs the wave leaves cannot stream the leaves at the DRAM rate beside it.
+      // Taken where the leaves' stream covers kAfterLeavesCover of a part's compute: shorter leaves wait
+      // less in a second wave than a longer part adds (perf-notes v61).
+      long long parts = 0;
+      for (long long p = 1; 2 * row_blocks * p <= target && p < launch_blocks / row_blocks; p *= 2) {
+        const long long slots = (device.sms - row_blocks * p) * blocks_per_sm(leaf_kernel) * items_per_block(leaf_kernel);
+        if (after_items <= slots) parts = p;
+      }
+      const bool starved = static_cast<double>(free_sms) * rates->leaf_sm_bytes_per_ns <
+                           rates->leaf_dram_bytes_per_ns * rates->beside_leaf_dram_share;
+      const char* why = "the leaves after it fit on the other SMs only with fewer parts";
+      if (parts == 0 && starved && launch_blocks / row_blocks > 1) {
+        parts = 1;
+        why = "the leaves after it stream on too few SMs beside a wave; one part leaves them more";
+      }
+      // Fewer still where the leaves' stream covers a whole part's compute: the leaves are the longer
+      // path either way, and each part adds partial rows and a fold round ((256, 1024, 512): 1.03x on two).
+      for (long long p = 1; p < parts; p *= 2) {
+        if (stream_ns * static_cast<double>(p) >= row_block_ns) {
+          parts = p;
+          why = "the leaves after it, more than the other SMs hold, stream longer than a part computes";
+          break;
+        }
+      }
+      if (parts > 0 && stream_ns * static_cast<double>(parts) >= kAfterLeavesCover * row_block_ns) return cut_into(parts, why);
     }
   }
   if (short_parts) {

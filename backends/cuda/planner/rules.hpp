@@ -30,6 +30,9 @@ inline constexpr int kWgmmaWaves = 1;          // wide_target_blocks: a wave of 
 // the shortest cut)
 inline constexpr long long kHalfWaveLeafPartTokens = 512;
 inline constexpr long long kHalfWaveLeafTokens = 16;
+// ... fewer parts for leaves of more rows after the launch where their stream covers this share of a
+// part's compute (the tuner's medians: 0.4-0.6 move only points that gain, 0.3 some that lose; perf-notes v61)
+inline constexpr double kAfterLeavesCover = 0.5;
 inline constexpr int kMmaWaves = 3;            // ... three of the latency-bound mma.sync blocks
 // form: the 16-row form's longest item where its items are at most one per SM, and at most two
 inline constexpr long long kNarrowFormItemTokens = 512;
@@ -96,11 +99,12 @@ Ruled<bool> inline_paths(const std::string& option, long long narrow_paths, int 
 // more than one row, averaging kHalfWaveLeafTokens or more), or the shortest parts (kMinSplitTokens) without.
 // Where the device has rates, the fewest parts per row block (1, 2, 4, ...) that keep the launch within
 // half the SMs and a part's compute no longer than the leaves' stream at the DRAM rate: for one-row
-// leaves where a wave would hold every SM; for leaves of more rows (`leaves_after`: rule leaf_layout has
-// put them after the launch) where their items would not all be resident on the SMs it leaves free.
+// leaves where a wave would hold every SM; for leaves of more rows where rule leaf_layout has put them
+// after the launch (`after_narrow_parts`: their narrow split, 0 otherwise) and their items would not all
+// be resident on the SMs it leaves free.
 Ruled<long long> wide_target_blocks(ItemKernel wide, const BlockCensus* census, const AttentionShape& shape,
                                     const std::optional<DeviceRates>& rates, const DeviceLimits& device,
-                                    bool leaves_after = false);
+                                    long long after_narrow_parts = 0);
 // wide_parts=N (N a number): N parts per wide row block, whatever the waves (`row_blocks`: the wide ones).
 Ruled<long long> wide_parts_target(const std::string& option, long long row_blocks);
 
