@@ -3,6 +3,8 @@
 // without rates in device-rates.csv gets. Host only.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -313,6 +315,18 @@ TEST(LeafPlacement, LeavesAfterTheLaunchGetFewerPartsWhereTheyWouldNotFitBesideI
                                        SharingTree::prefix_suffix(1024, std::vector<int>(256, 128)),
                                        resolve_options("cuda-hydragen", hydragen_options(), PlanOptions::parse("wide_parts=4")), kH100);
   EXPECT_EQ(forced.schedule.wide_items.size(), 64u);
+}
+
+// Rule leaf_layout's beside sizing: leaves of more rows on no more SMs than stream them at the beside
+// DRAM rate (perf-notes v63); one-row leaves on as many as the model asks.
+TEST(LeafPlacement, BesideGivesLeavesOfMoreRowsNoMoreSmsThanTheDramRateNeeds) {
+  const DeviceRates r = device_rates(kH100.name).value();
+  const int dram_sms = static_cast<int>(std::ceil(r.beside_leaf_dram_share * r.leaf_dram_bytes_per_ns / r.leaf_sm_bytes_per_ns));
+  const Placed eight = placement_at({1024, 2048, 256, 8, 1, 128, "8-row leaves beside 64 wgmma blocks"}, "auto");
+  ASSERT_TRUE(eight.layout.beside) << describe({1024, 2048, 256, 8, 1, 128, ""}, eight.layout);
+  EXPECT_EQ(eight.layout.leaf_sms, dram_sms) << "the leaves' stream would ask for " << 132 - eight.layout.wide_workers;
+  const Placed one = placement_at({1024, 4096, 80, 5, 5, 128, "one-row leaves (the decoder's)"}, "beside");
+  EXPECT_GT(one.layout.leaf_sms, dram_sms);
 }
 
 // A device device-rates.csv does not name gets no H100 numbers: leaf_layout abstains (leaves after,

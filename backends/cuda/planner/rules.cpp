@@ -343,9 +343,9 @@ Ruled<LeafLayout> leaf_layout(const std::string& option, const std::string& wide
   const double shared_bytes = static_cast<double>(census.wide_distinct_tokens) * token_bytes;  // once from DRAM, shared through L2
   const double leaf_items = static_cast<double>(after.narrow.size());
   const bool measured_leaves = static_cast<double>(leaf_tokens) <= kBesideMaxLeafTokens * leaf_items;
-  // Leaves of one row each (MHA, q_len 1) that are short: the model misses their per-item cost.
-  const bool short_one_row_leaves = shape.q_len * (shape.q_heads / shape.kv_heads) == 1 &&
-                                    static_cast<double>(leaf_tokens) < kBesideMinOneRowLeafTokens * leaf_items;
+  // Leaves of one row each (MHA, q_len 1); short ones: the model misses their per-item cost.
+  const bool one_row_leaves = shape.q_len * (shape.q_heads / shape.kv_heads) == 1;
+  const bool short_one_row_leaves = one_row_leaves && static_cast<double>(leaf_tokens) < kBesideMinOneRowLeafTokens * leaf_items;
   const long long row_blocks = static_cast<long long>(census.wide_block_tokens.size());
   // After: the wgmma launch (bound by its compute or its DRAM reads), the leaves streaming on the
   // SMs it leaves meanwhile, then the rest of them on every SM; the whole bounded by both launches'
@@ -368,6 +368,12 @@ Ruled<LeafLayout> leaf_layout(const std::string& option, const std::string& wide
                                 " for the wgmma launch");
   }
   const double leaves_rate_cap = leaf_items * r.leaf_sm_bytes_per_ns / kLeafWarpsFillingAnSm;
+  // Leaves of more rows on no more SMs than stream them at the beside DRAM rate: more add nothing to the
+  // leaves' time here, and ran slower (68 leaf SMs beside 64 wgmma blocks: 0.90x-0.95x on 65). One-row
+  // leaves (MHA decoding) keep every SM the model asks for: capped, the decoder's attention ran 1.5% slower
+  // (perf-notes v63).
+  const double dram_sms = one_row_leaves ? static_cast<double>(device.sms)
+                                         : std::ceil(r.beside_leaf_dram_share * r.leaf_dram_bytes_per_ns / r.leaf_sm_bytes_per_ns);
   int best_parts = 0;
   double best_score = 0;
   for (int parts = std::max(1, fixed_parts); parts <= (fixed_parts > 0 ? fixed_parts : kMaxSplits) &&
@@ -382,7 +388,8 @@ Ruled<LeafLayout> leaf_layout(const std::string& option, const std::string& wide
       const double prefix_ns = static_cast<double>(m) * part_ns + static_cast<double>(m - 1) * r.part_switch_ns;
       const double needed = std::ceil(leaf_bytes / (prefix_ns * r.leaf_sm_bytes_per_ns));
       const int leaf_sms =
-          fixed_leaf_sms > 0 ? fixed_leaf_sms : std::max(1, static_cast<int>(std::min(needed, static_cast<double>(device.sms - workers))));
+          fixed_leaf_sms > 0 ? fixed_leaf_sms
+                             : std::max(1, static_cast<int>(std::min({needed, dram_sms, static_cast<double>(device.sms - workers)})));
       const double leaves_ns = leaf_bytes / std::min({leaf_sms * r.leaf_sm_bytes_per_ns, leaves_rate_cap, r.beside_leaf_dram_share * dram});
       const double ns = std::max({prefix_ns, leaves_ns, (shared_bytes + leaf_bytes) / dram}) + r.merge_ns + r.fixed_ns;
       // Fixed leaf SMs fix the leaves' time: the wgmma launch as short as it goes beside them.
