@@ -167,7 +167,7 @@ void plan_cut(const AttentionShape& shape, const std::vector<Group>& groups, Cut
       if (parts == "auto") d.build.wide_target_blocks = log(wide_target_blocks(d.wide_kernel, nullptr, shape, d.rates, d.device));
     } else if (parts == "auto") {
       // The leaves after the launch: fewer parts where a wave of them would not fit beside it.
-      Ruled<long long> after_target = wide_target_blocks(d.wide_kernel, &chosen.census, shape, d.rates, d.device, d.build.narrow_parts);
+      Ruled<long long> after_target = wide_target_blocks(d.wide_kernel, &chosen.census, shape, d.rates, d.device, &after.narrow);
       if (after_target.choice != d.build.wide_target_blocks) d.build.wide_target_blocks = log(std::move(after_target));
     }
     d.log.push_back(split);

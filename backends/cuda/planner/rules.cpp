@@ -104,7 +104,8 @@ Ruled<bool> inline_paths(const std::string& option, long long narrow_paths, int 
 }
 
 Ruled<long long> wide_target_blocks(ItemKernel wide, const BlockCensus* census, const AttentionShape& shape,
-                                    const std::optional<DeviceRates>& rates, const DeviceLimits& device, long long after_narrow_parts) {
+                                    const std::optional<DeviceRates>& rates, const DeviceLimits& device,
+                                    const std::vector<long long>* after_leaf_items) {
   const int waves = wide == ItemKernel::wgmma ? kWgmmaWaves : kMmaWaves;
   const long long target = static_cast<long long>(waves) * blocks_per_sm(wide) * device.sms;
   Inputs in;
@@ -130,18 +131,20 @@ Ruled<long long> wide_target_blocks(ItemKernel wide, const BlockCensus* census, 
   // resident on the SMs that the wave (or half wave) leaves free (v61).
   const bool short_parts = 2 * wave.blocks > target && wave.longest <= (leaves ? kHalfWaveLeafPartTokens : kMinSplitTokens);
   const long long launch_blocks = short_parts ? wide_cut(*census, target / 2).blocks : wave.blocks;
-  std::vector<long long> leaf_items;  // the leaves' items after the narrow split, where they run after the launch
-  for (long long tokens : census->narrow_tokens) {
-    const long long parts = after_narrow_parts > 0 ? split_count(tokens, after_narrow_parts) : 0;
-    for (long long i = 0; i < parts; ++i) leaf_items.push_back((tokens + parts - 1) / parts);
-  }
-  const ItemKernel leaf_kernel = narrow_kernel(shape.dtype, "auto", 0, leaf_items, false, device, false).choice;
-  const long long free_sms = std::max<long long>(0, device.sms - launch_blocks);
-  const long long leaf_slots = free_sms * blocks_per_sm(leaf_kernel) * items_per_block(leaf_kernel);
-  const long long after_items = static_cast<long long>(leaf_items.size());
-  in("launch_blocks", launch_blocks)("after_leaf_items", after_items)("leaf_slots_beside", leaf_slots);
+  // The leaves after the launch: their items, as rule narrow_kernel would run them, resident beside a
+  // launch of `blocks` wgmma blocks.
+  const long long after_items = after_leaf_items ? static_cast<long long>(after_leaf_items->size()) : 0;
+  const ItemKernel leaf_kernel =
+      after_items > 0 ? narrow_kernel(shape.dtype, "auto", 0, *after_leaf_items, false, device, false).choice : ItemKernel::token_warps;
+  auto slots_beside = [&](long long blocks) {
+    return std::max<long long>(0, device.sms - blocks) * blocks_per_sm(leaf_kernel) * items_per_block(leaf_kernel);
+  };
   const bool one_row = leaf_rows == leaf_blocks && !short_parts;
-  const bool overflow = after_items > 0 && leaf_rows > leaf_blocks && after_items > leaf_slots;
+  bool overflow = false;
+  if (after_items > 0) {
+    in("launch_blocks", launch_blocks)("after_leaf_items", after_items)("leaf_slots_beside", slots_beside(launch_blocks));
+    overflow = leaf_rows > leaf_blocks && after_items > slots_beside(launch_blocks);
+  }
   if (rates && leaf_blocks > 0 && (one_row || overflow)) {
     const long long row_blocks = static_cast<long long>(census->wide_block_tokens.size());
     const long long longest = *std::max_element(census->wide_block_tokens.begin(), census->wide_block_tokens.end());
@@ -151,11 +154,18 @@ Ruled<long long> wide_target_blocks(ItemKernel wide, const BlockCensus* census, 
     auto cut_into = [&](long long parts, const char* why) {
       return out(row_blocks * parts, std::to_string(parts) + (parts == 1 ? " part" : " parts") + " per row block: " + why);
     };
+    // Parts per row block the launch may take: within half the SMs, and fewer than the wave (or half wave).
+    auto allowed = [&](long long parts) { return 2 * row_blocks * parts <= target && parts < launch_blocks / row_blocks; };
+    // The fewest allowed parts (1, 2, 4, ...) under `limit` whose compute the leaves' stream covers; 0 if none.
+    auto covered = [&](long long limit) {
+      for (long long parts = 1; allowed(parts) && parts < limit; parts *= 2) {
+        if (stream_ns * static_cast<double>(parts) >= row_block_ns) return parts;
+      }
+      return 0LL;
+    };
     if (one_row) {
-      for (long long parts = 1; 2 * row_blocks * parts <= target && parts < launch_blocks / row_blocks; parts *= 2) {
-        if (stream_ns * static_cast<double>(parts) >= row_block_ns) {
-          return cut_into(parts, "one-row leaves stream longer than a part computes; they run beside it on the other SMs");
-        }
+      if (const long long parts = covered(target)) {
+        return cut_into(parts, "one-row leaves stream longer than a part computes; they run beside it on the other SMs");
       }
     } else {
       // The most parts whose launch leaves room for all the leaves' items on the other SMs. Where none
@@ -163,10 +173,10 @@ Ruled<long long> wide_target_blocks(ItemKernel wide, const BlockCensus* census, 
       // Taken where the leaves' stream covers kAfterLeavesCover of a part's compute: shorter leaves wait
       // less in a second wave than a longer part adds (perf-notes v61).
       long long parts = 0;
-      for (long long p = 1; 2 * row_blocks * p <= target && p < launch_blocks / row_blocks; p *= 2) {
-        const long long slots = (device.sms - row_blocks * p) * blocks_per_sm(leaf_kernel) * items_per_block(leaf_kernel);
-        if (after_items <= slots) parts = p;
+      for (long long p = 1; allowed(p); p *= 2) {
+        if (after_items <= slots_beside(row_blocks * p)) parts = p;
       }
+      const long long free_sms = std::max<long long>(0, device.sms - launch_blocks);
       const bool starved = static_cast<double>(free_sms) * rates->leaf_sm_bytes_per_ns <
                            rates->leaf_dram_bytes_per_ns * rates->beside_leaf_dram_share;
       const char* why = "the leaves after it fit on the other SMs only with fewer parts";
@@ -176,12 +186,9 @@ Ruled<long long> wide_target_blocks(ItemKernel wide, const BlockCensus* census, 
       }
       // Fewer still where the leaves' stream covers a whole part's compute: the leaves are the longer
       // path either way, and each part adds partial rows and a fold round ((256, 1024, 512): 1.03x on two).
-      for (long long p = 1; p < parts; p *= 2) {
-        if (stream_ns * static_cast<double>(p) >= row_block_ns) {
-          parts = p;
-          why = "the leaves after it, more than the other SMs hold, stream longer than a part computes";
-          break;
-        }
+      if (const long long fewer = covered(parts)) {
+        parts = fewer;
+        why = "the leaves after it, more than the other SMs hold, stream longer than a part computes";
       }
       if (parts > 0 && stream_ns * static_cast<double>(parts) >= kAfterLeavesCover * row_block_ns) return cut_into(parts, why);
     }

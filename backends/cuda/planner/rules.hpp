@@ -100,11 +100,11 @@ Ruled<bool> inline_paths(const std::string& option, long long narrow_paths, int 
 // Where the device has rates, the fewest parts per row block (1, 2, 4, ...) that keep the launch within
 // half the SMs and a part's compute no longer than the leaves' stream at the DRAM rate: for one-row
 // leaves where a wave would hold every SM; for leaves of more rows where rule leaf_layout has put them
-// after the launch (`after_narrow_parts`: their narrow split, 0 otherwise) and their items would not all
-// be resident on the SMs it leaves free.
+// after the launch (`after_leaf_items`: their items' lengths after the narrow split, null otherwise) and
+// those items would not all be resident on the SMs it leaves free.
 Ruled<long long> wide_target_blocks(ItemKernel wide, const BlockCensus* census, const AttentionShape& shape,
                                     const std::optional<DeviceRates>& rates, const DeviceLimits& device,
-                                    long long after_narrow_parts = 0);
+                                    const std::vector<long long>* after_leaf_items = nullptr);
 // wide_parts=N (N a number): N parts per wide row block, whatever the waves (`row_blocks`: the wide ones).
 Ruled<long long> wide_parts_target(const std::string& option, long long row_blocks);
 
