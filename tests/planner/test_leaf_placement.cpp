@@ -40,11 +40,16 @@ struct Placed {
   LeafLayout layout;
 };
 
+// cuda-hydragen's plan at a point under the options `asked`.
+Planned plan_at(const Point& p, const std::string& asked, const TreeSpec& levels = {}, const DeviceLimits& device = kH100) {
+  return plan_hydragen(make_shape(p.batch, 1, p.q_heads, p.kv_heads, p.head_dim, DType::bf16), levels.build(p.batch, p.prefix, p.suffix),
+                       resolve_options("cuda-hydragen", hydragen_options(), PlanOptions::parse(asked)), device);
+}
+
 Placed placement_at(const Point& p, const std::string& leaves, const TreeSpec& levels = {}, const DeviceLimits& device = kH100) {
   const AttentionShape shape = make_shape(p.batch, 1, p.q_heads, p.kv_heads, p.head_dim, DType::bf16);
   const SharingTree tree = levels.build(p.batch, p.prefix, p.suffix);
-  const PlanOptions options = resolve_options("cuda-hydragen", hydragen_options(), PlanOptions::parse("leaves=" + leaves));
-  Placed placed{plan_hydragen(shape, tree, options, device), {}};
+  Placed placed{plan_at(p, "leaves=" + leaves, levels, device), {}};
   const std::vector<Group> groups = segment_groups(shape, tree, placed.plan.decisions.inline_paths);
   const BlockCensus c = census(shape, groups, kWgmmaRows);
   const BuildChoices after{kWgmmaRows, narrow_split(c, resident_blocks(ItemKernel::token_warps, device), device).choice,
@@ -311,9 +316,7 @@ TEST(LeafPlacement, LeavesAfterTheLaunchGetFewerPartsWhereTheyWouldNotFitBesideI
   const Placed fitting = placement_at({512, 1024, 272, 8, 1, 128, "one-warp leaf items"}, "auto");
   EXPECT_EQ(fitting.plan.schedule.wide_items.size(), 64u);
   // Forced parts are kept.
-  const Planned forced = plan_hydragen(make_shape(256, 1, 8, 1, 128, DType::bf16),
-                                       SharingTree::prefix_suffix(1024, std::vector<int>(256, 128)),
-                                       resolve_options("cuda-hydragen", hydragen_options(), PlanOptions::parse("wide_parts=4")), kH100);
+  const Planned forced = plan_at({256, 1024, 128, 8, 1, 128, "parts fixed"}, "wide_parts=4");
   EXPECT_EQ(forced.schedule.wide_items.size(), 64u);
 }
 
@@ -349,10 +352,7 @@ TEST(LeafPlacement, AbstainsOnADeviceWithoutRates) {
   EXPECT_EQ(rule.choice, "after");
   EXPECT_NE(rule.reason.find("device-rates.csv"), std::string::npos) << rule.reason;
   EXPECT_NE(rule.reason.find("Imaginary GPU"), std::string::npos) << rule.reason;
-  const Planned after = plan_hydragen(make_shape(p.batch, 1, p.q_heads, p.kv_heads, p.head_dim, DType::bf16),
-                                      SharingTree::prefix_suffix(p.prefix, std::vector<int>(p.batch, p.suffix)),
-                                      resolve_options("cuda-hydragen", hydragen_options(), PlanOptions::parse("leaves=after:wide_parts=2")),
-                                      kH100);
+  const Planned after = plan_at(p, "leaves=after:wide_parts=2");
   EXPECT_EQ(l.plan.schedule.wide_items.size(), after.schedule.wide_items.size());
   EXPECT_EQ(l.plan.schedule.narrow_items.size(), after.schedule.narrow_items.size());
   EXPECT_EQ(l.plan.schedule.row_query, after.schedule.row_query);
