@@ -67,6 +67,11 @@ double wgmma_ns(long long tokens, const AttentionShape& shape, const DeviceRates
 }
 double kv_token_bytes(const AttentionShape& shape) { return 2.0 * shape.head_dim * static_cast<double>(dtype_size(shape.dtype)); }
 
+// The leaf SMs whose stream reaches the DRAM rate that leaves on some of the SMs get (fractional).
+double beside_dram_sms(const DeviceRates& rates) {
+  return rates.beside_leaf_dram_share * rates.leaf_dram_bytes_per_ns / rates.leaf_sm_bytes_per_ns;
+}
+
 }  // namespace
 
 Ruled<std::optional<DeviceRates>> device_and_rates(const DeviceLimits& device) {
@@ -142,8 +147,9 @@ Ruled<long long> wide_target_blocks(ItemKernel wide, const BlockCensus* census, 
   const bool one_row = leaf_rows == leaf_blocks && !short_parts;
   bool overflow = false;
   if (after_items > 0) {
-    in("launch_blocks", launch_blocks)("after_leaf_items", after_items)("leaf_slots_beside", slots_beside(launch_blocks));
-    overflow = leaf_rows > leaf_blocks && after_items > slots_beside(launch_blocks);
+    const long long slots = slots_beside(launch_blocks);
+    in("launch_blocks", launch_blocks)("after_leaf_items", after_items)("leaf_slots_beside", slots);
+    overflow = leaf_rows > leaf_blocks && after_items > slots;
   }
   if (rates && leaf_blocks > 0 && (one_row || overflow)) {
     const long long row_blocks = static_cast<long long>(census->wide_block_tokens.size());
@@ -177,8 +183,7 @@ Ruled<long long> wide_target_blocks(ItemKernel wide, const BlockCensus* census, 
         if (after_items <= slots_beside(row_blocks * p)) parts = p;
       }
       const long long free_sms = std::max<long long>(0, device.sms - launch_blocks);
-      const bool starved = static_cast<double>(free_sms) * rates->leaf_sm_bytes_per_ns <
-                           rates->leaf_dram_bytes_per_ns * rates->beside_leaf_dram_share;
+      const bool starved = static_cast<double>(free_sms) < beside_dram_sms(*rates);
       const char* why = "the leaves after it fit on the other SMs only with fewer parts";
       if (parts == 0 && starved && launch_blocks / row_blocks > 1) {
         parts = 1;
@@ -379,8 +384,7 @@ Ruled<LeafLayout> leaf_layout(const std::string& option, const std::string& wide
   // leaves' time here, and ran slower (68 leaf SMs beside 64 wgmma blocks: 0.90x-0.95x on 65). One-row
   // leaves (MHA decoding) keep every SM the model asks for: capped, the decoder's attention ran 1.5% slower
   // (perf-notes v63).
-  const double dram_sms = one_row_leaves ? static_cast<double>(device.sms)
-                                         : std::ceil(r.beside_leaf_dram_share * r.leaf_dram_bytes_per_ns / r.leaf_sm_bytes_per_ns);
+  const double dram_sms = one_row_leaves ? static_cast<double>(device.sms) : std::ceil(beside_dram_sms(r));
   int best_parts = 0;
   double best_score = 0;
   for (int parts = std::max(1, fixed_parts); parts <= (fixed_parts > 0 ? fixed_parts : kMaxSplits) &&
